@@ -1,0 +1,55 @@
+"""cuforge: CUDA kernels declared as Python classes, compiled by NVRTC, launched with checks.
+
+``import cuforge`` starts no CUDA, creates no folders and imports neither IPython nor
+cuda.core; those happen on first use.
+"""
+
+from ._arrays import DeviceArray as DeviceArray
+from ._arrays import empty as empty
+from ._arrays import to_device as to_device
+from ._arrays import zeros as zeros
+from ._cuda import set_device as set_device
+from ._cuda import synchronize as synchronize
+from ._version import __version__ as __version__
+from .errors import ArgumentError as ArgumentError
+from .errors import ArgumentTypeError as ArgumentTypeError
+from .errors import CompileError as CompileError
+from .errors import CuforgeError as CuforgeError
+from .errors import DeclarationError as DeclarationError
+from .errors import LaunchError as LaunchError
+from .errors import NoDeviceError as NoDeviceError
+from .errors import SignatureMismatchError as SignatureMismatchError
+from .errors import TemplateError as TemplateError
+from .kernel import CompiledKernel as CompiledKernel
+from .kernel import Kernel as Kernel
+from .kernel import kernel as kernel
+from .options import CompileOptions as CompileOptions
+from .types import Array as Array
+from .types import ArrayType as ArrayType
+from .types import DType as DType
+from .types import In as In
+from .types import Out as Out
+from .types import bfloat16 as bfloat16
+from .types import bool_ as bool_
+from .types import complex64 as complex64
+from .types import complex128 as complex128
+from .types import float16 as float16
+from .types import float32 as float32
+from .types import float64 as float64
+from .types import int8 as int8
+from .types import int16 as int16
+from .types import int32 as int32
+from .types import int64 as int64
+from .types import uint8 as uint8
+from .types import uint16 as uint16
+from .types import uint32 as uint32
+from .types import uint64 as uint64
+
+__all__ = [
+    "Array", "ArgumentError", "ArgumentTypeError", "ArrayType", "CompileError", "CompileOptions",
+    "CompiledKernel", "CuforgeError", "DType", "DeclarationError", "DeviceArray", "In", "Kernel",
+    "LaunchError", "NoDeviceError", "Out", "SignatureMismatchError", "TemplateError", "__version__",
+    "bfloat16", "bool_", "complex64", "complex128", "empty", "float16", "float32", "float64",
+    "int8", "int16", "int32", "int64", "kernel", "set_device", "synchronize", "to_device",
+    "uint8", "uint16", "uint32", "uint64", "zeros",
+]  # fmt: skip

@@ -1,0 +1,196 @@
+"""NVRTC through cuda.bindings: compile a translation unit, look up lowered names.
+
+cuda.core's ``Program`` is not used here because it takes no in-memory headers (the
+persistent cache needs their contents for its key) and keeps no log on success; the raw
+NVRTC calls give both, and they are few.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _config
+from .errors import CompileError, NoDeviceError
+
+_LOG_LINE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)")
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """What one NVRTC program produced."""
+
+    code: bytes
+    code_type: str  # "cubin" or "ptx"
+    lowered: Mapping[str, str]  # name expression -> lowered (mangled) symbol
+    log: str
+    flags: tuple[str, ...]
+    seconds: float
+    nvrtc_version: tuple[int, int] = field(default=(0, 0))
+
+
+def _nvrtc() -> Any:
+    from cuda.bindings import nvrtc
+
+    return nvrtc
+
+
+def _check(result: Any, call: str) -> Any:
+    """Unwrap a cuda.bindings NVRTC result tuple, raising on failure."""
+    err, *rest = result
+    if int(err) != 0:
+        nvrtc = _nvrtc()
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CompileError(f"NVRTC {call} failed: {msg.decode()}", log="", source="", options=())
+    return rest[0] if len(rest) == 1 else rest
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_version() -> tuple[int, int]:
+    major, minor = _check(_nvrtc().nvrtcVersion(), "nvrtcVersion")
+    return (int(major), int(minor))
+
+
+@functools.lru_cache(maxsize=1)
+def supported_archs() -> tuple[int, ...]:
+    return tuple(int(a) for a in _check(_nvrtc().nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+
+
+@functools.lru_cache(maxsize=4)
+def _find_cuda_include(configured: str) -> str | None:
+    if configured:
+        return configured
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+    except ImportError:
+        return None
+    found = find_nvidia_header_directory("cudart")
+    return str(found) if found else None
+
+
+def cuda_include_dir() -> str | None:
+    """Directory of the CUDA runtime headers (cuda_fp16.h, cuda_bf16.h, cuComplex.h)."""
+    return _find_cuda_include(str(_config.get("cuda_include")))
+
+
+def target_for(cc: int) -> str:
+    """The arch to compile for a device of compute capability ``cc`` (90 for 9.0): a cubin
+    when NVRTC knows the arch, else PTX for the newest arch it knows below it."""
+    archs = supported_archs()
+    if cc in archs:
+        return f"sm_{cc}"
+    older = [a for a in archs if a <= cc]
+    if not older:
+        raise NoDeviceError(
+            f"this NVRTC ({'.'.join(map(str, nvrtc_version()))}) supports archs "
+            f"{', '.join(map(str, archs))}, none of which runs on a compute capability "
+            f"{cc // 10}.{cc % 10} device; install an NVRTC that supports it"
+        )
+    return f"compute_{max(older)}"
+
+
+_lock = threading.Lock()
+compile_count = 0  # NVRTC programs compiled in this process (tests count it)
+
+
+def compile_program(
+    source: str,
+    *,
+    program_name: str,
+    name_expressions: Sequence[str],
+    flags: tuple[str, ...],
+    headers: Mapping[str, str] | None = None,
+    kernel: str,
+    line_sources: Mapping[str, str] | None = None,
+) -> CompileResult:
+    """Compile ``source`` with NVRTC and resolve every name expression.
+
+    ``flags`` must hold ``-arch=sm_XY`` (cubin) or ``-arch=compute_XY`` (PTX).
+    ``line_sources`` maps ``#line`` file names to their text, for error messages.
+    """
+    global compile_count
+    nvrtc = _nvrtc()
+    headers = dict(headers or {})
+    start = time.perf_counter()
+    prog = _check(
+        nvrtc.nvrtcCreateProgram(
+            source.encode(),
+            program_name.encode(),
+            len(headers),
+            [v.encode() for v in headers.values()],
+            [k.encode() for k in headers],
+        ),
+        "nvrtcCreateProgram",
+    )
+    try:
+        for expr in name_expressions:
+            _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), [f.encode() for f in flags])
+        log = _program_log(nvrtc, prog)
+        if int(err) != 0:
+            sources = {program_name: source, **(line_sources or {})}
+            raise CompileError(
+                format_failure(kernel, flags, log, sources), log=log, source=source, options=flags
+            )
+        ptx = any(f.startswith("-arch=compute_") for f in flags)
+        if ptx:
+            size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+            code = b" " * size
+            _check(nvrtc.nvrtcGetPTX(prog, code), "nvrtcGetPTX")
+            code = code.rstrip(b"\x00")
+        else:
+            size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+            code = b" " * size
+            _check(nvrtc.nvrtcGetCUBIN(prog, code), "nvrtcGetCUBIN")
+        lowered = {
+            expr: _check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "nvrtcGetLoweredName").decode()
+            for expr in name_expressions
+        }
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    with _lock:
+        compile_count += 1
+    return CompileResult(
+        code=code,
+        code_type="ptx" if ptx else "cubin",
+        lowered=lowered,
+        log=log,
+        flags=flags,
+        seconds=time.perf_counter() - start,
+        nvrtc_version=nvrtc_version(),
+    )
+
+
+def _program_log(nvrtc: Any, prog: Any) -> str:
+    size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+    buf = b" " * size
+    _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+    return buf.rstrip(b"\x00").decode(errors="replace").strip()
+
+
+def format_failure(kernel: str, flags: tuple[str, ...], log: str, sources: Mapping[str, str]) -> str:
+    """NVRTC's errors, each followed by the offending line of the body, preamble or
+    rendered source, numbered as the user sees it."""
+    arch = next((f.split("=", 1)[1] for f in flags if f.startswith("-arch=")), "?")
+    out = [f"{kernel}: NVRTC failed to compile for {arch}:"]
+    shown = 0
+    for raw in log.splitlines():
+        m = _LOG_LINE.match(raw)
+        out.append("  " + raw)
+        if not m or m["what"] == "warning" or shown >= 10:
+            continue
+        text = sources.get(m["file"])
+        if text is None:
+            continue
+        shown += 1
+        lines, n = text.split("\n"), int(m["line"])
+        for i in range(max(1, n - 1), min(len(lines), n + 1) + 1):
+            out.append(f"    {'>' if i == n else ' '} {i:>4} | {lines[i - 1]}")
+    if not log:
+        out.append("  (NVRTC printed no log)")
+    return "\n".join(out)

@@ -1,0 +1,165 @@
+"""The Jinja environment, and assembly of a kernel's full CUDA C++ source.
+
+One configuration for every template: StrictUndefined (a missing variable is an error, not
+an empty string), no autoescape (this is C++, not HTML), trailing newlines kept and no
+block trimming, so a rendered body has the same line numbers as its template wherever no
+loop expands. Generated source carries ``#line`` directives, so NVRTC reports errors at the
+user's body line (``Saxpy.body(3)``), not at a line of generated code.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import jinja2
+
+from . import _config
+from .errors import TemplateError
+
+PACKAGE_TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
+
+
+@functools.lru_cache(maxsize=32)
+def environment(dirs: tuple[str, ...] = ()) -> jinja2.Environment:
+    """The strict environment over ``dirs`` plus the package's own templates."""
+    loader = jinja2.FileSystemLoader([*dirs, PACKAGE_TEMPLATES])
+    return jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        auto_reload=True,
+    )
+
+
+def search_dirs(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Template directories: a kernel's own, then CUFORGE_TEMPLATE_PATH."""
+    configured = tuple(d for d in str(_config.get("template_path")).split(os.pathsep) if d)
+    return tuple(os.path.abspath(d) for d in (*extra, *configured))
+
+
+def _template_line(tb: TracebackType | None, filename: str) -> int | None:
+    """The template line a Jinja error was raised at (Jinja rewrites tracebacks so template
+    frames carry the template's own file name and line)."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _error(kernel: str, where: str, exc: BaseException, filename: str, text: str | None) -> TemplateError:
+    line = getattr(exc, "lineno", None) or _template_line(exc.__traceback__, filename)
+    shown = ""
+    if line is not None and text is not None:
+        lines = text.split("\n")
+        if 0 < line <= len(lines):
+            shown = f"\n  {line:>4} | {lines[line - 1]}"
+    at = f" line {line}" if line is not None else ""
+    hint = ""
+    if isinstance(exc, jinja2.UndefinedError):
+        hint = "; only declared values (template parameters, `name`, `params`) are defined"
+    return TemplateError(f"{kernel}: cannot render {where}{at}: {exc.message or exc}{hint}{shown}")
+
+
+def dedent_body(body: str) -> str:
+    """A body as written in a class: drop one leading blank line and common indentation.
+
+    Line 1 of the result is what error messages call line 1 of the body.
+    """
+    if body.startswith("\n"):
+        body = body[1:]
+    elif body.startswith("\r\n"):
+        body = body[2:]
+    return textwrap.dedent(body).rstrip() + "\n"
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A parsed Jinja snippet (a body or preamble) and the text it came from."""
+
+    kernel: str
+    where: str  # "body" or "preamble": also the #line file suffix
+    text: str
+    template: jinja2.Template
+
+    @classmethod
+    def parse(cls, kernel: str, where: str, raw: str) -> Snippet:
+        text = dedent_body(raw)
+        try:
+            tmpl = environment().from_string(text)
+        except jinja2.TemplateSyntaxError as exc:
+            raise _error(kernel, where, exc, "<template>", text) from None
+        return cls(kernel, where, text, tmpl)
+
+    def render(self, context: Mapping[str, Any]) -> str:
+        try:
+            out = self.template.render(context)
+        except jinja2.TemplateError as exc:
+            raise _error(self.kernel, self.where, exc, "<template>", self.text) from None
+        return out if out.endswith("\n") else out + "\n"
+
+    @property
+    def line_file(self) -> str:
+        return f"{self.kernel}.{self.where}"
+
+
+def render_file(kernel: str, name: str, dirs: tuple[str, ...], context: Mapping[str, Any]) -> str:
+    """Render the whole-kernel template ``name`` found in ``dirs`` or the package."""
+    env = environment(dirs)
+    try:
+        tmpl = env.get_template(name)
+    except jinja2.TemplateNotFound:
+        searched = ", ".join(env.loader.searchpath) if isinstance(env.loader, jinja2.FileSystemLoader) else ""
+        raise TemplateError(
+            f"{kernel}: template {name!r} not found in {searched}; pass its directory with "
+            f"template_dirs=[...] on the class or CUFORGE_TEMPLATE_PATH"
+        ) from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise _error(kernel, f"template {name!r}", exc, exc.filename or "", exc.source) from None
+    try:
+        return tmpl.render(context)
+    except jinja2.TemplateError as exc:
+        source = None
+        if tmpl.filename and os.path.exists(tmpl.filename):
+            with open(tmpl.filename, encoding="utf-8") as fh:
+                source = fh.read()
+        raise _error(kernel, f"template {name!r}", exc, tmpl.filename or "", source) from None
+
+
+def includes(headers: tuple[str, ...]) -> str:
+    return "".join(f"#include <{h}>\n" for h in headers)
+
+
+def assemble(
+    *,
+    name: str,
+    template_params: str,
+    params_cpp: str,
+    headers: tuple[str, ...],
+    body: str,
+    body_file: str,
+    preamble: str = "",
+    preamble_file: str = "",
+    comment: str = "",
+) -> str:
+    """The complete translation unit for a body-declared kernel."""
+    parts = [f"// {comment}\n" if comment else "", includes(headers)]
+    if preamble:
+        parts += [f'#line 1 "{preamble_file}"\n', preamble]
+    head = f"template <{template_params}>\n" if template_params else ""
+    parts += [
+        f'#line 1 "{name}.cu"\n',
+        f"{head}__global__ void {name}({params_cpp})\n{{\n",
+        f'#line 1 "{body_file}"\n',
+        body,
+        "}\n",
+    ]
+    return "".join(parts)

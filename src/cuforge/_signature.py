@@ -1,0 +1,81 @@
+"""Resolved kernel parameters: what each annotation means, computed once at definition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .types import ArrayType, DType
+
+POINTER_SIZE = 8
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: its name, position and declared type (a DType or ArrayType)."""
+
+    name: str
+    index: int
+    type: Any
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.type, ArrayType)
+
+    @property
+    def size(self) -> int:
+        """Bytes the parameter takes in the kernel's parameter buffer."""
+        return POINTER_SIZE if self.is_array else self.type.itemsize
+
+    @property
+    def align(self) -> int:
+        return POINTER_SIZE if self.is_array else self.type.align
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype if self.is_array else self.type
+
+    def cpp(self) -> str:
+        """The C++ declaration of this parameter."""
+        t = self.type
+        if not isinstance(t, ArrayType):
+            return f"{t.cpp} {self.name}"
+        if t.intent == "in":
+            return f"const {t.dtype.cpp}* __restrict__ {self.name}"
+        if t.intent == "out":
+            return f"{t.dtype.cpp}* __restrict__ {self.name}"
+        return f"{t.dtype.cpp}* {self.name}"
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.type!r}" if self.is_array else f"{self.name}: {self.type.name}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The ordered parameters of a kernel."""
+
+    params: tuple[Param, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def cpp(self) -> str:
+        return ", ".join(p.cpp() for p in self.params)
+
+    def describe(self, name: str) -> str:
+        return f"{name}({', '.join(p.describe() for p in self.params)})"
+
+    def headers(self) -> tuple[str, ...]:
+        """CUDA headers the parameter types need, in a stable order."""
+        found = {p.dtype.header for p in self.params if p.dtype.header}
+        return tuple(sorted(found))
+
+    def layout(self) -> tuple[tuple[int, int], ...]:
+        """(offset, size) of each parameter in the kernel's parameter buffer (C ABI)."""
+        out, offset = [], 0
+        for p in self.params:
+            offset = -(-offset // p.align) * p.align
+            out.append((offset, p.size))
+            offset += p.size
+        return tuple(out)

@@ -1,0 +1,139 @@
+"""Compile options: a frozen dataclass and the pure function that turns it into NVRTC flags.
+
+Building options never touches the GPU or NVRTC; the arch is chosen later, by
+``compile(arch=...)`` or from the device in use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import DeclarationError
+
+__all__ = ["CompileOptions", "to_flags"]
+
+_STDS = ("c++11", "c++14", "c++17", "c++20")
+_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ARCH = re.compile(r"(sm|compute)_(\d+)([af]?)\Z")
+
+
+def _fail(option: str, expected: str, got: Any) -> DeclarationError:
+    return DeclarationError(f"CompileOptions: {option} expects {expected}, got {got!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileOptions:
+    """Options for NVRTC, settable per kernel class and per ``compile()`` call.
+
+    Parameters
+    ----------
+    std : str
+        C++ dialect: ``"c++11"``, ``"c++14"``, ``"c++17"`` (default) or ``"c++20"``.
+    fast_math : bool
+        ``-use_fast_math`` (implies ftz, approximate division and square root).
+    ftz : bool or None
+        Flush denormals to zero; None leaves NVRTC's default.
+    maxrregcount : int or None
+        Cap on registers per thread.
+    lineinfo : bool
+        Emit line information for profilers (``-lineinfo``).
+    debug : bool
+        Device debug information (``-G``); slow code.
+    defines : mapping or iterable of (name, value)
+        Preprocessor macros; a value of None defines the name with no value.
+    include_dirs : iterable of str
+        Extra include directories.
+    extra : iterable of str
+        Further NVRTC flags, passed as they are.
+    """
+
+    __module__ = "cuforge"
+
+    std: str = "c++17"
+    fast_math: bool = False
+    ftz: bool | None = None
+    maxrregcount: int | None = None
+    lineinfo: bool = False
+    debug: bool = False
+    defines: tuple[tuple[str, str | None], ...] = field(default=())
+    include_dirs: tuple[str, ...] = field(default=())
+    extra: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.std not in _STDS:
+            raise _fail("std", f"one of {', '.join(_STDS)}", self.std)
+        for name in ("fast_math", "lineinfo", "debug"):
+            if not isinstance(getattr(self, name), bool):
+                raise _fail(name, "a bool", getattr(self, name))
+        if self.ftz is not None and not isinstance(self.ftz, bool):
+            raise _fail("ftz", "a bool or None", self.ftz)
+        rr = self.maxrregcount
+        if rr is not None and (isinstance(rr, bool) or not isinstance(rr, int) or not 16 <= rr <= 255):
+            raise _fail("maxrregcount", "an int from 16 to 255 or None", rr)
+        object.__setattr__(self, "defines", _normalize_defines(self.defines))
+        object.__setattr__(self, "include_dirs", _str_tuple("include_dirs", self.include_dirs))
+        object.__setattr__(self, "extra", _str_tuple("extra", self.extra))
+
+    def replace(self, **changes: Any) -> CompileOptions:
+        """A copy with the given fields changed (validated like a new instance)."""
+        try:
+            return dataclasses.replace(self, **changes)
+        except TypeError as exc:
+            names = ", ".join(f.name for f in dataclasses.fields(self))
+            raise DeclarationError(f"CompileOptions: {exc}; the fields are {names}") from None
+
+
+def _normalize_defines(defines: Any) -> tuple[tuple[str, str | None], ...]:
+    items: Iterable[Any] = defines.items() if isinstance(defines, Mapping) else defines
+    out = []
+    for item in items:
+        name, value = (item, None) if isinstance(item, str) else item
+        if not isinstance(name, str) or not _DEFINE_NAME.match(name):
+            raise _fail("defines", "C identifiers as names", name)
+        out.append((name, None if value is None else str(value)))
+    return tuple(out)
+
+
+def _str_tuple(option: str, values: Any) -> tuple[str, ...]:
+    if isinstance(values, (str, os.PathLike)):
+        values = (values,)
+    out = tuple(os.fspath(v) if isinstance(v, os.PathLike) else v for v in values)
+    if not all(isinstance(v, str) for v in out):
+        raise _fail(option, "strings", values)
+    return out
+
+
+def check_arch(arch: Any) -> str:
+    """Validate an arch string such as ``"sm_90"`` and return it."""
+    if not isinstance(arch, str) or not _ARCH.match(arch):
+        raise DeclarationError(
+            f"arch expects a string like 'sm_90' (or 'compute_90' for PTX), got {arch!r}"
+        )
+    return arch
+
+
+def to_flags(options: CompileOptions, arch: str, include_dirs: Iterable[str] = ()) -> tuple[str, ...]:
+    """NVRTC flags for ``options`` targeting ``arch`` (``sm_XY`` gives a cubin, ``compute_XY`` PTX).
+
+    A pure function: the same inputs always give the same flags, in the same order.
+    """
+    flags = [f"-arch={check_arch(arch)}", f"-std={options.std}"]
+    if options.fast_math:
+        flags.append("-use_fast_math")
+    if options.ftz is not None:
+        flags.append(f"-ftz={'true' if options.ftz else 'false'}")
+    if options.maxrregcount is not None:
+        flags.append(f"-maxrregcount={options.maxrregcount}")
+    if options.lineinfo:
+        flags.append("-lineinfo")
+    if options.debug:
+        flags.append("-G")
+    flags += [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in options.defines]
+    flags += [f"-I{d}" for d in (*options.include_dirs, *include_dirs)]
+    flags += options.extra
+    return tuple(flags)

@@ -1,0 +1,223 @@
+"""The dtype vocabulary and the annotations that declare kernel parameters.
+
+A :class:`DType` is a value: it knows its C++ spelling (``str(cf.float32) == "float"``,
+so ``{{ T }}`` in a template renders C++), its NumPy dtype, its size and alignment, and
+the header NVRTC needs for it. ``cf.Array[cf.float32]``, ``cf.In[...]`` and
+``cf.Out[...]`` build :class:`ArrayType` values. Both are resolved when a kernel class is
+defined, never on the launch path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .errors import DeclarationError
+
+__all__ = [
+    "Array",
+    "ArrayType",
+    "DType",
+    "In",
+    "Out",
+    "SCALAR_TYPES",
+    "bfloat16",
+    "bool_",
+    "complex64",
+    "complex128",
+    "dtype_of",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DType:
+    """A scalar type a kernel parameter or array element may have.
+
+    Instances are singletons compared by identity; use the module constants
+    (``cf.float32``) or :func:`dtype_of`.
+
+    Attributes
+    ----------
+    name : str
+        The NumPy-style name (``"float32"``).
+    cpp : str
+        The C++ spelling NVRTC sees (``"float"``); also what ``str()`` returns.
+    itemsize : int
+        Size in bytes.
+    kind : str
+        NumPy's kind letter: ``b`` bool, ``i`` signed, ``u`` unsigned, ``f`` float,
+        ``c`` complex.
+    header : str or None
+        The CUDA header that defines the C++ type, when it is not built in.
+    """
+
+    __module__ = "cuforge"
+
+    name: str
+    cpp: str
+    itemsize: int
+    kind: str
+    align: int
+    header: str | None = None
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def numpy(self) -> np.dtype[Any]:
+        """The matching NumPy dtype (bfloat16 needs the ``ml_dtypes`` package)."""
+        if self.name == "bfloat16":
+            try:
+                import ml_dtypes
+            except ImportError as exc:
+                raise DeclarationError(
+                    "cuforge.bfloat16 has no NumPy dtype without the ml_dtypes package; "
+                    "install it with `pip install ml_dtypes` (PyTorch bfloat16 tensors work without it)"
+                ) from exc
+            return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(self.name)
+
+    def __str__(self) -> str:
+        return self.cpp
+
+    def __repr__(self) -> str:
+        return f"cuforge.{self.name}"
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", "bool", 1, "b", 1)
+int8 = DType("int8", "signed char", 1, "i", 1)
+int16 = DType("int16", "short", 2, "i", 2)
+int32 = DType("int32", "int", 4, "i", 4)
+int64 = DType("int64", "long long", 8, "i", 8)
+uint8 = DType("uint8", "unsigned char", 1, "u", 1)
+uint16 = DType("uint16", "unsigned short", 2, "u", 2)
+uint32 = DType("uint32", "unsigned int", 4, "u", 4)
+uint64 = DType("uint64", "unsigned long long", 8, "u", 8)
+float16 = DType("float16", "__half", 2, "f", 2, "cuda_fp16.h")
+bfloat16 = DType("bfloat16", "__nv_bfloat16", 2, "f", 2, "cuda_bf16.h")
+float32 = DType("float32", "float", 4, "f", 4)
+float64 = DType("float64", "double", 8, "f", 8)
+# cuComplex.h's types are float2/double2: the same layout as NumPy's complex64/128.
+complex64 = DType("complex64", "cuFloatComplex", 8, "c", 8, "cuComplex.h")
+complex128 = DType("complex128", "cuDoubleComplex", 16, "c", 16, "cuComplex.h")
+
+SCALAR_TYPES: tuple[DType, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float16, bfloat16, float32, float64, complex64, complex128,
+)  # fmt: skip
+_BY_NAME = {t.name: t for t in SCALAR_TYPES}
+_BY_NUMPY: dict[Any, DType] = {np.dtype(t.name): t for t in SCALAR_TYPES if t is not bfloat16}
+_bf16_checked = False
+
+
+def dtype_of(value: Any) -> DType | None:
+    """The cuforge dtype for a NumPy dtype (or dtype-like), a name, or a DType; else None."""
+    global _bf16_checked
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    try:
+        key = np.dtype(value)
+    except TypeError:
+        return None
+    found = _BY_NUMPY.get(key)
+    if found is None and not _bf16_checked and key.name == "bfloat16":
+        _bf16_checked = True
+        _BY_NUMPY[key] = bfloat16
+        found = bfloat16
+    return found
+
+
+_INTENTS = {"inout": "Array", "in": "In", "out": "Out"}
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """A device-array parameter: element dtype, optional fixed rank, and intent.
+
+    Built by ``cf.Array[dtype]``, ``cf.In[dtype]`` or ``cf.Out[dtype]``, optionally with a
+    rank: ``cf.Array[cf.float32, 2]``.
+    """
+
+    __module__ = "cuforge"
+
+    dtype: Any  # a DType, or a family's type parameter
+    ndim: int | None
+    intent: str  # "inout", "in" or "out"
+
+    @property
+    def writes(self) -> bool:
+        return self.intent != "in"
+
+    def __repr__(self) -> str:
+        rank = f", {self.ndim}" if self.ndim is not None else ""
+        name = getattr(self.dtype, "name", self.dtype)
+        return f"{_INTENTS[self.intent]}[{name}{rank}]"
+
+
+class _ArrayFactory:
+    _intent: ClassVar[str]
+
+    def __class_getitem__(cls, item: Any) -> ArrayType:
+        dtype, ndim = item if isinstance(item, tuple) and len(item) == 2 else (item, None)
+        if isinstance(item, tuple) and len(item) not in (1, 2):
+            raise DeclarationError(
+                f"{cls.__name__}[...] takes a dtype and optionally a rank, got {item!r}; "
+                f"write {cls.__name__}[cf.float32] or {cls.__name__}[cf.float32, 2]"
+            )
+        if not isinstance(dtype, DType) and not getattr(dtype, "_cuforge_typeparam", False):
+            raise DeclarationError(
+                f"{cls.__name__}[...] needs a cuforge dtype such as cf.float32, got {dtype!r}"
+            )
+        if ndim is not None and (isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < 1):
+            raise DeclarationError(
+                f"{cls.__name__}[{dtype!r}, {ndim!r}]: the rank must be a positive int"
+            )
+        return ArrayType(dtype, ndim, cls._intent)
+
+
+class Array(_ArrayFactory):
+    """A read-write device array parameter: ``cf.Array[cf.float32]`` renders ``float*``."""
+
+    __module__ = "cuforge"
+    _intent = "inout"
+
+
+class In(_ArrayFactory):
+    """A read-only array parameter: rendered ``const T* __restrict__``."""
+
+    __module__ = "cuforge"
+    _intent = "in"
+
+
+class Out(_ArrayFactory):
+    """A write-only array parameter: rendered ``T* __restrict__``."""
+
+    __module__ = "cuforge"
+    _intent = "out"

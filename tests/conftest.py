@@ -1,0 +1,55 @@
+"""Shared test set-up: GPU detection for the `gpu` marker and kernels compiled once per session."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+import cuforge as cf
+from cuforge import _cuda
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_missing_reason() -> str | None:
+    try:
+        _cuda.current_device()
+    except cf.NoDeviceError as exc:
+        return str(exc)
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    reason = gpu_missing_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+@cf.kernel
+class Saxpy:
+    """y <- a*x + y"""
+
+    a: cf.float32
+    x: cf.In[cf.float32]
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+    """
+
+
+@pytest.fixture(scope="session")
+def saxpy() -> cf.Kernel:
+    return Saxpy
+
+
+@pytest.fixture(scope="session")
+def saxpy_sm90(saxpy: cf.Kernel) -> cf.CompiledKernel:
+    """Compiled once per session: NVRTC costs 15-250 ms on CI's machines."""
+    return saxpy.compile(arch="sm_90")

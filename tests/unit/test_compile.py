@@ -1,0 +1,156 @@
+"""Real NVRTC compiles (no GPU needed): binaries, lowered names, errors, the memory cache."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import cuforge as cf
+from cuforge import _compile
+
+from ..conftest import gpu_missing_reason
+
+
+def test_saxpy_compiles_to_an_elf_cubin_with_nvrtcs_lowered_name(saxpy, saxpy_sm90):
+    ck = saxpy_sm90
+    assert ck.cubin[:4] == b"\x7fELF" and ck.code_type == "cubin" and ck.arch == "sm_90"
+    # Itanium mangling of Saxpy(float, const float*, float*, long long), as NVRTC reported it.
+    assert ck.lowered_name == "_Z5SaxpyfPKfPfx"
+    assert ck.source == saxpy.render()
+    assert isinstance(ck.log, str)
+    assert ck.flags[:2] == ("-arch=sm_90", "-std=c++17")
+    assert ck.resources()["registers"] > 0 and ck.registers == ck.resources()["registers"]
+    assert "sm_90" in repr(ck) and "_Z5SaxpyfPKfPfx" in repr(ck)
+
+
+def test_second_compile_is_a_memory_hit(saxpy, saxpy_sm90):
+    before = _compile.compile_count
+    assert saxpy.compile(arch="sm_90") is saxpy_sm90
+    assert _compile.compile_count == before
+
+
+def test_ptx_target(saxpy):
+    ck = saxpy.compile(arch="compute_90")
+    assert ck.code_type == "ptx" and ".entry _Z5SaxpyfPKfPfx" in ck.ptx
+    assert ck.resources() == {} and ck.registers is None
+    with pytest.raises(cf.CuforgeError, match=r"Saxpy was compiled to PTX for compute_90; use .ptx"):
+        ck.cubin
+
+
+def test_options_change_the_binary(saxpy, saxpy_sm90):
+    ck = saxpy.compile(arch="sm_90", options=cf.CompileOptions(lineinfo=True))
+    assert ck is not saxpy_sm90 and "-lineinfo" in ck.flags
+
+
+@cf.kernel
+class AllTypes:
+    h: cf.float16
+    b: cf.bfloat16
+    c: cf.complex64
+    z: cf.complex128
+    xh: cf.Array[cf.float16]
+    xb: cf.Array[cf.bfloat16]
+    xc: cf.Array[cf.complex64]
+    xz: cf.Array[cf.complex128]
+    flag: cf.bool_
+    u: cf.uint64
+    body = """
+    if (flag && threadIdx.x == 0) {
+        xh[0] = __hadd(xh[0], h);
+        xb[0] = __hadd(xb[0], b);
+        xc[0] = cuCaddf(xc[0], c);
+        xz[0] = cuCadd(xz[0], z);
+        xz[1].x = (double)u;
+    }
+    """
+
+
+def test_half_bfloat16_and_complex_headers_are_found_without_a_toolkit():
+    assert _compile.cuda_include_dir() is not None
+    ck = AllTypes.compile(arch="sm_90")
+    assert ck.lowered_name.startswith("_Z8AllTypes6__half13__nv_bfloat16")
+
+
+def test_extern_c_and_templated_source_kernels():
+    @cf.kernel
+    class Plain:
+        n: cf.int32
+        x: cf.Out[cf.float32]
+        name = "fill"
+        source = 'extern "C" __global__ void fill(int n, float* x) { if (threadIdx.x < n) x[threadIdx.x] = 1.f; }'
+
+    assert Plain.compile(arch="sm_90").lowered_name == "fill"
+
+    @cf.kernel
+    class Templ:
+        x: cf.Out[cf.float64]
+        name = "put<double, 3>"
+        source = "template <typename T, int V> __global__ void put(T* x) { x[0] = V; }"
+
+    assert Templ.compile(arch="sm_90").lowered_name == "_Z3putIdLi3EEvPT_"
+
+
+@cf.kernel
+class Broken:
+    x: cf.Out[cf.float32]
+    n: cf.int64
+    body = """
+    long long i = threadIdx.x;
+    if (i < n) x[i] = undefined_thing * 2.0f;
+    """
+
+
+def test_compile_error_shows_nvrtc_messages_at_the_users_body_line():
+    with pytest.raises(cf.CompileError) as info:
+        Broken.compile(arch="sm_90")
+    err = info.value
+    msg = str(err)
+    assert msg.startswith("Broken: NVRTC failed to compile for sm_90:")
+    assert 'Broken.body(2): error: identifier "undefined_thing" is undefined' in msg
+    assert "    > " + "   2 | if (i < n) x[i] = undefined_thing * 2.0f;" in msg
+    assert "      " + "   1 | long long i = threadIdx.x;" in msg
+    assert "undefined_thing" in err.log and err.source == Broken.render()
+    assert "-arch=sm_90" in err.options
+
+
+def test_unknown_arch_is_a_compile_error(saxpy):
+    with pytest.raises(cf.CompileError, match=r"Saxpy: NVRTC failed to compile for sm_1:"):
+        saxpy.compile(arch="sm_1")
+
+
+def test_concurrent_compiles_of_one_kernel_compile_once():
+    @cf.kernel
+    class Racy:
+        x: cf.Out[cf.int32]
+        body = "x[threadIdx.x] = 7;"
+
+    before = _compile.compile_count
+    results: list[cf.CompiledKernel] = []
+    barrier = threading.Barrier(6)
+
+    def work() -> None:
+        barrier.wait()
+        results.append(Racy.compile(arch="sm_90"))
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 6 and all(r is results[0] for r in results)
+    assert _compile.compile_count == before + 1
+
+
+@pytest.mark.skipif(gpu_missing_reason() is None, reason="a GPU is present: compile() picks its arch")
+def test_compile_without_arch_and_without_gpu_says_how(saxpy):
+    with pytest.raises(cf.NoDeviceError, match=r"Saxpy.compile\(\): no CUDA device is available .*pass arch='sm_90'"):
+        saxpy.compile()
+
+
+def test_target_for_prefers_cubin_and_falls_back_to_ptx():
+    archs = _compile.supported_archs()
+    assert _compile.target_for(90) == "sm_90"
+    assert _compile.target_for(max(archs) + 1) == f"compute_{max(archs)}"
+    with pytest.raises(cf.NoDeviceError, match=r"none of which runs on a compute capability 1.0 device"):
+        _compile.target_for(10)

@@ -1,0 +1,255 @@
+"""Launch argument checks: every one runs before any CUDA call, so all are tested here."""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge import _launch
+from cuforge._signature import Param, Signature
+
+from ..conftest import gpu_missing_reason
+
+f32 = np.float32
+NO_GPU = pytest.mark.skipif(gpu_missing_reason() is None, reason="a GPU is present, so the launch would run")
+
+
+class CudaArray:
+    """An object speaking the CUDA Array Interface (v3), as Numba's and others' arrays do."""
+
+    def __init__(self, shape, typestr, strides=None, readonly=False, ptr=0x7F0000000000):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": typestr, "data": (ptr, readonly), "strides": strides, "version": 3,
+        }  # fmt: skip
+
+
+def ok_args(n=8):
+    return (2.0, np.ones(n, f32), np.ones(n, f32), n)
+
+
+@NO_GPU
+def test_valid_arguments_reach_the_device_check(saxpy):
+    with pytest.raises(cf.NoDeviceError, match=r"no CUDA device is available"):
+        saxpy(*ok_args())
+
+
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        (np.ones(8), r"^Saxpy: argument 'x' expects In\[float32\], got a float64 array \(numpy.ndarray\); cast with x.astype\(numpy.float32\)"),
+        (2.0, r"^Saxpy: argument 'x' expects In\[float32\], got float 2.0; pass a device array \(CuPy, PyTorch"),
+        ([1.0, 2.0], r"got a list; pass a device array"),
+        (np.ones((4, 4), f32)[:, 1], r"got a non-C-contiguous array \(numpy.ndarray, shape \(4,\)\); pass a contiguous copy"),
+        (np.ones(8, ">f4"), r"got a >f4 array \(numpy.ndarray\); cast with x.astype\(numpy.float32\)"),
+        (CudaArray((8,), "<f8"), r"got a float64 array \(.*CudaArray\)"),
+        (CudaArray((8,), "<f4", strides=(8,)), r"got a non-C-contiguous array"),
+    ],
+)
+def test_array_errors(saxpy, x, match):
+    with pytest.raises(cf.ArgumentTypeError, match=match):
+        saxpy(2.0, x, np.ones(8, f32), 8)
+
+
+def test_float64_for_x_is_caught_before_any_cuda_call():
+    """The issue's promise, in a fresh process: the error comes and cuda.core was never imported."""
+    code = textwrap.dedent(
+        """
+        import sys, numpy as np, cuforge as cf
+        @cf.kernel
+        class Saxpy:
+            a: cf.float32
+            x: cf.In[cf.float32]
+            y: cf.Array[cf.float32]
+            n: cf.int64
+            body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+        try:
+            Saxpy(2.0, np.ones(16), np.ones(16, np.float32), 16)
+        except cf.ArgumentTypeError as e:
+            print("ERR", e)
+        print("cuda.core imported:", "cuda.core" in sys.modules, "driver:", "cuda.bindings.driver" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "ERR Saxpy: argument 'x' expects In[float32], got a float64 array" in out
+    assert "cuda.core imported: False driver: False" in out
+
+
+def test_read_only_arrays_cannot_be_written(saxpy):
+    y = np.ones(8, f32)
+    y.flags.writeable = False
+    with pytest.raises(cf.ArgumentTypeError, match=r"argument 'y' expects Array\[float32\], got a read-only array"):
+        saxpy(2.0, np.ones(8, f32), y, 8)
+    with pytest.raises(cf.ArgumentTypeError, match=r"got a read-only array \(.*CudaArray\)"):
+        saxpy(2.0, np.ones(8, f32), CudaArray((8,), "<f4", readonly=True), 8)
+
+
+def test_declared_rank_is_checked():
+    @cf.kernel
+    class Mat:
+        m: cf.Array[cf.float32, 2]
+        body = "m[0] = 0;"
+
+    with pytest.raises(cf.ArgumentTypeError, match=r"Mat: argument 'm' expects Array\[float32, 2\], got a 1-d array of shape \(4,\); reshape it to 2-d"):
+        Mat(np.ones(4, f32))
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        ((2.0,), {}, r"^Saxpy: missing arguments 'x', 'y', 'n'; the signature is Saxpy\(a: float32, x: In\[float32\]"),
+        ((*ok_args(), 5), {}, r"^Saxpy: takes 4 arguments \(a, x, y, n\), got 5 positional"),
+        (ok_args(), {"z": 1}, r"^Saxpy: unexpected argument 'z'; the parameters are a, x, y, n \(launch options: grid, block"),
+        (ok_args()[:3], {"a": 1.0}, r"^Saxpy: argument 'a' given twice"),
+    ],
+)
+def test_argument_count_and_names(saxpy, args, kwargs, match):
+    with pytest.raises(cf.ArgumentError, match=match):
+        saxpy(*args, **kwargs)
+
+
+@NO_GPU
+def test_keyword_arguments_bind_by_name(saxpy):
+    a, x, y, n = ok_args()
+    with pytest.raises(cf.NoDeviceError):
+        saxpy(n=n, y=y, x=x, a=a)
+
+
+@pytest.mark.parametrize(
+    "a, n, cls, match",
+    [
+        ("2", 8, cf.ArgumentTypeError, r"argument 'a' expects float32, got str '2'; pass a Python float or numpy.float32"),
+        (None, 8, cf.ArgumentTypeError, r"argument 'a' expects float32, got NoneType None"),
+        (True, 8, cf.ArgumentTypeError, r"argument 'a' expects float32, got bool True"),
+        (1e39, 8, cf.ArgumentError, r"argument 'a' expects float32, got float 1e\+39; the value overflows float32"),
+        (np.float64(0.1), 8, cf.ArgumentError, r"got numpy.float64 np.float64\(0.1\); the value is not exact in float32; convert it explicitly"),
+        (2**24 + 1, 8, cf.ArgumentError, r"got int 16777217; the value is not exact in float32"),
+        (2.0, 8.0, cf.ArgumentTypeError, r"argument 'n' expects int64, got float 8.0; pass an int \(int\(8.0\) if truncation is intended\)"),
+        (2.0, 2**63, cf.ArgumentError, r"argument 'n' expects int64, got int 9223372036854775808; int64 holds"),
+        (2.0, np.float32(3), cf.ArgumentTypeError, r"argument 'n' expects int64, got a numpy.float32; pass an int"),
+        (2.0, "8", cf.ArgumentTypeError, r"argument 'n' expects int64, got str '8'; pass a Python int or numpy.int64"),
+    ],
+)
+def test_scalar_errors(saxpy, a, n, cls, match):
+    with pytest.raises(cls, match=match):
+        saxpy(a, np.ones(8, f32), np.ones(8, f32), n)
+
+
+def _checker(dtype):
+    p = Param("v", 0, dtype)
+    return _launch.scalar_checker("K", p)
+
+
+@pytest.mark.parametrize(
+    "dtype, value, expected",
+    [
+        (cf.int32, 2**31 - 1, 2**31 - 1),
+        (cf.int32, -(2**31), -(2**31)),
+        (cf.int32, np.int64(5), 5),
+        (cf.int32, True, 1),
+        (cf.uint8, np.uint8(255), 255),
+        (cf.uint64, 2**64 - 1, 2**64 - 1),
+        (cf.float32, 2**24, 16777216.0),
+        (cf.float32, np.float64(0.5), 0.5),
+        (cf.float32, np.float32(0.1), float(np.float32(0.1))),
+        (cf.float32, float("inf"), float("inf")),
+        (cf.float64, np.float32(0.1), float(np.float32(0.1))),
+        (cf.float16, 65504.0, 65504.0),
+        (cf.float16, np.float16(1.5), 1.5),
+        (cf.bfloat16, 1.0, 0x3F80),
+        (cf.bfloat16, -2.0, 0xC000),
+        (cf.bfloat16, 1.00390625, 0x3F80),  # ties to even
+        (cf.bool_, np.bool_(True), True),
+        (cf.bool_, 0, False),
+        (cf.complex64, 1 + 2j, 1 + 2j),
+        (cf.complex128, np.complex64(1 + 2j), 1 + 2j),
+        (cf.complex64, 3, 3 + 0j),
+    ],
+)
+def test_scalar_conversions(dtype, value, expected):
+    got = _checker(dtype)(value)
+    assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize(
+    "dtype, value, cls, match",
+    [
+        (cf.int8, 128, cf.ArgumentError, r"int8 holds -128..127"),
+        (cf.uint32, -1, cf.ArgumentError, r"uint32 holds 0..4294967295"),
+        (cf.int32, np.int64(2**40), cf.ArgumentError, r"int32 holds"),
+        (cf.int16, 1.5, cf.ArgumentTypeError, r"pass an int"),
+        (cf.float16, 70000.0, cf.ArgumentError, r"overflows float16 \(largest finite 65504\)"),
+        (cf.float16, np.float32(0.1), cf.ArgumentError, r"not exact in float16"),
+        (cf.bfloat16, 1e39, cf.ArgumentError, r"overflows bfloat16"),
+        (cf.bfloat16, np.float32(1.001), cf.ArgumentError, r"not exact in bfloat16"),
+        (cf.bool_, 2, cf.ArgumentTypeError, r"int 2; pass True or False"),
+        (cf.complex64, np.complex128(0.1 + 0j), cf.ArgumentError, r"not exact in complex64"),
+        (cf.complex64, "1j", cf.ArgumentTypeError, r"pass a Python complex"),
+        (cf.float64, 1 + 1j, cf.ArgumentTypeError, r"complex \(1\+1j\); pass a Python float"),
+    ],
+)
+def test_scalar_conversion_errors(dtype, value, cls, match):
+    with pytest.raises(cls, match=rf"^K: argument 'v' expects {dtype.name}, got .*{match}"):
+        _checker(dtype)(value)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"grid": 0}, r"Saxpy: grid\[0\] expects an int from 1 to 2147483647, got 0"),
+        ({"grid": (1, 70000)}, r"grid\[1\] expects an int from 1 to 65535"),
+        ({"block": (32, 32, 2)}, r"Saxpy: block=\(32, 32, 2\) has 2048 threads; a block holds at most 1024"),
+        ({"block": "256"}, r"block expects an int or a tuple of 1 to 3 ints, got str '256'"),
+        ({"shared_mem": -1}, r"shared_mem expects a non-negative int \(bytes\), got -1"),
+    ],
+)
+def test_launch_configuration_errors(saxpy, kw, match):
+    with pytest.raises(cf.ArgumentError, match=match):
+        saxpy(*ok_args(), **kw)
+
+
+def test_stream_errors(saxpy):
+    with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: stream expects a stream \(cuda.core, CuPy, PyTorch"):
+        saxpy(*ok_args(), stream="default")
+
+
+def test_stream_handles_from_protocols():
+    class Proto:
+        def __cuda_stream__(self):
+            return (0, 1234)
+
+    class TorchLike:
+        cuda_stream = 99
+
+    assert _launch.stream_handle(Proto(), "K") == 1234
+    assert _launch.stream_handle(TorchLike(), "K") == 99
+    assert _launch.stream_handle(7, "K") == 7
+
+
+@NO_GPU
+def test_empty_arrays_launch_nothing(saxpy):
+    # The default rule sizes the grid by the largest array: zero elements, no launch, no device needed.
+    assert saxpy(2.0, np.ones(0, f32), np.ones(0, f32), 0) is None
+
+
+def test_packer_follows_the_c_abi():
+    sig = Signature(tuple(Param(n, i, t) for i, (n, t) in enumerate(
+        [("b", cf.bool_), ("d", cf.float64), ("c", cf.int8), ("z", cf.complex128), ("p", cf.In[cf.float32]), ("h", cf.float16)]
+    )))  # fmt: skip
+    assert sig.layout() == ((0, 1), (8, 8), (16, 1), (32, 16), (48, 8), (56, 2))
+    packer = _launch.Packer(sig)
+    addr = packer.pack([True, 1.5, -3, 1 + 2j, 0xABCDEF, 1.0])
+    buf, addr2 = packer.buffers()
+    assert addr == addr2
+    raw = bytes(buf)[:58]
+    assert raw[0] == 1 and struct.unpack_from("=d", raw, 8)[0] == 1.5 and struct.unpack_from("=b", raw, 16)[0] == -3
+    assert struct.unpack_from("=dd", raw, 32) == (1.0, 2.0) and struct.unpack_from("=Q", raw, 48)[0] == 0xABCDEF
+    assert struct.unpack_from("=e", raw, 56)[0] == 1.0
+    ptrs = (ctypes.c_void_p * 6).from_address(addr)
+    assert [p - ctypes.addressof(buf) for p in ptrs] == [0, 8, 16, 32, 48, 56]

@@ -1,0 +1,92 @@
+"""Rendering bodies and templates into CUDA C++."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import cuforge as cf
+from cuforge import _config
+from cuforge._render import dedent_body
+
+ROOT_TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "..", "templates")
+
+
+def test_body_is_dedented_and_placed_under_line_directives(saxpy):
+    src = saxpy.render()
+    assert '#line 1 "Saxpy.body"\nlong long i = blockIdx.x' in src
+    assert "__global__ void Saxpy(float a, const float* __restrict__ x, float* y, long long n)\n{\n" in src
+    assert src == saxpy.render()  # rendering is deterministic
+
+
+def test_dedent_counts_lines_from_the_first_code_line():
+    assert dedent_body("\n    a;\n      b;\n    ") == "a;\n  b;\n"
+    assert dedent_body("a;") == "a;\n"
+
+
+def test_jinja_sees_name_and_params_and_headers_follow_types():
+    @cf.kernel
+    class Half:
+        x: cf.Array[cf.float16]
+        c: cf.complex64
+        preamble = "__device__ int twice_{{ name }}(int v) { return 2 * v; }"
+        body = """
+        // {{ name }} has {{ params | length }} params; x is {{ params.x.dtype }}
+        x[0] = x[0];
+        """
+
+    src = Half.render()
+    assert src.index("#include <cuComplex.h>") < src.index("#include <cuda_fp16.h>") < src.index("__global__")
+    assert "// Half has 2 params; x is __half" in src
+    assert '#line 1 "Half.preamble"\n__device__ int twice_Half(int v)' in src
+
+
+def test_missing_variable_is_a_template_error_naming_kernel_and_line():
+    @cf.kernel
+    class Undef:
+        x: cf.Out[cf.float32]
+        body = """
+        x[0] = 1;
+        x[1] = {{ TILE }};
+        """
+
+    with pytest.raises(cf.TemplateError, match=r"Undef: cannot render body line 2: 'TILE' is undefined.*\n +2 \| x\[1\] = \{\{ TILE \}\};"):
+        Undef.render()
+
+
+def test_no_autoescape_in_cpp():
+    @cf.kernel
+    class Amp:
+        x: cf.Out[cf.int32]
+        body = "{% set op = '<<' %}x[0] = 1 {{ op }} 2 && 1;"
+
+    assert "x[0] = 1 << 2 && 1;" in Amp.render()
+
+
+def test_whole_kernel_template_from_a_user_directory():
+    @cf.kernel
+    class Scale:
+        factor: cf.float32
+        x: cf.In[cf.float32]
+        y: cf.Out[cf.float32]
+        n: cf.int64
+        template = "scale.cu.j2"
+        template_dirs = [ROOT_TEMPLATES]
+        name = "scale"
+
+    src = Scale.render()
+    assert 'extern "C" __global__ void scale(float factor, const float* __restrict__ x, float* __restrict__ y, long long n)' in src
+
+
+def test_template_path_setting_and_missing_template():
+    class_ns = {
+        "__annotations__": {"x": cf.Out[cf.float32]},
+        "template": "scale.cu.j2",
+    }
+    with _config.scope(template_path=ROOT_TEMPLATES):
+        k = cf.kernel(type("FromPath", (), dict(class_ns)))
+    assert "FromPath" in k.render()
+    missing = cf.kernel(type("Missing", (), {**class_ns, "template": "nope.cu.j2"}))
+    with pytest.raises(cf.TemplateError, match=r"Missing: template 'nope.cu.j2' not found in .*CUFORGE_TEMPLATE_PATH"):
+        missing.render()

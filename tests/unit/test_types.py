@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge.types import SCALAR_TYPES, dtype_of
+
+
+def test_every_scalar_type_knows_cpp_numpy_and_size():
+    expected = {
+        "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+        "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
+        "uint64": "unsigned long long", "float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float",
+        "float64": "double", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
+    }  # fmt: skip
+    assert {t.name: t.cpp for t in SCALAR_TYPES} == expected
+    for t in SCALAR_TYPES:
+        assert str(t) == t.cpp
+        assert t.numpy.itemsize == t.itemsize
+        assert dtype_of(t.numpy) is t
+        assert repr(t) == f"cuforge.{t.name}"
+
+
+def test_dtype_properties():
+    assert cf.float16.is_float and not cf.float16.is_integer
+    assert cf.uint8.is_integer and cf.complex64.is_complex
+    assert cf.float16.header == "cuda_fp16.h" and cf.bfloat16.header == "cuda_bf16.h"
+    assert dtype_of("float32") is cf.float32 and dtype_of(np.float64) is cf.float64
+    assert dtype_of(np.dtype(">f4")) is None  # byte-swapped: no CUDA counterpart
+    assert dtype_of(object) is None
+
+
+def test_array_annotations():
+    a = cf.Array[cf.float32]
+    assert (a.dtype, a.ndim, a.intent, a.writes) == (cf.float32, None, "inout", True)
+    assert repr(cf.In[cf.float64, 2]) == "In[float64, 2]"
+    assert not cf.In[cf.int32].writes and cf.Out[cf.int32].writes
+    assert cf.Array[cf.float32] == cf.Array[cf.float32]
+
+
+@pytest.mark.parametrize(
+    "build, match",
+    [
+        (lambda: cf.Array[np.float32], r"Array\[\.\.\.\] needs a cuforge dtype such as cf.float32"),
+        (lambda: cf.In[cf.float32, 0], r"the rank must be a positive int"),
+        (lambda: cf.Out[cf.float32, 2.0], r"the rank must be a positive int"),
+        (lambda: cf.Array[cf.float32, 1, 2], r"takes a dtype and optionally a rank"),
+    ],
+)
+def test_array_annotation_errors(build, match):
+    with pytest.raises(cf.DeclarationError, match=match):
+        build()
