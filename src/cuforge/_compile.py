@@ -140,13 +140,14 @@ def compile_program(
         ptx = any(f.startswith("-arch=compute_") for f in flags)
         if ptx:
             size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-            code = b" " * size
-            _check(nvrtc.nvrtcGetPTX(prog, code), "nvrtcGetPTX")
-            code = code.rstrip(b"\x00")
+            out = bytearray(size)  # writable: NVRTC fills it (never a bytes object, which may be shared)
+            _check(nvrtc.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
+            code = bytes(out).rstrip(b"\x00")
         else:
             size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-            code = b" " * size
-            _check(nvrtc.nvrtcGetCUBIN(prog, code), "nvrtcGetCUBIN")
+            out = bytearray(size)
+            _check(nvrtc.nvrtcGetCUBIN(prog, out), "nvrtcGetCUBIN")
+            code = bytes(out)
         lowered = {
             expr: _check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "nvrtcGetLoweredName").decode()
             for expr in name_expressions
@@ -168,9 +169,9 @@ def compile_program(
 
 def _program_log(nvrtc: Any, prog: Any) -> str:
     size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-    buf = b" " * size
+    buf = bytearray(size)  # writable, never a possibly shared bytes object
     _check(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-    return buf.rstrip(b"\x00").decode(errors="replace").strip()
+    return bytes(buf).rstrip(b"\x00").decode(errors="replace").strip()
 
 
 def format_failure(kernel: str, flags: tuple[str, ...], log: str, sources: Mapping[str, str]) -> str:

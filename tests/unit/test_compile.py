@@ -154,3 +154,17 @@ def test_target_for_prefers_cubin_and_falls_back_to_ptx():
     assert _compile.target_for(max(archs) + 1) == f"compute_{max(archs)}"
     with pytest.raises(cf.NoDeviceError, match=r"none of which runs on a compute capability 1.0 device"):
         _compile.target_for(10)
+
+
+def test_nvrtc_outputs_never_write_into_shared_bytes_objects():
+    """NVRTC fills output buffers in place; an empty log is 1 byte, and `b" " * 1` is the
+    interpreter's shared b" " object. Writing into it once corrupted every later traceback."""
+
+    @cf.kernel
+    class Quiet:
+        x: cf.Out[cf.int32]
+        body = "x[0] = 0;"
+
+    ck = Quiet.compile(arch="sm_90")
+    assert ck.log == ""
+    assert b" " * 1 == bytes([32]) and b" "[0] == 32

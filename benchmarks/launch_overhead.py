@@ -1,0 +1,104 @@
+"""Host launch overhead: the same empty 4-parameter kernel through cuforge and its peers.
+
+    python benchmarks/launch_overhead.py
+
+Each figure is the median over 5 timed loops of 20,000 launches (queued, then synchronised),
+after a warm-up, in microseconds per launch. Peers that are not installed are reported as
+missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import statistics
+import struct
+import sys
+import time
+
+import numpy as np
+
+import cuforge as cf
+
+N, REPEATS = 20_000, 5
+SRC = 'extern "C" __global__ void empty4(float a, const float* x, float* y, long long n) {}'
+
+
+@cf.kernel
+class Empty4:
+    a: cf.float32
+    x: cf.In[cf.float32]
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    body = ""
+
+
+def timed(launch, sync) -> float:
+    for _ in range(2000):
+        launch()
+    sync()
+    runs = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        for _ in range(N):
+            launch()
+        sync()
+        runs.append((time.perf_counter() - t) / N * 1e6)
+    return statistics.median(runs)
+
+
+def main() -> dict:
+    import cupy as cp
+    from cuda.bindings import driver
+    from cuda.core import Device, LaunchConfig, launch
+
+    dev = Device()
+    dev.set_current()
+    x = cp.ones(1024, dtype=cp.float32)
+    y = cp.ones(1024, dtype=cp.float32)
+    results: dict[str, float | str] = {}
+    sync = cp.cuda.runtime.deviceSynchronize
+    cfg_grid, cfg_block = (1,), (32,)
+
+    results["cuforge checked (cupy arrays)"] = timed(lambda: Empty4(1.0, x, y, 1024, grid=cfg_grid, block=cfg_block), sync)
+
+    ck = Empty4.compile()
+    kern = ck.function(dev.device_id)
+    cfg = LaunchConfig(grid=1, block=32)
+    stream = dev.default_stream
+    a32, n64, xp, yp = np.float32(1.0), np.int64(1024), x.data.ptr, y.data.ptr
+    results["cuda.core launch"] = timed(lambda: launch(stream, cfg, kern, a32, xp, yp, n64), sync)
+
+    handle = kern.handle
+    buf = ctypes.create_string_buffer(32)
+    base = ctypes.addressof(buf)
+    ptrs = (ctypes.c_void_p * 4)(base, base + 8, base + 16, base + 24)
+    addr = ctypes.addressof(ptrs)
+    fmt = struct.Struct("=f4xQQq")
+
+    def raw():
+        fmt.pack_into(buf, 0, 1.0, x.data.ptr, y.data.ptr, 1024)
+        driver.cuLaunchKernel(handle, 1, 1, 1, 32, 1, 1, 0, 0, addr, 0)
+
+    results["raw cuLaunchKernel (packed)"] = timed(raw, sync)
+    rk = cp.RawKernel(SRC, "empty4")
+    results["cupy RawKernel"] = timed(lambda: rk((1,), (32,), (np.float32(1.0), x, y, np.int64(1024))), sync)
+    try:
+        import torch
+
+        tx = torch.ones(1024, device="cuda")
+        ty = torch.ones(1024, device="cuda")
+        results["cuforge checked (torch tensors)"] = timed(
+            lambda: Empty4(1.0, tx, ty, 1024, grid=cfg_grid, block=cfg_block), torch.cuda.synchronize
+        )
+        results["torch.add (reference)"] = timed(lambda: torch.add(tx, ty, out=ty), torch.cuda.synchronize)
+    except ImportError:
+        results["cuforge checked (torch tensors)"] = "missing: torch not installed"
+    return results
+
+
+if __name__ == "__main__":
+    res = main()
+    for k, v in res.items():
+        print(f"{k:36s} {v:8.2f} us" if isinstance(v, float) else f"{k:36s} {v}")
+    json.dump(res, sys.stdout if len(sys.argv) < 2 else open(sys.argv[1], "w"), indent=1)

@@ -1,0 +1,228 @@
+"""Launches on a real GPU, checked against NumPy."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+
+pytestmark = pytest.mark.gpu
+ROOT_TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "..", "templates")
+
+
+def _saxpy_for(dtype: cf.DType) -> cf.Kernel:
+    cls = type(
+        f"Saxpy_{dtype.name}",
+        (),
+        {
+            "__annotations__": {"a": dtype, "x": cf.In[dtype], "y": cf.Array[dtype], "n": cf.int64},
+            "body": """
+            long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+            if (i < n) y[i] = a * x[i] + y[i];
+            """,
+        },
+    )
+    return cf.kernel(cls)
+
+
+TOL = {"float16": 2e-3, "bfloat16": 2e-2, "float32": 1e-6, "float64": 1e-12}
+
+
+@pytest.mark.parametrize("dtype", [cf.float16, cf.float32, cf.float64], ids=lambda d: d.name)
+def test_saxpy_every_float_dtype_on_cupy(dtype):
+    cp = pytest.importorskip("cupy")
+    k = _saxpy_for(dtype)
+    n = 100_003
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n).astype(dtype.numpy)
+    y = rng.standard_normal(n).astype(dtype.numpy)
+    dy = cp.asarray(y)
+    k(1.5, cp.asarray(x), dy, n)
+    expected = (1.5 * x.astype(np.float64) + y.astype(np.float64))
+    np.testing.assert_allclose(cp.asnumpy(dy).astype(np.float64), expected, rtol=TOL[dtype.name], atol=TOL[dtype.name])
+
+
+def test_saxpy_bfloat16_on_torch():
+    torch = pytest.importorskip("torch")
+    k = _saxpy_for(cf.bfloat16)
+    n = 4097
+    x = torch.randn(n, device="cuda").to(torch.bfloat16)
+    y = torch.randn(n, device="cuda").to(torch.bfloat16)
+    expected = (1.5 * x.double() + y.double()).cpu().numpy()
+    k(1.5, x, y, n)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(y.double().cpu().numpy(), expected, rtol=2e-2, atol=2e-2)
+
+
+@cf.kernel
+class Transpose:
+    src: cf.In[cf.float32, 2]
+    dst: cf.Out[cf.float32, 2]
+    rows: cf.int32
+    cols: cf.int32
+    block = (16, 16)
+
+    @staticmethod
+    def grid(rows, cols, block):
+        return ((cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1])
+
+    body = """
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (r < rows && c < cols) dst[c * rows + r] = src[r * cols + c];
+    """
+
+
+def test_2d_transpose_with_grid_function_on_cupy_stream():
+    cp = pytest.importorskip("cupy")
+    a = np.arange(37 * 53, dtype=np.float32).reshape(37, 53)
+    src = cp.asarray(a)
+    dst = cp.zeros((53, 37), dtype=cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    Transpose(src, dst, 37, 53, stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(dst), a.T)
+
+
+def test_torch_tensors_and_streams(saxpy):
+    torch = pytest.importorskip("torch")
+    n = 5000
+    x = torch.arange(n, dtype=torch.float32, device="cuda")
+    y = torch.ones(n, dtype=torch.float32, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    saxpy(2.0, x, y, n, stream=s)
+    s.synchronize()
+    assert torch.equal(y, 2 * x + 1)
+    with torch.cuda.stream(s):  # no stream= : the current torch stream is used
+        saxpy(1.0, x, y, n)
+    s.synchronize()
+    assert torch.equal(y, 3 * x + 1)
+
+
+def test_cuda_core_stream_and_keyword_arguments(saxpy):
+    cp = pytest.importorskip("cupy")
+    from cuda.core import Device
+
+    s = Device().create_stream()
+    x = cp.full(1000, 2, dtype=cp.float32)
+    y = cp.zeros(1000, dtype=cp.float32)
+    saxpy(n=1000, y=y, x=x, a=3.0, stream=s)
+    s.sync()
+    assert float(y.sum()) == 6000.0
+
+
+def test_host_numpy_round_trip(saxpy):
+    x = np.arange(1000, dtype=np.float32)
+    y = np.ones(1000, dtype=np.float32)
+    x_before = x.copy()
+    saxpy(2.0, x, y, 1000)  # copied in, launched, y copied back; returns after the kernel
+    np.testing.assert_array_equal(y, 2 * x_before + 1)
+    np.testing.assert_array_equal(x, x_before)
+
+
+def test_cuforge_device_arrays(saxpy):
+    x = cf.to_device(np.arange(300, dtype=np.float32))
+    y = cf.zeros(300, cf.float32)
+    e = cf.empty((2, 3), cf.int32)
+    assert (e.shape, e.dtype, e.size, e.ndim) == ((2, 3), cf.int32, 6, 2)
+    saxpy(0.5, x, y, 300)
+    cf.synchronize()
+    np.testing.assert_array_equal(y.to_numpy(), 0.5 * np.arange(300, dtype=np.float32))
+    assert y.__cuda_array_interface__["typestr"] == "<f4"
+
+
+@cf.kernel
+class Rotate:
+    z: cf.complex64
+    x: cf.Array[cf.complex64]
+    n: cf.int32
+    body = """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = cuCmulf(x[i], z);
+    """
+
+
+def test_complex_scalars_and_arrays():
+    x = (np.arange(64) + 1j * np.arange(64)).astype(np.complex64)
+    expected = x * np.complex64(1j)
+    Rotate(1j, x, 64)
+    np.testing.assert_allclose(x, expected)
+
+
+def test_source_kernel_whose_signature_disagrees_is_caught():
+    @cf.kernel
+    class WrongSize:
+        a: cf.int32
+        x: cf.Out[cf.float32]
+        name = "wrong"
+        source = 'extern "C" __global__ void wrong(double a, float* x) { x[0] = a; }'
+
+    with pytest.raises(cf.SignatureMismatchError, match=r"wrong: parameter 0 'a' is annotated int32 \(4 bytes\), but the compiled kernel's parameter 0 takes 8 bytes"):
+        WrongSize(1, np.zeros(1, np.float32))
+
+    @cf.kernel
+    class MissingParam:
+        x: cf.Out[cf.float32]
+        n: cf.int32
+        name = "fewer"
+        source = 'extern "C" __global__ void fewer(float* x) { x[0] = 1; }'
+
+    with pytest.raises(cf.SignatureMismatchError, match=r"fewer: parameter 'n' is annotated but the compiled kernel has only 1 parameters"):
+        MissingParam(np.zeros(1, np.float32), 1)
+
+
+def test_source_kernel_that_agrees_launches():
+    @cf.kernel
+    class Fill:
+        x: cf.Out[cf.float32]
+        v: cf.float32
+        n: cf.int64
+        name = "fill"
+        source = """
+        extern "C" __global__ void fill(float* x, float v, long long n) {
+            long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+            if (i < n) x[i] = v;
+        }
+        """
+
+    x = np.zeros(777, np.float32)
+    Fill(x, 4.5, 777)
+    assert (x == 4.5).all()
+
+
+def test_whole_kernel_template_launches():
+    @cf.kernel
+    class Scale:
+        factor: cf.float32
+        x: cf.In[cf.float32]
+        y: cf.Out[cf.float32]
+        n: cf.int64
+        name = "scale"
+        template = "scale.cu.j2"
+        template_dirs = [ROOT_TEMPLATES]
+
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    Scale(3.0, x, y, 10)
+    np.testing.assert_array_equal(y, 3 * x)
+
+
+def test_unknown_pointer_is_rejected_before_launch(saxpy):
+    host = np.ones(8, np.float32)
+
+    class HostCAI:  # claims to be device memory but points at pageable host memory
+        __cuda_array_interface__ = {"shape": (8,), "typestr": "<f4", "data": (host.ctypes.data, False), "version": 3}
+
+    with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: argument 'x' expects device memory, but CUDA does not know pointer"):
+        saxpy(1.0, HostCAI(), np.ones(8, np.float32), 8)
+
+
+def test_registers_from_the_cubin_match_the_driver(saxpy):
+    ck = saxpy.compile()
+    assert ck.arch == "sm_90" and ck.code_type == "cubin"
+    fn = ck.function(0)
+    assert ck.resources()["registers"] == fn.attributes.num_regs
