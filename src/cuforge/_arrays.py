@@ -21,9 +21,7 @@ __all__ = ["DeviceArray", "empty", "to_device", "zeros"]
 def _resolve_dtype(dtype: Any, where: str) -> DType:
     found = dtype_of(dtype)
     if found is None:
-        raise ArgumentTypeError(
-            f"{where}: dtype expects a cuforge or NumPy dtype such as cf.float32, got {dtype!r}"
-        )
+        raise ArgumentTypeError(f"{where}: dtype expects a cuforge or NumPy dtype such as cf.float32, got {dtype!r}")
     return found
 
 
@@ -42,7 +40,7 @@ class DeviceArray:
     """
 
     __module__ = "cuforge"
-    __slots__ = ("_buffer", "ptr", "shape", "dtype", "size", "nbytes", "device_id")
+    __slots__ = ("_buffer", "device_id", "dtype", "nbytes", "ptr", "shape", "size")
 
     def __init__(self, shape: Any, dtype: Any):
         self.dtype = _resolve_dtype(dtype, "cuforge.empty")
@@ -85,8 +83,7 @@ class DeviceArray:
         host = np.ascontiguousarray(host)
         if dtype_of(host.dtype) is not self.dtype or host.size != self.size:
             raise ArgumentTypeError(
-                f"DeviceArray.copy_from_host: expects {self.size} {self.dtype.name} values, "
-                f"got {host.size} {host.dtype}"
+                f"DeviceArray.copy_from_host: expects {self.size} {self.dtype.name} values, got {host.size} {host.dtype}"
             )
         if self.nbytes:
             driver = _cuda._driver()

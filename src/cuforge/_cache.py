@@ -28,11 +28,8 @@ def cache_key(
     cuforge_version: str,
 ) -> str:
     """A hex digest of the inputs of one NVRTC program (never of its outputs or temp paths)."""
-    payload = json.dumps(
-        [KEY_SCHEMA, source, list(name_expressions), list(flags), sorted(headers.items()),
-         list(nvrtc_version), cuforge_version],  # fmt: skip
-        ensure_ascii=False,
-    )
+    inputs = [KEY_SCHEMA, source, list(name_expressions), list(flags), sorted(headers.items()), list(nvrtc_version)]
+    payload = json.dumps([*inputs, cuforge_version], ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -134,9 +134,7 @@ def compile_program(
         log = _program_log(nvrtc, prog)
         if int(err) != 0:
             sources = {program_name: source, **(line_sources or {})}
-            raise CompileError(
-                format_failure(kernel, flags, log, sources), log=log, source=source, options=flags
-            )
+            raise CompileError(format_failure(kernel, flags, log, sources), log=log, source=source, options=flags)
         ptx = any(f.startswith("-arch=compute_") for f in flags)
         if ptx:
             size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")

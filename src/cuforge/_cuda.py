@@ -27,9 +27,15 @@ _devices: dict[int, Any] = {}
 _failure: str | None = None
 
 
-def _driver() -> Any:
-    from cuda.bindings import driver
+driver: Any = None  # cuda.bindings.driver, bound on first use so the launch path skips the import
 
+
+def _driver() -> Any:
+    global driver
+    if driver is None:
+        from cuda.bindings import driver as mod
+
+        driver = mod
     return driver
 
 
@@ -77,6 +83,7 @@ def current_device() -> DeviceInfo:
     if info is None:
         dev = _open(getattr(_tls, "device_id", 0))
         dev.set_current()
+        _driver()
         major, minor = dev.compute_capability
         info = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
         _tls.device = info

@@ -22,7 +22,7 @@ from . import _cuda
 from ._arrays import DeviceArray
 from ._signature import Param, Signature
 from .errors import ArgumentError, ArgumentTypeError, LaunchError
-from .types import ArrayType, DType, bfloat16, dtype_of
+from .types import _BY_NUMPY, ArrayType, DType, bfloat16, dtype_of
 
 # An array argument, as the checks see it:
 # (pointer, DType or None, shape, C-contiguous, device ordinal (-1 host, None unknown), read-only, origin)
@@ -63,7 +63,8 @@ def _from_own(a: DeviceArray) -> ArrayInfo:
 
 
 def _from_numpy(a: np.ndarray) -> ArrayInfo:
-    return (a.ctypes.data, dtype_of(a.dtype), a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy")
+    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    return (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy")
 
 
 def _from_cupy(a: Any) -> ArrayInfo:
@@ -71,7 +72,8 @@ def _from_cupy(a: Any) -> ArrayInfo:
     contiguous = getattr(a, "_c_contiguous", None)
     if contiguous is None:
         contiguous = a.flags.c_contiguous
-    return (mem.ptr, dtype_of(a.dtype), a.shape, contiguous, mem.device_id, False, "cupy")
+    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    return (mem.ptr, dt, a.shape, contiguous, mem.device_id, False, "cupy")
 
 
 _torch_dtypes: dict[Any, DType] = {}
@@ -136,20 +138,35 @@ def _extractor(tp: type) -> Callable[[Any], ArrayInfo] | None:
     return found
 
 
-def array_checker(kernel: str, param: Param) -> Callable[[Any], ArrayInfo]:
-    """A function checking one array argument without CUDA calls; returns its ArrayInfo."""
+def array_checker(kernel: str, param: Param) -> Callable[[Any, list[Any]], int]:
+    """A function checking one array argument without CUDA calls: it appends
+    (parameter index, ArrayInfo) to its second argument and returns the pointer."""
     at: ArrayType = param.type
     want: DType = at.dtype
     decl = repr(at)
     name = param.name
+    index = param.index
 
     def fail(message: str, cls: type[Exception] = ArgumentTypeError) -> Exception:
         return cls(f"{kernel}: argument '{name}' expects {decl}, {message}")
 
-    def check(value: Any) -> ArrayInfo:
-        ext = _EXTRACTORS.get(type(value), False)
-        if ext is False:
-            ext = _extractor(type(value))
+    ndim = at.ndim
+    writes = at.writes
+
+    def check(value: Any, infos: list[Any]) -> int:
+        ext = _EXTRACTORS.get(value.__class__)
+        if ext is not None:
+            info = ext(value)
+            # One expression for the common case; every failure is sorted out in explain().
+            if (info[1] is want and info[3] and (ndim is None or len(info[2]) == ndim)
+                    and not (writes and info[5]) and info[4].__class__ is not str):  # fmt: skip
+                infos.append((index, info))
+                return info[0]
+        return explain(value, infos)
+
+    def explain(value: Any, infos: list[Any]) -> int:
+        tp = type(value)
+        ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
         if ext is None and hasattr(value, "__cuda_array_interface__"):
             ext = _from_cai  # set on the instance rather than the class: not cached by type
         if ext is None:
@@ -164,18 +181,19 @@ def array_checker(kernel: str, param: Param) -> Callable[[Any], ArrayInfo]:
                 f"got a {got} array ({type_name(value)}); cast with {name}.astype(numpy.{want.name}) "
                 f"or declare the parameter with cf.{want.name if info[1] is None else info[1].name}"
             )
-        if at.ndim is not None and len(info[2]) != at.ndim:
-            raise fail(f"got a {len(info[2])}-d array of shape {info[2]}; reshape it to {at.ndim}-d")
+        if ndim is not None and len(info[2]) != ndim:
+            raise fail(f"got a {len(info[2])}-d array of shape {info[2]}; reshape it to {ndim}-d")
         if not info[3]:
             raise fail(
                 f"got a non-C-contiguous array ({type_name(value)}, shape {info[2]}); pass a contiguous "
                 f"copy ({name}.copy(), numpy.ascontiguousarray({name}) or tensor.contiguous())"
             )
-        if info[5] and at.writes:
+        if info[5] and writes:
             raise fail(f"got a read-only array ({type_name(value)}); the kernel writes to it, pass a writable one")
         if isinstance(info[4], str):
             raise fail(f"got a {info[4].replace('-', ' ')} in host memory; move it to the GPU first (.cuda() or cf.to_device)")
-        return info
+        infos.append((index, info))
+        return info[0]
 
     return check
 
@@ -216,8 +234,9 @@ def _bf16_value(bits: int) -> float:
     return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
 
 
-def scalar_checker(kernel: str, param: Param) -> Callable[[Any], Any]:
-    """A function converting one scalar argument to the value packed for its C type."""
+def scalar_checker(kernel: str, param: Param) -> Callable[[Any, Any], Any]:
+    """A function converting one scalar argument to the value packed for its C type (its
+    second argument, the launch's array list, is unused: all checkers share one call form)."""
     dt: DType = param.type
     name = param.name
 
@@ -227,7 +246,7 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any], Any]:
     if dt.is_integer:
         lo, hi = _INT_RANGES[dt.name]
 
-        def check_int(v: Any) -> int:
+        def check_int(v: Any, _: Any = None) -> int:
             if type(v) is int and lo <= v <= hi:
                 return v
             if isinstance(v, (float, np.floating, complex, np.complexfloating)):
@@ -244,7 +263,7 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any], Any]:
 
     if dt.kind == "b":
 
-        def check_bool(v: Any) -> bool:
+        def check_bool(v: Any, _: Any = None) -> bool:
             if type(v) is bool:
                 return v
             if isinstance(v, np.bool_):
@@ -260,7 +279,7 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any], Any]:
 
     exact_code = "f" if dt.name == "complex64" else "d"
 
-    def check_complex(v: Any) -> complex:
+    def check_complex(v: Any, _: Any = None) -> complex:
         if isinstance(v, (str, bytes)) or v is None or isinstance(v, bool):
             raise fail(v, "pass a Python complex or numpy.complex value")
         try:
@@ -277,7 +296,7 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any], Any]:
     return check_complex
 
 
-def _float_checker(dt: DType, fail: Callable[..., Exception]) -> Callable[[Any], Any]:
+def _float_checker(dt: DType, fail: Callable[..., Exception]) -> Callable[[Any, Any], Any]:
     is_bf16 = dt is bfloat16
     code = "f" if is_bf16 else _FLOAT_CODES[dt.name]
     limit = {"float16": 65504.0, "float32": _F32_MAX, "bfloat16": 3.3895313892515355e38}.get(dt.name, math.inf)
@@ -308,9 +327,13 @@ def _float_checker(dt: DType, fail: Callable[..., Exception]) -> Callable[[Any],
         raise fail(v, f"pass a Python float or numpy.{dt.name}")
 
     if is_bf16:
-        return slow
 
-    def check_float(v: Any) -> Any:
+        def check_bf16(v: Any, _: Any = None) -> int:
+            return slow(v)  # type: ignore[no-any-return]
+
+        return check_bf16
+
+    def check_float(v: Any, _: Any = None) -> Any:
         if type(v) is float and -limit <= v <= limit:
             return v
         return slow(v)
@@ -334,7 +357,7 @@ class Packer:
     reused by every launch of the kernel from that thread.
     """
 
-    __slots__ = ("struct", "offsets", "size", "complex_at", "_tls")
+    __slots__ = ("_tls", "complex_at", "offsets", "size", "struct")
 
     def __init__(self, signature: Signature):
         fmt, pos = "=", 0
@@ -374,8 +397,23 @@ class Packer:
 # ---------------------------------------------------------------- launch configuration
 
 
+_DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
+
+
 def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
-    """Normalise a grid or block to 3 positive ints within ``limit``."""
+    """Normalise a grid or block to 3 positive ints within ``limit`` (valid ones are memoised:
+    a launch that passes the same grid= every time pays for one dict lookup)."""
+    try:
+        return _DIMS[value, id(limit)]
+    except (KeyError, TypeError):
+        pass
+    out = _dims(value, what, kernel, limit)
+    if isinstance(value, (int, tuple)) and len(_DIMS) < 4096:
+        _DIMS[value, id(limit)] = out
+    return out
+
+
+def _dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (value,)
     if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
@@ -417,21 +455,23 @@ def stream_handle(stream: Any, kernel: str) -> int:
     )
 
 
-def default_stream(origins: set[str], device: int) -> int:
+def default_stream(infos: list[Any], device: int) -> int:
     """The current CuPy or PyTorch stream when the arrays come from one, else the legacy default."""
-    if "torch" in origins:
-        import torch
+    for _, info in infos:
+        if info[6] == "torch":
+            import torch
 
-        return int(torch._C._cuda_getCurrentRawStream(device))
-    if "cupy" in origins:
-        import cupy
+            return int(torch._C._cuda_getCurrentRawStream(device))
+        if info[6] == "cupy":
+            import cupy
 
-        return int(cupy.cuda.get_current_stream().ptr)
+            return int(cupy.cuda.get_current_stream().ptr)
     return 0
 
 
-def check_devices(kernel: str, params: tuple[Param, ...], infos: dict[int, ArrayInfo], device: int) -> None:
-    for i, info in infos.items():
+def check_devices(kernel: str, params: tuple[Param, ...], infos: list[Any], device: int) -> None:
+    """Every array must live on ``device`` (host NumPy arrays are staged, so they pass)."""
+    for i, info in infos:
         where = info[4]
         if where is UNKNOWN_DEVICE:
             where = _cuda.pointer_device(info[0]) if info[0] else device
@@ -449,9 +489,12 @@ def check_devices(kernel: str, params: tuple[Param, ...], infos: dict[int, Array
 
 def launch_raw(handle: Any, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
                stream: int, params_addr: int, kernel: str) -> None:  # fmt: skip
-    err = _cuda._driver().cuLaunchKernel(handle, *grid, *block, shared_mem, stream, params_addr, 0)[0]
-    if int(err) != 0:
-        raise LaunchError(
-            f"{kernel}: cuLaunchKernel(grid={grid}, block={block}, shared_mem={shared_mem}) failed: "
-            f"{_cuda.error_text(err)}"
-        )
+    err = _cuda.driver.cuLaunchKernel(handle, *grid, *block, shared_mem, stream, params_addr, 0)[0]
+    if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
+        raise_launch_error(err, grid, block, shared_mem, kernel)
+
+
+def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel: str) -> None:
+    raise LaunchError(
+        f"{kernel}: cuLaunchKernel(grid={grid}, block={block}, shared_mem={shared_mem}) failed: {_cuda.error_text(err)}"
+    )

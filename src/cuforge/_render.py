@@ -66,7 +66,8 @@ def _error(kernel: str, where: str, exc: BaseException, filename: str, text: str
     hint = ""
     if isinstance(exc, jinja2.UndefinedError):
         hint = "; only declared values (template parameters, `name`, `params`) are defined"
-    return TemplateError(f"{kernel}: cannot render {where}{at}: {exc.message or exc}{hint}{shown}")
+    text_of = getattr(exc, "message", None) or str(exc)
+    return TemplateError(f"{kernel}: cannot render {where}{at}: {text_of}{hint}{shown}")
 
 
 def dedent_body(body: str) -> str:

@@ -46,8 +46,13 @@ class Param:
             return f"{t.dtype.cpp}* __restrict__ {self.name}"
         return f"{t.dtype.cpp}* {self.name}"
 
+    @property
+    def type_name(self) -> str:
+        """The declared type as users write it: ``float32``, ``In[float32]``."""
+        return repr(self.type) if self.is_array else self.type.name
+
     def describe(self) -> str:
-        return f"{self.name}: {self.type!r}" if self.is_array else f"{self.name}: {self.type.name}"
+        return f"{self.name}: {self.type_name}"
 
 
 @dataclass(frozen=True)

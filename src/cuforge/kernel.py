@@ -92,7 +92,9 @@ class CompiledKernel:
     def ptx(self) -> str:
         """The PTX text (raises if this kernel was compiled to a cubin)."""
         if self.code_type != "ptx":
-            raise CuforgeError(f"{self.kernel} was compiled to a cubin for {self.arch}; use .cubin, or compile with arch='compute_XY'")
+            raise CuforgeError(
+                f"{self.kernel} was compiled to a cubin for {self.arch}; use .cubin, or compile with arch='compute_XY'"
+            )
         return self.code.decode()
 
     def resources(self) -> dict[str, int]:
@@ -182,10 +184,8 @@ class Kernel:
         self._grid_rule = _grid_rule(label, ns.get("grid"), self.signature)
         params = self.signature.params
         self._checks = tuple(
-            _launch.array_checker(self.name, p) if p.is_array else _launch.scalar_checker(self.name, p)
-            for p in params
+            _launch.array_checker(self.name, p) if p.is_array else _launch.scalar_checker(self.name, p) for p in params
         )
-        self._array_idx = tuple(p.index for p in params if p.is_array)
         self._writes = frozenset(p.index for p in params if p.is_array and p.type.writes)
         self._packer = _launch.Packer(self.signature)
         self._nparams = len(params)
@@ -293,7 +293,7 @@ class Kernel:
         """A source= or template kernel's compiled parameters must match the annotations."""
         info = fn.arguments_info
         params = self.signature.params
-        for i, (offset, size) in enumerate(info):
+        for i, (_, size) in enumerate(info):
             if i >= len(params):
                 raise SignatureMismatchError(
                     f"{self.name}: the compiled kernel has {len(info)} parameters but {len(params)} are "
@@ -301,7 +301,7 @@ class Kernel:
                 )
             if size != params[i].size:
                 raise SignatureMismatchError(
-                    f"{self.name}: parameter {i} '{params[i].name}' is annotated {params[i].type!r} "
+                    f"{self.name}: parameter {i} '{params[i].name}' is annotated {params[i].type_name} "
                     f"({params[i].size} bytes), but the compiled kernel's parameter {i} takes {size} bytes; "
                     f"fix the annotation or the C++ signature"
                 )
@@ -334,11 +334,8 @@ class Kernel:
         """
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
-        checks = self._checks
-        values = [checks[i](a) for i, a in enumerate(args)]
-        infos = {i: values[i] for i in self._array_idx}
-        for i, info in infos.items():
-            values[i] = info[0]
+        infos: list[Any] = []  # (parameter index, ArrayInfo) of each array, filled by the checks
+        values = [check(a, infos) for check, a in zip(self._checks, args)]
         blk = self._block if block is None else _launch.dims(block, "block", self.name, _launch.BLOCK_LIMIT)
         if grid is None:
             grd = self._grid_rule(args, infos, blk)
@@ -346,27 +343,38 @@ class Kernel:
                 return  # nothing to do: the sizing array is empty
         else:
             grd = _launch.dims(grid, "grid", self.name, _launch.GRID_LIMIT)
-        if type(shared_mem) is not int or shared_mem < 0:
+        if shared_mem.__class__ is not int or shared_mem < 0:
             raise ArgumentError(f"{self.name}: shared_mem expects a non-negative int (bytes), got {shared_mem!r}")
         sh = None if stream is None else _launch.stream_handle(stream, self.name)
+        # Checks done: from here on CUDA is used.
         device = _cuda.current_device()
-        handle = self._function(device)
-        _launch.check_devices(self.name, self.signature.params, infos, device.id)
+        found = self._by_device.get(device.id)
+        handle = found[0] if found is not None else self._function(device)
+        staged = False
+        for _, info in infos:
+            if info[4] != device.id:
+                if info[6] == "numpy":
+                    staged = True
+                else:
+                    _launch.check_devices(self.name, self.signature.params, infos, device.id)
         if sh is None:
-            sh = _launch.default_stream({info[6] for info in infos.values()}, device.id)
-        host = [i for i, info in infos.items() if info[6] == "numpy"]
-        if host:
-            self._launch_staged(handle, args, values, host, grd, blk, shared_mem, sh)
-        else:
-            _launch.launch_raw(handle, grd, blk, shared_mem, sh, self._packer.pack(values), self.name)
+            sh = _launch.default_stream(infos, device.id) if infos else 0
+        if staged:
+            self._launch_staged(handle, args, values, infos, grd, blk, shared_mem, sh)
+            return
+        err = _cuda.driver.cuLaunchKernel(
+            handle, grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, self._packer.pack(values), 0
+        )[0]
+        if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
+            _launch.raise_launch_error(err, grd, blk, shared_mem, self.name)
 
-    def _launch_staged(self, handle: Any, args: Any, values: list[Any], host: list[int],
+    def _launch_staged(self, handle: Any, args: Any, values: list[Any], infos: list[Any],
                        grid: Any, block: Any, shared_mem: int, stream: int) -> None:  # fmt: skip
         """Copy host NumPy arrays in, launch, copy written ones back, and wait."""
         driver = _cuda._driver()
         staged: list[tuple[int, int, int]] = []
         try:
-            for i in host:
+            for i in [i for i, info in infos if info[6] == "numpy"]:
                 arr = args[i]
                 ptr = _cuda.check(driver.cuMemAlloc(max(arr.nbytes, 1)), "cuMemAlloc")
                 staged.append((i, int(ptr), arr.nbytes))
@@ -385,9 +393,7 @@ class Kernel:
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         names = self.signature.names
         if len(args) > len(names):
-            raise ArgumentError(
-                f"{self.name}: takes {len(names)} arguments ({', '.join(names)}), got {len(args)} positional"
-            )
+            raise ArgumentError(f"{self.name}: takes {len(names)} arguments ({', '.join(names)}), got {len(args)} positional")
         bound = dict(zip(names, args))
         for key, value in kwargs.items():
             if key not in names:
@@ -467,8 +473,21 @@ def _grid_rule(label: str, rule: Any, sig: Signature) -> Callable[..., Any]:
                 f"'<a size parameter>' or a function on the class, or pass grid= at launch"
             )
 
-        def default(args: Any, infos: dict[int, Any], block: Any) -> Any:
-            return finish(max(math.prod(info[2]) for info in infos.values()), block)
+        prod = math.prod
+        limit = _launch.GRID_LIMIT[0]
+
+        def default(args: Any, infos: list[Any], block: Any) -> Any:
+            count = 0
+            for _, info in infos:
+                size = prod(info[2])
+                if size > count:
+                    count = size
+            if count <= 0:
+                return None
+            blocks = (count + block[0] - 1) // block[0]
+            if blocks > limit:
+                return finish(count, block)  # raises with the limit in the message
+            return (blocks, 1, 1)
 
         return default
     if isinstance(rule, str):
@@ -479,9 +498,10 @@ def _grid_rule(label: str, rule: Any, sig: Signature) -> Callable[..., Any]:
         if not p.is_array and not p.dtype.is_integer:
             raise DeclarationError(f"{label}: grid = {rule!r} must name an integer or array parameter, not {p.type!r}")
 
-        def by_param(args: Any, infos: dict[int, Any], block: Any) -> Any:
-            count = math.prod(infos[i][2]) if i in infos else int(args[i])
-            return finish(count, block)
+        def by_param(args: Any, infos: list[Any], block: Any) -> Any:
+            if p.is_array:
+                return finish(math.prod(next(info for j, info in infos if j == i)[2]), block)
+            return finish(int(args[i]), block)
 
         return by_param
     fn = rule.__func__ if isinstance(rule, staticmethod) else rule
@@ -491,12 +511,11 @@ def _grid_rule(label: str, rule: Any, sig: Signature) -> Callable[..., Any]:
     unknown = [w for w in wanted if w not in names and w != "block"]
     if unknown:
         raise DeclarationError(
-            f"{label}: the grid function asks for {', '.join(unknown)}, which are not parameters "
-            f"({', '.join(names)}) or 'block'"
+            f"{label}: the grid function asks for {', '.join(unknown)}, which are not parameters ({', '.join(names)}) or 'block'"
         )
     picks = [(w, names.index(w) if w in names else -1) for w in wanted]
 
-    def by_function(args: Any, infos: dict[int, Any], block: Any) -> Any:
+    def by_function(args: Any, infos: list[Any], block: Any) -> Any:
         grid = fn(**{w: (block if i < 0 else args[i]) for w, i in picks})
         return _launch.dims(grid, "grid (from the class's grid function)", label, _launch.GRID_LIMIT)
 

@@ -111,9 +111,7 @@ def _str_tuple(option: str, values: Any) -> tuple[str, ...]:
 def check_arch(arch: Any) -> str:
     """Validate an arch string such as ``"sm_90"`` and return it."""
     if not isinstance(arch, str) or not _ARCH.match(arch):
-        raise DeclarationError(
-            f"arch expects a string like 'sm_90' (or 'compute_90' for PTX), got {arch!r}"
-        )
+        raise DeclarationError(f"arch expects a string like 'sm_90' (or 'compute_90' for PTX), got {arch!r}")
     return arch
 
 

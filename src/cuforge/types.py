@@ -192,13 +192,9 @@ class _ArrayFactory:
                 f"write {cls.__name__}[cf.float32] or {cls.__name__}[cf.float32, 2]"
             )
         if not isinstance(dtype, DType) and not getattr(dtype, "_cuforge_typeparam", False):
-            raise DeclarationError(
-                f"{cls.__name__}[...] needs a cuforge dtype such as cf.float32, got {dtype!r}"
-            )
+            raise DeclarationError(f"{cls.__name__}[...] needs a cuforge dtype such as cf.float32, got {dtype!r}")
         if ndim is not None and (isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < 1):
-            raise DeclarationError(
-                f"{cls.__name__}[{dtype!r}, {ndim!r}]: the rank must be a positive int"
-            )
+            raise DeclarationError(f"{cls.__name__}[{dtype!r}, {ndim!r}]: the rank must be a positive int")
         return ArrayType(dtype, ndim, cls._intent)
 
 

@@ -41,7 +41,7 @@ def test_saxpy_every_float_dtype_on_cupy(dtype):
     y = rng.standard_normal(n).astype(dtype.numpy)
     dy = cp.asarray(y)
     k(1.5, cp.asarray(x), dy, n)
-    expected = (1.5 * x.astype(np.float64) + y.astype(np.float64))
+    expected = 1.5 * x.astype(np.float64) + y.astype(np.float64)
     np.testing.assert_allclose(cp.asnumpy(dy).astype(np.float64), expected, rtol=TOL[dtype.name], atol=TOL[dtype.name])
 
 
@@ -161,7 +161,10 @@ def test_source_kernel_whose_signature_disagrees_is_caught():
         name = "wrong"
         source = 'extern "C" __global__ void wrong(double a, float* x) { x[0] = a; }'
 
-    with pytest.raises(cf.SignatureMismatchError, match=r"wrong: parameter 0 'a' is annotated int32 \(4 bytes\), but the compiled kernel's parameter 0 takes 8 bytes"):
+    with pytest.raises(
+        cf.SignatureMismatchError,
+        match=r"wrong: parameter 0 'a' is annotated int32 \(4 bytes\), but the compiled kernel's parameter 0 takes 8 bytes",
+    ):
         WrongSize(1, np.zeros(1, np.float32))
 
     @cf.kernel
@@ -171,7 +174,9 @@ def test_source_kernel_whose_signature_disagrees_is_caught():
         name = "fewer"
         source = 'extern "C" __global__ void fewer(float* x) { x[0] = 1; }'
 
-    with pytest.raises(cf.SignatureMismatchError, match=r"fewer: parameter 'n' is annotated but the compiled kernel has only 1 parameters"):
+    with pytest.raises(
+        cf.SignatureMismatchError, match=r"fewer: parameter 'n' is annotated but the compiled kernel has only 1 parameters"
+    ):
         MissingParam(np.zeros(1, np.float32), 1)
 
 

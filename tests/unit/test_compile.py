@@ -35,7 +35,7 @@ def test_ptx_target(saxpy):
     assert ck.code_type == "ptx" and ".entry _Z5SaxpyfPKfPfx" in ck.ptx
     assert ck.resources() == {} and ck.registers is None
     with pytest.raises(cf.CuforgeError, match=r"Saxpy was compiled to PTX for compute_90; use .ptx"):
-        ck.cubin
+        _ = ck.cubin
 
 
 def test_options_change_the_binary(saxpy, saxpy_sm90):

@@ -19,7 +19,7 @@ def test_signature_is_read_once_in_order(saxpy):
 def test_string_annotations_are_resolved():
     @cf.kernel
     class Lazy:
-        x: "cf.Out[cf.int32]"
+        x: "cf.Out[cf.int32]"  # noqa: UP037 (a quoted annotation under `from __future__ import annotations`)
         body = "x[0] = 1;"
 
     assert repr(Lazy.signature.params[0].type) == "Out[int32]"

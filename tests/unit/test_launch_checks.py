@@ -43,7 +43,10 @@ def test_valid_arguments_reach_the_device_check(saxpy):
 @pytest.mark.parametrize(
     "x, match",
     [
-        (np.ones(8), r"^Saxpy: argument 'x' expects In\[float32\], got a float64 array \(numpy.ndarray\); cast with x.astype\(numpy.float32\)"),
+        (
+            np.ones(8),
+            r"^Saxpy: argument 'x' expects In\[float32\], got a float64 array \(numpy.ndarray\); cast with x.astype\(numpy.float32\)",
+        ),
         (2.0, r"^Saxpy: argument 'x' expects In\[float32\], got float 2.0; pass a device array \(CuPy, PyTorch"),
         ([1.0, 2.0], r"got a list; pass a device array"),
         (np.ones((4, 4), f32)[:, 1], r"got a non-C-contiguous array \(numpy.ndarray, shape \(4,\)\); pass a contiguous copy"),
@@ -96,7 +99,10 @@ def test_declared_rank_is_checked():
         m: cf.Array[cf.float32, 2]
         body = "m[0] = 0;"
 
-    with pytest.raises(cf.ArgumentTypeError, match=r"Mat: argument 'm' expects Array\[float32, 2\], got a 1-d array of shape \(4,\); reshape it to 2-d"):
+    with pytest.raises(
+        cf.ArgumentTypeError,
+        match=r"Mat: argument 'm' expects Array\[float32, 2\], got a 1-d array of shape \(4,\); reshape it to 2-d",
+    ):
         Mat(np.ones(4, f32))
 
 
@@ -128,9 +134,19 @@ def test_keyword_arguments_bind_by_name(saxpy):
         (None, 8, cf.ArgumentTypeError, r"argument 'a' expects float32, got NoneType None"),
         (True, 8, cf.ArgumentTypeError, r"argument 'a' expects float32, got bool True"),
         (1e39, 8, cf.ArgumentError, r"argument 'a' expects float32, got float 1e\+39; the value overflows float32"),
-        (np.float64(0.1), 8, cf.ArgumentError, r"got numpy.float64 np.float64\(0.1\); the value is not exact in float32; convert it explicitly"),
+        (
+            np.float64(0.1),
+            8,
+            cf.ArgumentError,
+            r"got numpy.float64 np.float64\(0.1\); the value is not exact in float32; convert it explicitly",
+        ),
         (2**24 + 1, 8, cf.ArgumentError, r"got int 16777217; the value is not exact in float32"),
-        (2.0, 8.0, cf.ArgumentTypeError, r"argument 'n' expects int64, got float 8.0; pass an int \(int\(8.0\) if truncation is intended\)"),
+        (
+            2.0,
+            8.0,
+            cf.ArgumentTypeError,
+            r"argument 'n' expects int64, got float 8.0; pass an int \(int\(8.0\) if truncation is intended\)",
+        ),
         (2.0, 2**63, cf.ArgumentError, r"argument 'n' expects int64, got int 9223372036854775808; int64 holds"),
         (2.0, np.float32(3), cf.ArgumentTypeError, r"argument 'n' expects int64, got a numpy.float32; pass an int"),
         (2.0, "8", cf.ArgumentTypeError, r"argument 'n' expects int64, got str '8'; pass a Python int or numpy.int64"),

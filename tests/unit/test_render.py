@@ -51,7 +51,9 @@ def test_missing_variable_is_a_template_error_naming_kernel_and_line():
         x[1] = {{ TILE }};
         """
 
-    with pytest.raises(cf.TemplateError, match=r"Undef: cannot render body line 2: 'TILE' is undefined.*\n +2 \| x\[1\] = \{\{ TILE \}\};"):
+    with pytest.raises(
+        cf.TemplateError, match=r"Undef: cannot render body line 2: 'TILE' is undefined.*\n +2 \| x\[1\] = \{\{ TILE \}\};"
+    ):
         Undef.render()
 
 
@@ -76,7 +78,9 @@ def test_whole_kernel_template_from_a_user_directory():
         name = "scale"
 
     src = Scale.render()
-    assert 'extern "C" __global__ void scale(float factor, const float* __restrict__ x, float* __restrict__ y, long long n)' in src
+    assert (
+        'extern "C" __global__ void scale(float factor, const float* __restrict__ x, float* __restrict__ y, long long n)' in src
+    )
 
 
 def test_template_path_setting_and_missing_template():
