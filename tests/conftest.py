@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 
@@ -53,3 +54,24 @@ def saxpy() -> cf.Kernel:
 def saxpy_sm90(saxpy: cf.Kernel) -> cf.CompiledKernel:
     """Compiled once per session: NVRTC costs 15-250 ms on CI's machines."""
     return saxpy.compile(arch="sm_90")
+
+
+ROOT_TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "templates")
+
+
+@cf.kernel
+class Scale:
+    """The user-level example template templates/scale.cu.j2."""
+
+    factor: cf.float32
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int64
+    name = "scale"
+    template = "scale.cu.j2"
+    template_dirs = (ROOT_TEMPLATES,)
+
+
+@pytest.fixture(scope="session")
+def scale() -> cf.Kernel:
+    return Scale

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import cuforge as cf
 
 pytestmark = pytest.mark.gpu
-ROOT_TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "..", "templates")
 
 
 def _saxpy_for(dtype: cf.DType) -> cf.Kernel:
@@ -199,20 +196,10 @@ def test_source_kernel_that_agrees_launches():
     assert (x == 4.5).all()
 
 
-def test_whole_kernel_template_launches():
-    @cf.kernel
-    class Scale:
-        factor: cf.float32
-        x: cf.In[cf.float32]
-        y: cf.Out[cf.float32]
-        n: cf.int64
-        name = "scale"
-        template = "scale.cu.j2"
-        template_dirs = [ROOT_TEMPLATES]
-
+def test_whole_kernel_template_launches(scale):
     x = np.arange(10, dtype=np.float32)
     y = np.zeros(10, np.float32)
-    Scale(3.0, x, y, 10)
+    scale(3.0, x, y, 10)
     np.testing.assert_array_equal(y, 3 * x)
 
 
@@ -231,3 +218,25 @@ def test_registers_from_the_cubin_match_the_driver(saxpy):
     assert ck.arch == "sm_90" and ck.code_type == "cubin"
     fn = ck.function(0)
     assert ck.resources()["registers"] == fn.attributes.num_regs
+
+
+def test_launch_from_another_thread(saxpy):
+    """Each thread makes the device's context current before its first launch."""
+    import threading
+
+    x = cf.to_device(np.ones(64, np.float32))
+    y = cf.zeros(64, cf.float32)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            saxpy(3.0, x, y, 64)
+            cf.synchronize()
+        except BaseException as exc:  # reported in the main thread
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
+    assert (y.to_numpy() == 3.0).all()

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import cuforge as cf
 from cuforge import _config
 from cuforge._render import dedent_body
 
-ROOT_TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "..", "templates")
+from ..conftest import ROOT_TEMPLATES
 
 
 def test_body_is_dedented_and_placed_under_line_directives(saxpy):
@@ -66,18 +64,8 @@ def test_no_autoescape_in_cpp():
     assert "x[0] = 1 << 2 && 1;" in Amp.render()
 
 
-def test_whole_kernel_template_from_a_user_directory():
-    @cf.kernel
-    class Scale:
-        factor: cf.float32
-        x: cf.In[cf.float32]
-        y: cf.Out[cf.float32]
-        n: cf.int64
-        template = "scale.cu.j2"
-        template_dirs = [ROOT_TEMPLATES]
-        name = "scale"
-
-    src = Scale.render()
+def test_whole_kernel_template_from_a_user_directory(scale):
+    src = scale.render()
     assert (
         'extern "C" __global__ void scale(float factor, const float* __restrict__ x, float* __restrict__ y, long long n)' in src
     )
