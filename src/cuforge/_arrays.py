@@ -88,6 +88,9 @@ class DeviceArray:
         if self.nbytes:
             driver = _cuda._driver()
             _cuda.check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
+            # From pageable memory the call may return before the DMA lands; wait, so a kernel
+            # on any stream (non-blocking ones too) sees the data.
+            _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def __len__(self) -> int:
         if not self.shape:

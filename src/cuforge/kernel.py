@@ -350,13 +350,15 @@ class Kernel:
         device = _cuda.current_device()
         found = self._by_device.get(device.id)
         handle = found[0] if found is not None else self._function(device)
-        staged = False
+        staged = misplaced = False
         for _, info in infos:
             if info[4] != device.id:
                 if info[6] == "numpy":
                     staged = True
                 else:
-                    _launch.check_devices(self.name, self.signature.params, infos, device.id)
+                    misplaced = True
+        if misplaced:  # another device, or memory of unknown origin: look closer, raise if wrong
+            _launch.check_devices(self.name, self.signature.params, infos, device.id)
         if sh is None:
             sh = _launch.default_stream(infos, device.id) if infos else 0
         if staged:
