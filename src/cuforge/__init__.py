@@ -20,15 +20,22 @@ from .errors import LaunchError as LaunchError
 from .errors import NoDeviceError as NoDeviceError
 from .errors import SignatureMismatchError as SignatureMismatchError
 from .errors import TemplateError as TemplateError
+from .family import Autotune as Autotune
+from .family import Family as Family
+from .family import autotune as autotune
 from .kernel import CompiledKernel as CompiledKernel
 from .kernel import Kernel as Kernel
 from .kernel import kernel as kernel
 from .options import CompileOptions as CompileOptions
+from .registry import Registry as Registry
+from .registry import registry as registry
 from .types import Array as Array
 from .types import ArrayType as ArrayType
 from .types import DType as DType
 from .types import In as In
+from .types import IntParam as IntParam
 from .types import Out as Out
+from .types import TypeParam as TypeParam
 from .types import bfloat16 as bfloat16
 from .types import bool_ as bool_
 from .types import complex64 as complex64
@@ -40,12 +47,15 @@ from .types import int8 as int8
 from .types import int16 as int16
 from .types import int32 as int32
 from .types import int64 as int64
+from .types import intparam as intparam
+from .types import typeparam as typeparam
 from .types import uint8 as uint8
 from .types import uint16 as uint16
 from .types import uint32 as uint32
 from .types import uint64 as uint64
 
 __all__ = [
+    "Autotune", "Family", "IntParam", "Registry", "TypeParam", "autotune", "intparam", "registry", "typeparam",
     "Array", "ArgumentError", "ArgumentTypeError", "ArrayType", "CompileError", "CompileOptions",
     "CompiledKernel", "CuforgeError", "DType", "DeclarationError", "DeviceArray", "In", "Kernel",
     "LaunchError", "NoDeviceError", "Out", "SignatureMismatchError", "TemplateError", "__version__",

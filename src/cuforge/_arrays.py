@@ -15,7 +15,7 @@ from . import _cuda
 from .errors import ArgumentTypeError
 from .types import DType, dtype_of
 
-__all__ = ["DeviceArray", "empty", "to_device", "zeros"]
+__all__ = ["DeviceArray", "empty", "scratch_copy", "to_device", "zeros"]
 
 
 def _resolve_dtype(dtype: Any, where: str) -> DType:
@@ -129,3 +129,20 @@ def to_device(host: Any, dtype: Any = None) -> DeviceArray:
     arr = DeviceArray(host.shape, cf_dtype)
     arr.copy_from_host(host)
     return arr
+
+
+def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
+    """A new device array holding a copy of ``value`` (a host NumPy array or device memory)."""
+    if isinstance(value, np.ndarray):
+        return to_device(value)
+    from ._launch import array_info
+
+    info = array_info(value)
+    if info is None:
+        raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
+    copy = DeviceArray(info[2], dtype)
+    if copy.nbytes:
+        driver = _cuda._driver()
+        _cuda.check(driver.cuMemcpyDtoD(copy.ptr, info[0], copy.nbytes), "cuMemcpyDtoD")
+        _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+    return copy

@@ -2,20 +2,20 @@
 
 Keys hash a versioned tuple of everything that changes the binary (rendered source, name
 expressions, NVRTC flags, in-memory headers, NVRTC version, cuforge version). The
-persistent disk layer (a separate piece) plugs in behind :meth:`MemoryCache.get_or_compile`:
-a disk hit fills the memory layer the same way a compile does.
+persistent disk layer (a separate piece) plugs in where ``kernel.compile_together`` finds a
+key missing: a disk hit fills the memory layer the same way a compile does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 KEY_SCHEMA = 1
-T = TypeVar("T")
 
 
 def cache_key(
@@ -43,25 +43,32 @@ class MemoryCache:
         self.hits = 0
         self.misses = 0
 
-    def get_or_compile(self, key: str, compile: Callable[[], T]) -> tuple[T, bool]:
-        """The cached value for ``key`` and True, or ``compile()``'s result and False."""
+    @contextlib.contextmanager
+    def gates(self, keys: list[str]) -> Iterator[None]:
+        """Hold the compile gates of ``keys`` (taken in sorted order, so two batches that share
+        keys cannot deadlock): inside, re-check the cache, compile what is missing, put it."""
+        with self._lock:
+            locks = [self._inflight.setdefault(k, threading.Lock()) for k in sorted(set(keys))]
+        with contextlib.ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            yield
+
+    def get(self, key: str) -> Any:
+        """The cached value for ``key``, or None (counts a hit when found)."""
         found = self._items.get(key)
         if found is not None:
             self.hits += 1
-            return found, True
+        return found
+
+    def peek(self, key: str) -> Any:
+        """The cached value for ``key`` or None, counting nothing."""
+        return self._items.get(key)
+
+    def put(self, key: str, value: Any) -> None:
         with self._lock:
-            gate = self._inflight.setdefault(key, threading.Lock())
-        with gate:
-            found = self._items.get(key)
-            if found is not None:
-                self.hits += 1
-                return found, True
-            value = compile()
-            self._items[key] = value
+            self._items.setdefault(key, value)
             self.misses += 1
-        with self._lock:
-            self._inflight.pop(key, None)
-        return value, False
 
     def clear(self) -> None:
         with self._lock:

@@ -99,15 +99,19 @@ def set_device(device_id: int) -> None:
     _tls.device = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
 
 
-def load(code: bytes, code_type: str, symbol: str) -> Any:
-    """Load a cubin or PTX image and return the cuda.core Kernel for ``symbol``."""
+def load_module(code: bytes, code_type: str) -> Any:
+    """Load a cubin or PTX image as a cuda.core ObjectCode (its library is loaded lazily)."""
     from cuda.core import ObjectCode
 
-    obj = ObjectCode.from_cubin(code) if code_type == "cubin" else ObjectCode.from_ptx(code)
+    return ObjectCode.from_cubin(code) if code_type == "cubin" else ObjectCode.from_ptx(code)
+
+
+def get_kernel(module: Any, symbol: str) -> Any:
+    """The cuda.core Kernel for ``symbol`` in a loaded module."""
     try:
-        return obj.get_kernel(symbol)
+        return module.get_kernel(symbol)
     except Exception as exc:
-        raise LaunchError(f"loading {symbol} from a {code_type} image failed: {exc}") from None
+        raise LaunchError(f"loading {symbol} from a {module.code_type} image failed: {exc}") from None
 
 
 def pointer_device(ptr: int) -> int | None:

@@ -138,6 +138,33 @@ def _extractor(tp: type) -> Callable[[Any], ArrayInfo] | None:
     return found
 
 
+def array_info(value: Any) -> ArrayInfo | None:
+    """What the checks see of an array-like value, or None for anything else."""
+    tp = type(value)
+    ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
+    if ext is None and hasattr(value, "__cuda_array_interface__"):
+        ext = _from_cai
+    return ext(value) if ext is not None else None
+
+
+def array_dtype(value: Any) -> DType | None:
+    info = array_info(value)
+    return info[1] if info is not None else None
+
+
+def array_shape(value: Any) -> tuple[int, ...]:
+    info = array_info(value)
+    return info[2] if info is not None else ()
+
+
+def array_origin(value: Any) -> str | None:
+    info = array_info(value)
+    return info[6] if info is not None else None
+
+
+describe_value = _describe
+
+
 def array_checker(kernel: str, param: Param) -> Callable[[Any, list[Any]], int]:
     """A function checking one array argument without CUDA calls: it appends
     (parameter index, ArrayInfo) to its second argument and returns the pointer."""

@@ -143,24 +143,32 @@ def assemble(
     *,
     name: str,
     template_params: str,
+    generic_params_cpp: str,
     params_cpp: str,
+    specialization: str,
+    aliases: str,
     headers: tuple[str, ...],
     body: str,
     body_file: str,
     preamble: str = "",
     preamble_file: str = "",
     comment: str = "",
-) -> str:
-    """The complete translation unit for a body-declared kernel."""
+) -> tuple[str, str]:
+    """(prelude, unit) of a body-declared kernel.
+
+    A plain kernel's unit is its ``__global__`` function. A family's prelude declares the
+    function template, and each instantiation's unit is an explicit specialization whose body
+    was rendered with that instantiation's values; it starts with ``using T = float;`` /
+    ``constexpr int BLOCK = 256;`` so C++ can name the template parameters too. Units of one
+    family can share one program: one translation unit, one name expression each.
+    """
     parts = [f"// {comment}\n" if comment else "", includes(headers)]
     if preamble:
         parts += [f'#line 1 "{preamble_file}"\n', preamble]
-    head = f"template <{template_params}>\n" if template_params else ""
-    parts += [
-        f'#line 1 "{name}.cu"\n',
-        f"{head}__global__ void {name}({params_cpp})\n{{\n",
-        f'#line 1 "{body_file}"\n',
-        body,
-        "}\n",
-    ]
-    return "".join(parts)
+    if template_params:
+        parts.append(f'#line 1 "{name}.cu"\ntemplate <{template_params}>\n__global__ void {name}({generic_params_cpp});\n')
+        head = f"template <>\n__global__ void {name}<{specialization}>({params_cpp})\n{{\n{aliases}\n"
+    else:
+        head = f"__global__ void {name}({params_cpp})\n{{\n"
+    unit = f'#line 1 "{name}.cu"\n{head}#line 1 "{body_file}"\n{body}}}\n'
+    return "".join(parts), unit

@@ -8,6 +8,7 @@ compile it with :meth:`Kernel.compile`, launch it by calling it.
 from __future__ import annotations
 
 import inspect
+import itertools
 import keyword
 import math
 import re
@@ -22,7 +23,7 @@ from ._signature import Param, Signature
 from ._version import __version__
 from .errors import ArgumentError, CuforgeError, DeclarationError, SignatureMismatchError
 from .options import CompileOptions, check_arch, to_flags
-from .types import ArrayType, DType
+from .types import ArrayType, DType, IntParam, TypeParam
 
 __all__ = ["CompiledKernel", "Kernel", "kernel"]
 
@@ -35,7 +36,9 @@ _CPP_RESERVED = frozenset(
     "struct switch template this thread_local throw true try typedef typeid typename union unsigned "
     "using virtual void volatile wchar_t while blockIdx blockDim threadIdx gridDim warpSize".split()
 )
-_CLASS_KEYS = frozenset({"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs"})
+_CLASS_KEYS = frozenset(
+    {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune"}
+)
 
 
 class CompiledKernel:
@@ -68,7 +71,8 @@ class CompiledKernel:
     __module__ = "cuforge"
 
     def __init__(self, kernel: Kernel, arch: str, result: _compile.CompileResult, expr: str, source: str):
-        self.kernel = kernel.name
+        self.kernel = kernel.label
+        self._result = result  # shared by every kernel compiled in the same NVRTC program
         self.arch = arch
         self.code_type = result.code_type
         self.code = result.code
@@ -115,7 +119,8 @@ class CompiledKernel:
             with self._lock:
                 fn = self._loaded.get(device)
                 if fn is None:
-                    fn = self._loaded[device] = _cuda.load(self.code, self.code_type, self.lowered_name)
+                    module = _module(self._result, device)
+                    fn = self._loaded[device] = _cuda.get_kernel(module, self.lowered_name)
         return fn
 
     def __repr__(self) -> str:
@@ -125,118 +130,225 @@ class CompiledKernel:
         )
 
 
-class Kernel:
-    """A declared kernel: call it to launch, ``.compile()`` to build without launching.
+_modules: dict[tuple[int, int], tuple[_compile.CompileResult, Any]] = {}
+_modules_lock = threading.Lock()
 
-    Created by :func:`kernel`; not instantiated directly.
-    """
 
-    __module__ = "cuforge"
+def _module(result: _compile.CompileResult, device: int) -> Any:
+    """The loaded module of one NVRTC program on ``device``: a batch compiled together is
+    loaded once, however many of its kernels are used."""
+    key = (id(result), device)
+    with _modules_lock:
+        found = _modules.get(key)
+        if found is None:
+            found = _modules[key] = (result, _cuda.load_module(result.code, result.code_type))
+    return found[1]
+
+
+class _Decl:
+    """A kernel class, read once: shared by a plain kernel and every instantiation of a family."""
 
     def __init__(self, cls: type, *, name: str | None = None, options: CompileOptions | None = None):
         ns = dict(vars(cls))
-        self.__name__ = cls.__name__
-        self.__qualname__ = cls.__qualname__
-        self.__doc__ = cls.__doc__
-        self.__wrapped__ = cls
+        self.cls = cls
+        self.label = cls.__qualname__
         self.qualname = f"{cls.__module__}.{cls.__qualname__}"
-        label = cls.__qualname__
+        label = self.label
+        self.tparams: tuple[TypeParam | IntParam, ...] = tuple(v for v in ns.values() if isinstance(v, (TypeParam, IntParam)))
         _check_class_keys(label, ns)
-        self.signature = Signature(_read_params(cls, label))
-        self._body = self._preamble = self._template = self._source = None
+        self.params = _read_params(cls, label, self.tparams)
+        self.body = self.preamble = None
+        self.template: str | None = None
+        self.source: str | None = None
         kinds = [k for k in ("body", "template", "source") if ns.get(k) is not None]
         if len(kinds) != 1:
             raise DeclarationError(
                 f"{label}: a kernel class needs exactly one of body (the kernel body), template "
                 f"(a .cu.j2 file name) or source (full C++ with name=...); found {kinds or 'none'}"
             )
-        kind = kinds[0]
+        self.kind = kind = kinds[0]
         for key in (kind, "preamble"):
             if key in ns and not isinstance(ns[key], str):
                 raise DeclarationError(f"{label}: {key} must be a string, got {type(ns[key]).__name__}")
         self.name = name or ns.get("name") or cls.__name__
-        if not isinstance(self.name, str) or (kind != "source" and not _IDENT.match(self.name)):
+        if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind != "source"):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
         if kind == "body":
-            self._body = _render.Snippet.parse(self.name, "body", ns["body"])
+            self.body = _render.Snippet.parse(self.name, "body", ns["body"])
             if ns.get("preamble"):
-                self._preamble = _render.Snippet.parse(self.name, "preamble", ns["preamble"])
+                self.preamble = _render.Snippet.parse(self.name, "preamble", ns["preamble"])
         elif kind == "template":
-            self._template = ns["template"]
+            if self.tparams:
+                raise DeclarationError(
+                    f"{label}: a family (typeparam/intparam) needs body= or source=; a whole-kernel template "
+                    f"cannot put several instantiations in one program"
+                )
+            self.template = ns["template"]
         else:
             if "name" not in ns:
                 raise DeclarationError(
                     f"{label}: a source= kernel needs name = '<the __global__ function, or a name "
                     f"expression such as saxpy<float>>'"
                 )
-            self._source = ns["source"]
+            if self.tparams and not _IDENT.match(self.name):
+                raise DeclarationError(
+                    f"{label}: in a source= family, name is the template's name ({self.name!r} is not an identifier); "
+                    f"cuforge appends <{', '.join(t.name for t in self.tparams)}>"
+                )
+            self.source = ns["source"]
+        for t in self.tparams:
+            if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not _IDENT.match(t.name):
+                raise DeclarationError(f"{label}: template parameter {t.name!r} clashes with a parameter or C++ name")
         dirs = ns.get("template_dirs", ())
         dirs = (dirs,) if isinstance(dirs, str) else tuple(str(d) for d in dirs)
-        self._template_dirs = _render.search_dirs(dirs)
+        self.template_dirs = _render.search_dirs(dirs)
         opts = options if options is not None else ns.get("options", CompileOptions())
         if not isinstance(opts, CompileOptions):
             raise DeclarationError(f"{label}: options must be a cuforge.CompileOptions, got {opts!r}")
         self.options = opts
-        try:
-            self._block = _launch.dims(ns.get("block", 256), "block", label, _launch.BLOCK_LIMIT)
-        except ArgumentError as exc:
-            raise DeclarationError(str(exc)) from None
-        self._grid_rule = _grid_rule(label, ns.get("grid"), self.signature)
+        self.block = ns.get("block", 256)
+        ints = {t.name: t for t in self.tparams if isinstance(t, IntParam)}
+        entries = self.block if isinstance(self.block, (tuple, list)) else (self.block,)
+        for entry in entries:
+            if isinstance(entry, str) and entry not in ints:
+                raise DeclarationError(
+                    f"{label}: block names {entry!r}, which is not an intparam of this class "
+                    f"(intparams: {', '.join(ints) or 'none'})"
+                )
+        for combo in itertools.product(*(ints[e].values if isinstance(e, str) else (e,) for e in entries)):
+            try:
+                _launch.dims(combo, "block", label, _launch.BLOCK_LIMIT)
+            except ArgumentError as exc:
+                raise DeclarationError(str(exc)) from None
+        self.grid = ns.get("grid")
+        self.autotune = ns.get("autotune")
+        self.headers = tuple(
+            sorted(
+                {h for _, ann in self.params for d in _dtypes_of(ann) if (h := d.header)}
+                | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
+            )
+        )
+
+
+def _dtypes_of(ann: Any) -> tuple[DType, ...]:
+    inner = ann.dtype if isinstance(ann, ArrayType) else ann
+    return inner.values if isinstance(inner, TypeParam) else (inner,)
+
+
+def _substitute(ann: Any, values: dict[str, Any]) -> Any:
+    if isinstance(ann, TypeParam):
+        return values[ann.name]
+    if isinstance(ann, ArrayType) and isinstance(ann.dtype, TypeParam):
+        return ArrayType(values[ann.dtype.name], ann.ndim, ann.intent)
+    return ann
+
+
+class Kernel:
+    """A declared kernel: call it to launch, ``.compile()`` to build without launching.
+
+    Created by :func:`kernel`, or as one instantiation of a family (``Axpy[cf.float32, 256]``).
+    """
+
+    __module__ = "cuforge"
+
+    def __init__(self, decl: _Decl, template_args: tuple[Any, ...] = ()):
+        self._decl = decl
+        cls = decl.cls
+        self.__name__ = cls.__name__
+        self.__qualname__ = cls.__qualname__
+        self.__doc__ = cls.__doc__
+        self.__wrapped__ = cls
+        self.qualname = decl.qualname
+        self.name = decl.name
+        self.options = decl.options
+        self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.tparams, template_args)}
+        spelled = ", ".join(t.spell(v) for t, v in zip(decl.tparams, template_args))
+        self.name_expression = f"{decl.name}<{spelled}>" if decl.tparams else decl.name
+        self.label = self.name_expression if decl.tparams else decl.name
+        self.signature = Signature(
+            tuple(Param(n, i, _substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
+        )
+        raw_block = decl.block if isinstance(decl.block, (tuple, list)) else (decl.block,)
+        resolved = tuple(self.template_args[e] if isinstance(e, str) else e for e in raw_block)
+        self._block = _launch.dims(resolved, "block", self.label, _launch.BLOCK_LIMIT)
+        self._grid_rule = _grid_rule(self.label, decl.grid, self.signature)
         params = self.signature.params
         self._checks = tuple(
-            _launch.array_checker(self.name, p) if p.is_array else _launch.scalar_checker(self.name, p) for p in params
+            _launch.array_checker(self.label, p) if p.is_array else _launch.scalar_checker(self.label, p) for p in params
         )
         self._writes = frozenset(p.index for p in params if p.is_array and p.type.writes)
         self._packer = _launch.Packer(self.signature)
         self._nparams = len(params)
-        self._rendered: tuple[str, dict[str, str]] | None = None
+        self._pieces_cache: tuple[str, str, dict[str, str]] | None = None
         self._by_device: dict[int, tuple[Any, CompiledKernel]] = {}
 
     # ------------------------------------------------------------ rendering and compiling
 
     def render(self) -> str:
         """The complete CUDA C++ translation unit for this kernel."""
-        return self._render()[0]
+        prelude, unit, _ = self._pieces()
+        return prelude + unit
 
     def _context(self) -> dict[str, Any]:
-        return {"name": self.name, "params": {p.name: p for p in self.signature.params}}
+        return {"name": self.name, "params": {p.name: p for p in self.signature.params}, **self.template_args}
 
-    def _render(self) -> tuple[str, dict[str, str]]:
-        if self._rendered is not None:
-            return self._rendered
-        sig = self.signature
+    def _pieces(self) -> tuple[str, str, dict[str, str]]:
+        """(prelude, unit, #line sources): a program holds one prelude and the units of the
+        kernels compiled in it; kernels of one family share their prelude."""
+        if self._pieces_cache is not None:
+            return self._pieces_cache
+        decl, sig = self._decl, self.signature
         line_sources: dict[str, str] = {}
-        if self._source is not None:
-            source = self._source
-        elif self._template is not None:
+        if decl.source is not None:
+            prelude, unit = decl.source, ""
+        elif decl.template is not None:
             ctx = {
                 **self._context(),
                 "params_cpp": sig.cpp(),
                 "signature": f"__global__ void {self.name}({sig.cpp()})",
-                "includes": _render.includes(sig.headers()),
+                "includes": _render.includes(decl.headers),
             }
-            source = _render.render_file(self.name, self._template, self._template_dirs, ctx)
+            prelude, unit = "", _render.render_file(self.name, decl.template, decl.template_dirs, ctx)
         else:
-            assert self._body is not None
-            ctx = self._context()
-            body = self._body.render(ctx)
-            preamble = self._preamble.render(ctx) if self._preamble else ""
-            line_sources[self._body.line_file] = body
-            if self._preamble:
-                line_sources[self._preamble.line_file] = preamble
-            source = _render.assemble(
+            assert decl.body is not None
+            body = decl.body.render(self._context())
+            body_file = f"{self.label}.body"
+            line_sources[body_file] = body
+            preamble = ""
+            if decl.preamble is not None:
+                preamble = decl.preamble.render({"name": self.name, "params": self._context()["params"]})
+                line_sources[decl.preamble.line_file] = preamble
+            generic = Signature(tuple(Param(n, i, ann) for i, (n, ann) in enumerate(decl.params)))
+            prelude, unit = _render.assemble(
                 name=self.name,
-                template_params="",
+                template_params=", ".join(f"{'typename' if t.kind == 'type' else 'int'} {t.name}" for t in decl.tparams),
+                generic_params_cpp=generic.cpp(),
                 params_cpp=sig.cpp(),
-                headers=sig.headers(),
+                specialization=", ".join(t.spell(v) for t, v in zip(decl.tparams, self.template_args.values())),
+                aliases="".join(
+                    f"using {t.name} = {t.spell(v)}; " if t.kind == "type" else f"constexpr int {t.name} = {v}; "
+                    for t, v in zip(decl.tparams, self.template_args.values())
+                ),
+                headers=decl.headers,
                 body=body,
-                body_file=self._body.line_file,
+                body_file=body_file,
                 preamble=preamble,
-                preamble_file=self._preamble.line_file if self._preamble else "",
+                preamble_file=decl.preamble.line_file if decl.preamble else "",
                 comment=f"generated by cuforge {__version__} for {self.qualname}",
             )
-        self._rendered = (source, line_sources)
-        return self._rendered
+        self._pieces_cache = (prelude, unit, line_sources)
+        return self._pieces_cache
+
+    def _key(self, flags: tuple[str, ...]) -> str:
+        prelude, unit, _ = self._pieces()
+        return _cache.cache_key(
+            source=prelude + unit,
+            name_expressions=(self.name_expression,),
+            flags=flags,
+            headers={},
+            nvrtc_version=_compile.nvrtc_version(),
+            cuforge_version=__version__,
+        )
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile for ``arch`` (``"sm_90"``: cubin, ``"compute_90"``: PTX).
@@ -244,47 +356,14 @@ class Kernel:
         Without ``arch`` the arch of the current device is used (a cubin if NVRTC knows it,
         else PTX). Needs no GPU when ``arch`` is given. Results are cached per process.
         """
-        if arch is None:
-            try:
-                arch = _compile.target_for(_cuda.current_device().cc)
-            except CuforgeError as exc:
-                raise type(exc)(f"{self.name}.compile(): {exc}; pass arch='sm_90' to compile without a GPU") from None
-        check_arch(arch)
-        opts = self.options if options is None else options
-        if not isinstance(opts, CompileOptions):
-            raise DeclarationError(f"{self.name}.compile(): options must be a cuforge.CompileOptions, got {opts!r}")
-        source, line_sources = self._render()
-        include = _compile.cuda_include_dir()
-        flags = to_flags(opts, arch, (include,) if include else ())
-        expr = self.name
-        key = _cache.cache_key(
-            source=source,
-            name_expressions=(expr,),
-            flags=flags,
-            headers={},
-            nvrtc_version=_compile.nvrtc_version(),
-            cuforge_version=__version__,
-        )
-
-        def build() -> CompiledKernel:
-            result = _compile.compile_program(
-                source,
-                program_name=f"{self.name}.cu",
-                name_expressions=(expr,),
-                flags=flags,
-                kernel=self.name,
-                line_sources=line_sources,
-            )
-            return CompiledKernel(self, arch, result, expr, source)
-
-        return _cache.memory.get_or_compile(key, build)[0]
+        return compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
 
     def _function(self, device: _cuda.DeviceInfo) -> Any:
         found = self._by_device.get(device.id)
         if found is None:
             ck = self.compile(_compile.target_for(device.cc))
             fn = ck.function(device.id)
-            if self._body is None:
+            if self._decl.body is None:
                 self._check_compiled_params(fn)
             found = self._by_device[device.id] = (fn.handle, ck)
         return found[0]
@@ -296,19 +375,19 @@ class Kernel:
         for i, (_, size) in enumerate(info):
             if i >= len(params):
                 raise SignatureMismatchError(
-                    f"{self.name}: the compiled kernel has {len(info)} parameters but {len(params)} are "
+                    f"{self.label}: the compiled kernel has {len(info)} parameters but {len(params)} are "
                     f"annotated; parameter {i} ({size} bytes) has no annotation; add it to the class"
                 )
             if size != params[i].size:
                 raise SignatureMismatchError(
-                    f"{self.name}: parameter {i} '{params[i].name}' is annotated {params[i].type_name} "
+                    f"{self.label}: parameter {i} '{params[i].name}' is annotated {params[i].type_name} "
                     f"({params[i].size} bytes), but the compiled kernel's parameter {i} takes {size} bytes; "
                     f"fix the annotation or the C++ signature"
                 )
         if len(info) < len(params):
             missing = params[len(info)]
             raise SignatureMismatchError(
-                f"{self.name}: parameter '{missing.name}' is annotated but the compiled kernel has only "
+                f"{self.label}: parameter '{missing.name}' is annotated but the compiled kernel has only "
                 f"{len(info)} parameters; remove the annotation or add the parameter in C++"
             )
 
@@ -336,16 +415,16 @@ class Kernel:
             args = self._bind(args, kwargs)
         infos: list[Any] = []  # (parameter index, ArrayInfo) of each array, filled by the checks
         values = [check(a, infos) for check, a in zip(self._checks, args)]
-        blk = self._block if block is None else _launch.dims(block, "block", self.name, _launch.BLOCK_LIMIT)
+        blk = self._block if block is None else _launch.dims(block, "block", self.label, _launch.BLOCK_LIMIT)
         if grid is None:
             grd = self._grid_rule(args, infos, blk)
             if grd is None:
                 return  # nothing to do: the sizing array is empty
         else:
-            grd = _launch.dims(grid, "grid", self.name, _launch.GRID_LIMIT)
+            grd = _launch.dims(grid, "grid", self.label, _launch.GRID_LIMIT)
         if shared_mem.__class__ is not int or shared_mem < 0:
-            raise ArgumentError(f"{self.name}: shared_mem expects a non-negative int (bytes), got {shared_mem!r}")
-        sh = None if stream is None else _launch.stream_handle(stream, self.name)
+            raise ArgumentError(f"{self.label}: shared_mem expects a non-negative int (bytes), got {shared_mem!r}")
+        sh = None if stream is None else _launch.stream_handle(stream, self.label)
         # Checks done: from here on CUDA is used.
         device = _cuda.current_device()
         found = self._by_device.get(device.id)
@@ -358,7 +437,7 @@ class Kernel:
                 else:
                     misplaced = True
         if misplaced:  # another device, or memory of unknown origin: look closer, raise if wrong
-            _launch.check_devices(self.name, self.signature.params, infos, device.id)
+            _launch.check_devices(self.label, self.signature.params, infos, device.id)
         if sh is None:
             sh = _launch.default_stream(infos, device.id) if infos else 0
         if staged:
@@ -368,7 +447,7 @@ class Kernel:
             handle, grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, self._packer.pack(values), 0
         )[0]
         if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
-            _launch.raise_launch_error(err, grd, blk, shared_mem, self.name)
+            _launch.raise_launch_error(err, grd, blk, shared_mem, self.label)
 
     def _launch_staged(self, handle: Any, args: Any, values: list[Any], infos: list[Any],
                        grid: Any, block: Any, shared_mem: int, stream: int) -> None:  # fmt: skip
@@ -383,7 +462,7 @@ class Kernel:
                 if arr.nbytes:
                     _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arr.ctypes.data, arr.nbytes, stream), "cuMemcpyHtoDAsync")
                 values[i] = int(ptr)
-            _launch.launch_raw(handle, grid, block, shared_mem, stream, self._packer.pack(values), self.name)
+            _launch.launch_raw(handle, grid, block, shared_mem, stream, self._packer.pack(values), self.label)
             for i, ptr, nbytes in staged:
                 if i in self._writes and nbytes:
                     _cuda.check(driver.cuMemcpyDtoHAsync(args[i].ctypes.data, ptr, nbytes, stream), "cuMemcpyDtoHAsync")
@@ -395,33 +474,82 @@ class Kernel:
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         names = self.signature.names
         if len(args) > len(names):
-            raise ArgumentError(f"{self.name}: takes {len(names)} arguments ({', '.join(names)}), got {len(args)} positional")
+            raise ArgumentError(f"{self.label}: takes {len(names)} arguments ({', '.join(names)}), got {len(args)} positional")
         bound = dict(zip(names, args))
         for key, value in kwargs.items():
             if key not in names:
                 raise ArgumentError(
-                    f"{self.name}: unexpected argument {key!r}; the parameters are {', '.join(names)}"
+                    f"{self.label}: unexpected argument {key!r}; the parameters are {', '.join(names)}"
                     f" (launch options: grid, block, shared_mem, stream)"
                 )
             if key in bound:
-                raise ArgumentError(f"{self.name}: argument '{key}' given twice (by position and by name)")
+                raise ArgumentError(f"{self.label}: argument '{key}' given twice (by position and by name)")
             bound[key] = value
         missing = [n for n in names if n not in bound]
         if missing:
             raise ArgumentError(
-                f"{self.name}: missing argument{'s' if len(missing) > 1 else ''} "
-                f"{', '.join(repr(m) for m in missing)}; the signature is {self.signature.describe(self.name)}"
+                f"{self.label}: missing argument{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)}; the signature is {self.signature.describe(self.label)}"
             )
         return tuple(bound[n] for n in names)
 
     def __repr__(self) -> str:
-        return f"<cuforge.Kernel {self.signature.describe(self.name)}>"
+        return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
+
+
+def compile_together(
+    kernels: list[Kernel], arch: str | None, options: CompileOptions | None, *, who: str
+) -> list[CompiledKernel]:
+    """Compile kernels of one declaration in ONE NVRTC program (one prelude, one unit each,
+    one name expression each); kernels already in the memory cache are not compiled again."""
+    first = kernels[0]
+    if arch is None:
+        try:
+            arch = _compile.target_for(_cuda.current_device().cc)
+        except CuforgeError as exc:
+            raise type(exc)(f"{who}: {exc}; pass arch='sm_90' to compile without a GPU") from None
+    check_arch(arch)
+    opts = first.options if options is None else options
+    if not isinstance(opts, CompileOptions):
+        raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
+    include = _compile.cuda_include_dir()
+    flags = to_flags(opts, arch, (include,) if include else ())
+    keys = [k._key(flags) for k in kernels]
+    found = [_cache.memory.get(key) for key in keys]
+    if any(f is None for f in found):
+        with _cache.memory.gates([key for key, f in zip(keys, found) if f is None]):
+            found = [f if f is not None else _cache.memory.peek(key) for f, key in zip(found, keys)]
+            _compile_missing([k for k, f in zip(kernels, found) if f is None], arch, flags)
+    return [f if f is not None else _cache.memory.peek(key) for f, key in zip(found, keys)]
+
+
+def _compile_missing(todo: list[Kernel], arch: str, flags: tuple[str, ...]) -> None:
+    todo = list({id(k): k for k in todo}.values())
+    if not todo:
+        return
+    first = todo[0]
+    prelude = first._pieces()[0]
+    units, line_sources = [], {}
+    for k in todo:
+        _, unit, lines = k._pieces()
+        units.append(unit)
+        line_sources.update(lines)
+    result = _compile.compile_program(
+        prelude + "".join(units),
+        program_name=f"{first.name}.cu",
+        name_expressions=tuple(dict.fromkeys(k.name_expression for k in todo)),
+        flags=flags,
+        kernel=first.label if len(todo) == 1 else f"{first.name} ({len(todo)} instantiations)",
+        line_sources=line_sources,
+    )
+    for k in todo:
+        _cache.memory.put(k._key(flags), CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
 
 
 def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
     annotated = set(ns.get("__annotations__", {}))
     for key, value in ns.items():
-        if key.startswith("__") or key in _CLASS_KEYS or key in annotated:
+        if key.startswith("__") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
             continue
         if callable(value) or isinstance(value, (staticmethod, classmethod)):
             continue  # helpers (and the grid function) may live on the class
@@ -431,14 +559,15 @@ def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
         )
 
 
-def _read_params(cls: type, label: str) -> tuple[Param, ...]:
+def _read_params(cls: type, label: str, tparams: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
+    """(name, annotation) per parameter, in order; annotations may name the class's type parameters."""
     try:
         annotations = inspect.get_annotations(cls, eval_str=True)
     except Exception as exc:
         raise DeclarationError(f"{label}: cannot evaluate the annotations: {exc}") from None
     module_globals = getattr(sys.modules.get(cls.__module__), "__dict__", {})
     params = []
-    for index, (name, ann) in enumerate(annotations.items()):
+    for name, ann in annotations.items():
         if isinstance(ann, str):  # a quoted annotation under `from __future__ import annotations`
             try:
                 ann = eval(ann, dict(module_globals), dict(vars(cls)))
@@ -449,12 +578,15 @@ def _read_params(cls: type, label: str) -> tuple[Param, ...]:
                 f"{label}: parameter name {name!r} cannot be used in C++ (a reserved word, CUDA built-in, "
                 f"or leading underscore); rename it"
             )
-        if not isinstance(ann, (DType, ArrayType)):
+        inner = ann.dtype if isinstance(ann, ArrayType) else ann
+        if not isinstance(ann, (DType, ArrayType, TypeParam)):
             raise DeclarationError(
                 f"{label}: parameter '{name}' has annotation {ann!r}; expected a cuforge type such as "
                 f"cf.float32, cf.In[cf.float32], cf.Array[cf.float32] or cf.Out[cf.float32]"
             )
-        params.append(Param(name, index, ann))
+        if isinstance(inner, TypeParam) and inner not in tparams:
+            raise DeclarationError(f"{label}: parameter '{name}' uses a type parameter that is not declared on this class")
+        params.append((name, ann))
     return tuple(params)
 
 
@@ -536,12 +668,23 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
     or a function of parameters by name and ``block``), ``preamble`` (device code placed
     before the kernel), ``template_dirs``.
 
+    A class with ``cf.typeparam``/``cf.intparam`` attributes declares a family instead
+    (see :class:`Family`). Every declaration is listed in ``cf.registry``.
+
     Returns
     -------
-    Kernel
+    Kernel or Family
     """
     if cls is None:
-        return lambda c: Kernel(c, name=name, options=options)
+        return lambda c: kernel(c, name=name, options=options)
     if not isinstance(cls, type):
         raise DeclarationError(f"@cuforge.kernel decorates a class, got {cls!r}")
-    return Kernel(cls, name=name, options=options)
+    from .family import Family
+    from .registry import registry
+
+    decl = _Decl(cls, name=name, options=options)
+    made: Kernel | Family = Family(decl) if decl.tparams else Kernel(decl)
+    if decl.autotune is not None and not decl.tparams:
+        raise DeclarationError(f"{decl.label}: autotune needs a family (cf.intparam attributes to choose between)")
+    registry._add(decl.qualname, made)
+    return made

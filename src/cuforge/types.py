@@ -17,6 +17,10 @@ import numpy as np
 from .errors import DeclarationError
 
 __all__ = [
+    "IntParam",
+    "TypeParam",
+    "intparam",
+    "typeparam",
     "Array",
     "ArrayType",
     "DType",
@@ -217,3 +221,106 @@ class Out(_ArrayFactory):
 
     __module__ = "cuforge"
     _intent = "out"
+
+
+class TypeParam:
+    """A family's type parameter: ``T = cf.typeparam(cf.float16, cf.float32)``.
+
+    The first allowed dtype is the default. In annotations it stands for the dtype of the
+    instantiation (``x: cf.In[T]``); in the C++ it is a template parameter named as the
+    class attribute; in Jinja ``{{ T }}`` renders the instantiation's C++ type and
+    ``T.itemsize``, ``T.is_float``, ``T.name`` describe it.
+    """
+
+    __module__ = "cuforge"
+    _cuforge_typeparam = True
+    kind = "type"
+
+    def __init__(self, *dtypes: Any):
+        if not dtypes:
+            raise DeclarationError("cf.typeparam() needs at least one dtype, e.g. cf.typeparam(cf.float32, cf.float64)")
+        resolved = []
+        for d in dtypes:
+            found = d if isinstance(d, DType) else None
+            if found is None:
+                raise DeclarationError(f"cf.typeparam(...) takes cuforge dtypes such as cf.float32, got {d!r}")
+            if found in resolved:
+                raise DeclarationError(f"cf.typeparam(...) lists {found.name} twice")
+            resolved.append(found)
+        self.values: tuple[DType, ...] = tuple(resolved)
+        self.name = "?"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @property
+    def default(self) -> DType:
+        return self.values[0]
+
+    @property
+    def cpp(self) -> str:
+        return self.name
+
+    def resolve(self, value: Any, kernel: str) -> DType:
+        found = dtype_of(value) if not isinstance(value, (bool, int)) else None
+        if found is None or found not in self.values:
+            allowed = ", ".join(v.name for v in self.values)
+            raise DeclarationError(f"{kernel}: template parameter {self.name} allows {allowed}; got {value!r}")
+        return found
+
+    def spell(self, value: DType) -> str:
+        return value.cpp
+
+    def __repr__(self) -> str:
+        return f"cuforge.typeparam({', '.join(v.name for v in self.values)})"
+
+
+class IntParam:
+    """A family's integer parameter: ``BLOCK = cf.intparam(256, 128, 512)``; the first is the default.
+
+    It becomes an ``int`` template parameter, and ``{{ BLOCK }}`` renders its value.
+    """
+
+    __module__ = "cuforge"
+    _cuforge_typeparam = False
+    kind = "int"
+
+    def __init__(self, *values: int):
+        if not values:
+            raise DeclarationError("cf.intparam() needs at least one value, e.g. cf.intparam(256, 128)")
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int) or not -(2**31) <= v < 2**31:
+                raise DeclarationError(f"cf.intparam(...) takes ints that fit a C++ int, got {v!r}")
+        if len(set(values)) != len(values):
+            raise DeclarationError(f"cf.intparam{values!r} lists a value twice")
+        self.values: tuple[int, ...] = tuple(values)
+        self.name = "?"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @property
+    def default(self) -> int:
+        return self.values[0]
+
+    def resolve(self, value: Any, kernel: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) not in self.values:
+            allowed = ", ".join(map(str, self.values))
+            raise DeclarationError(f"{kernel}: template parameter {self.name} allows {allowed}; got {value!r}")
+        return int(value)
+
+    def spell(self, value: int) -> str:
+        return str(value)
+
+    def __repr__(self) -> str:
+        return f"cuforge.intparam({', '.join(map(str, self.values))})"
+
+
+def typeparam(*dtypes: Any) -> TypeParam:
+    """Declare a family's type parameter; the allowed dtypes in order, the first the default."""
+    return TypeParam(*dtypes)
+
+
+def intparam(*values: int) -> IntParam:
+    """Declare a family's integer parameter; the allowed values in order, the first the default."""
+    return IntParam(*values)

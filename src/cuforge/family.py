@@ -1,0 +1,345 @@
+"""Kernel families: one declaration, instantiated by dtype and integer parameters.
+
+A class with ``cf.typeparam`` / ``cf.intparam`` attributes becomes a :class:`Family`. Each
+combination of values is a :class:`~cuforge.Kernel` (an explicit specialization of one C++
+function template); several are compiled together in one NVRTC program. Calling the family
+infers its type parameters from the arrays and takes the integer parameters' defaults, or
+the choices :func:`autotune` measured and stored on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from . import _config, _cuda, _launch
+from .errors import ArgumentTypeError, DeclarationError
+from .kernel import CompiledKernel, Kernel, _Decl, compile_together
+from .options import CompileOptions
+from .types import ArrayType, DType, IntParam, TypeParam
+
+__all__ = ["Autotune", "Family", "autotune"]
+
+timing_runs = 0  # candidate timings made by autotuning in this process (tests count them)
+
+
+class Autotune:
+    """What a family tunes: candidate values of integer parameters, and the arguments whose
+    sizes key the choice (rounded up to a power of two). Built by :func:`autotune`."""
+
+    __module__ = "cuforge"
+
+    def __init__(self, key: Sequence[str] = (), warmup: int = 2, repeat: int = 10, **candidates: Iterable[int]):
+        if not candidates:
+            raise DeclarationError("cf.autotune(...) needs candidates, e.g. cf.autotune(BLOCK=[128, 256], key=['n'])")
+        self.candidates = {name: tuple(values) for name, values in candidates.items()}
+        self.key = (key,) if isinstance(key, str) else tuple(key)
+        self.warmup, self.repeat = int(warmup), int(repeat)
+
+    def __repr__(self) -> str:
+        cands = ", ".join(f"{k}={list(v)}" for k, v in self.candidates.items())
+        return f"cuforge.autotune({cands}, key={list(self.key)})"
+
+
+def autotune(*, key: Sequence[str] = (), warmup: int = 2, repeat: int = 10, **candidates: Iterable[int]) -> Autotune:
+    """Declare autotuning for a family: ``autotune = cf.autotune(BLOCK=[128, 256, 512], key=["n"])``.
+
+    On the first call for a key on a GPU, each candidate is timed with CUDA events on scratch
+    copies of the written arrays (the caller's outputs are never touched), the fastest is
+    chosen, and the choice is stored on disk per (GPU, kernel, instantiation source, key).
+    """
+    return Autotune(key, warmup, repeat, **candidates)
+
+
+def _bucket(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+class Family:
+    """A kernel declared for several dtypes and integer parameters.
+
+    ``F[cf.float64, 512]`` and ``F.instantiate(T=cf.float64, BLOCK=512)`` give one
+    instantiation (a :class:`~cuforge.Kernel`); ``F[cf.float64]`` takes defaults for the rest;
+    ``F(*args)`` infers type parameters from the arrays and launches.
+    """
+
+    __module__ = "cuforge"
+
+    def __init__(self, decl: _Decl):
+        self._decl = decl
+        self.__name__ = decl.cls.__name__
+        self.__qualname__ = decl.cls.__qualname__
+        self.__doc__ = decl.cls.__doc__
+        self.__wrapped__ = decl.cls
+        self.name = decl.name
+        self.qualname = decl.qualname
+        self.template_params: tuple[TypeParam | IntParam, ...] = decl.tparams
+        self._names = tuple(n for n, _ in decl.params)
+        self._instances: dict[tuple[Any, ...], Kernel] = {}
+        self._lock = threading.Lock()
+        # Where each type parameter can be read off the arguments: its array parameters.
+        self._type_sources = {
+            t.name: tuple(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.dtype is t)
+            for t in decl.tparams
+            if isinstance(t, TypeParam)
+        }
+        self._autotune = self._check_autotune(decl.autotune)
+        self._choices: dict[tuple[Any, ...], dict[str, int]] = {}
+        self._table: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------ instantiations
+
+    def _check_autotune(self, at: Any) -> Autotune | None:
+        if at is None:
+            return None
+        label = self._decl.label
+        if not isinstance(at, Autotune):
+            raise DeclarationError(f"{label}: autotune must be cf.autotune(...), got {at!r}")
+        ints = {t.name: t for t in self.template_params if isinstance(t, IntParam)}
+        for name, values in at.candidates.items():
+            if name not in ints:
+                raise DeclarationError(
+                    f"{label}: autotune candidate {name!r} is not an intparam of this family "
+                    f"(intparams: {', '.join(ints) or 'none'})"
+                )
+            for v in values:
+                ints[name].resolve(v, label)
+        for k in at.key:
+            if k not in self._names:
+                raise DeclarationError(
+                    f"{label}: autotune key {k!r} names no parameter; the parameters are {', '.join(self._names)}"
+                )
+            ann = dict(self._decl.params)[k]
+            if not isinstance(ann, ArrayType) and not (isinstance(ann, DType) and ann.is_integer):
+                raise DeclarationError(f"{label}: autotune key {k!r} must be an integer or array parameter")
+        return at
+
+    def _instance(self, values: tuple[Any, ...]) -> Kernel:
+        found = self._instances.get(values)
+        if found is None:
+            with self._lock:
+                found = self._instances.get(values)
+                if found is None:
+                    found = self._instances[values] = Kernel(self._decl, values)
+        return found
+
+    def __getitem__(self, key: Any) -> Kernel:
+        given = key if isinstance(key, tuple) else (key,)
+        tparams = self.template_params
+        if len(given) > len(tparams):
+            raise DeclarationError(
+                f"{self._decl.label}[...] takes at most {len(tparams)} values "
+                f"({', '.join(t.name for t in tparams)}), got {len(given)}"
+            )
+        values = [t.resolve(v, self._decl.label) for t, v in zip(tparams, given)]
+        values += [t.default for t in tparams[len(given) :]]
+        return self._instance(tuple(values))
+
+    def instantiate(self, **values: Any) -> Kernel:
+        """One instantiation by parameter name; unnamed parameters take their defaults."""
+        names = [t.name for t in self.template_params]
+        unknown = [k for k in values if k not in names]
+        if unknown:
+            raise DeclarationError(
+                f"{self._decl.label}.instantiate(): unknown template parameter(s) {', '.join(unknown)}; "
+                f"the family's are {', '.join(names)}"
+            )
+        return self._instance(
+            tuple(t.resolve(values[t.name], self._decl.label) if t.name in values else t.default for t in self.template_params)
+        )
+
+    def instantiations(self) -> list[Kernel]:
+        """Every allowed combination, in declaration order (the last parameter varies fastest)."""
+        return [self._instance(tuple(c)) for c in itertools.product(*(t.values for t in self.template_params))]
+
+    def precompile(
+        self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None, options: CompileOptions | None = None
+    ) -> list[CompiledKernel]:
+        """Compile every instantiation (or ``instances``) in ONE NVRTC program; cached ones are skipped."""
+        chosen = self.instantiations() if instances is None else list(instances)
+        for k in chosen:
+            if not isinstance(k, Kernel) or k._decl is not self._decl:
+                raise DeclarationError(f"{self._decl.label}.precompile(): {k!r} is not an instantiation of this family")
+        if not chosen:
+            return []
+        return compile_together(chosen, arch, options, who=f"{self._decl.label}.precompile()")
+
+    # ------------------------------------------------------------ launching
+
+    def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
+                 stream: Any = None, **kwargs: Any) -> None:  # fmt: skip
+        """Infer the type parameters from the arrays, pick the integer parameters (defaults, or
+        autotuned), and launch that instantiation with the same arguments."""
+        bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
+        types = tuple(self._infer(t, bound) if isinstance(t, TypeParam) else None for t in self.template_params)
+        at = self._autotune
+        chosen: dict[str, int] = {}
+        if at is not None and grid is None and block is None:
+            chosen = self._choice(types, bound, stream)
+        self._instance(self._values(types, chosen))(*bound, grid=grid, block=block, shared_mem=shared_mem, stream=stream)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        return self[()]._bind(args, kwargs)
+
+    def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
+        first: tuple[int, DType] | None = None
+        for i in self._type_sources[t.name]:
+            dt = _launch.array_dtype(bound[i])
+            name = self._names[i]
+            if dt is None or dt not in t.values:
+                allowed = ", ".join(v.name for v in t.values)
+                got = f"an array of {dt.name}" if dt is not None else _launch.describe_value(bound[i])
+                raise ArgumentTypeError(
+                    f"{self._decl.label}: argument '{name}' sets {t.name}, which allows {allowed}; got {got}; "
+                    f"cast it (e.g. {name}.astype(numpy.{t.values[0].name})) or index the family explicitly"
+                )
+            if first is None:
+                first = (i, dt)
+            elif dt is not first[1]:
+                raise ArgumentTypeError(
+                    f"{self._decl.label}: arguments '{self._names[first[0]]}' ({first[1].name}) and '{name}' "
+                    f"({dt.name}) must share {t.name}; cast one of them"
+                )
+        return first[1] if first is not None else t.default
+
+    # ------------------------------------------------------------ autotuning
+
+    def _choice(self, types: tuple[Any, ...], bound: tuple[Any, ...], stream: Any) -> dict[str, int]:
+        at = self._autotune
+        assert at is not None
+        buckets = tuple(
+            _bucket(math.prod(_launch.array_shape(bound[self._names.index(k)])))
+            if isinstance(dict(self._decl.params)[k], ArrayType)
+            else _bucket(int(bound[self._names.index(k)]))
+            for k in at.key
+        )
+        memo = (types, buckets)
+        found = self._choices.get(memo)
+        if found is not None:
+            return found
+        candidates = [dict(zip(at.candidates, combo)) for combo in itertools.product(*at.candidates.values())]
+        kernels = [self._instance(self._values(types, c)) for c in candidates]
+        device = _cuda.current_device()
+        source_hash = hashlib.sha256("".join(k.render() for k in kernels).encode()).hexdigest()[:16]
+        key_text = ",".join(f"{k}={b}" for k, b in zip(at.key, buckets)) or "-"
+        types_text = ",".join(ty.name for ty in types if ty is not None)
+        record_key = f"{device.name}|{types_text}|{key_text}|{source_hash}"
+        store = _TuningStore(self.qualname)
+        record = store.get(record_key)
+        origin = "disk"
+        if record is None or record.get("choice") not in candidates:
+            times = self._time(kernels, bound, at)
+            best = min(range(len(kernels)), key=lambda i: times[i])
+            record = {"choice": candidates[best], "times_ms": [[c, t] for c, t in zip(candidates, times)]}
+            store.put(record_key, record)
+            origin = "timed"
+        self._choices[memo] = dict(record["choice"])
+        self._table.append(
+            {
+                "types": types_text,
+                "key": key_text,
+                "gpu": device.name,
+                "choice": dict(record["choice"]),
+                "times_ms": record["times_ms"],
+                "from": origin,
+            }
+        )
+        return self._choices[memo]
+
+    def _values(self, types: tuple[Any, ...], chosen: dict[str, int]) -> tuple[Any, ...]:
+        return tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
+
+    def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune) -> list[float]:
+        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes."""
+        global timing_runs
+        from ._arrays import scratch_copy
+
+        params = kernels[0].signature.params
+        keep: list[Any] = []
+        args = []
+        for p, value in zip(params, bound):
+            if p.is_array and (p.type.writes or _launch.array_origin(value) == "numpy"):
+                copy = scratch_copy(value, p.dtype)
+                keep.append(copy)
+                args.append(copy)
+            else:
+                args.append(value)
+        driver = _cuda._driver()
+        start = _cuda.check(driver.cuEventCreate(0), "cuEventCreate")
+        stop = _cuda.check(driver.cuEventCreate(0), "cuEventCreate")
+        times = []
+        try:
+            for k in kernels:
+                for _ in range(at.warmup):
+                    k(*args, stream=0)
+                _cuda.check(driver.cuEventRecord(start, 0), "cuEventRecord")
+                for _ in range(at.repeat):
+                    k(*args, stream=0)
+                _cuda.check(driver.cuEventRecord(stop, 0), "cuEventRecord")
+                _cuda.check(driver.cuEventSynchronize(stop), "cuEventSynchronize")
+                ms = _cuda.check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
+                times.append(float(ms) / at.repeat)
+                timing_runs += 1
+        finally:
+            driver.cuEventDestroy(start)
+            driver.cuEventDestroy(stop)
+        return times
+
+    def tuning(self) -> list[dict[str, Any]]:
+        """The autotuning table of this process: per key, the candidates' times and the choice,
+        and whether it was timed now or read from disk."""
+        return [dict(row) for row in self._table]
+
+    def __repr__(self) -> str:
+        def shown(v: Any) -> str:
+            return v.name if isinstance(v, DType) else str(v)
+
+        tps = ", ".join(f"{t.name} in ({', '.join(shown(v) for v in t.values)})" for t in self.template_params)
+        return f"<cuforge.Family {self.name}[{tps}]>"
+
+
+class _TuningStore:
+    """Autotuning choices of one family, as JSON in the cuforge cache dir.
+
+    Written atomically (temp file in the same directory, fsync, rename); an unreadable or
+    foreign file is treated as empty and replaced on the next choice.
+    """
+
+    def __init__(self, qualname: str):
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in qualname)
+        self.path = _config.cache_dir() / "tuning" / f"{safe}.json"
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) and data.get("schema") == 1 else {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        found = self._read().get("choices", {}).get(key)
+        return found if isinstance(found, dict) else None
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        data = self._read() or {"schema": 1, "choices": {}}
+        data.setdefault("choices", {})[key] = record
+        try:
+            folder = _config.ensure_dir(self.path.parent)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError as exc:  # the choice still holds for this process
+            import logging
+
+            logging.getLogger("cuforge").debug("could not store autotuning choice in %s: %s", self.path, exc)

@@ -1,0 +1,96 @@
+"""The registry of declared kernels and families, by qualified name.
+
+``@cf.kernel`` adds every declaration; declaring the same qualified name again (a re-run
+notebook cell) replaces the entry. :meth:`Registry.precompile` compiles everything, one
+NVRTC program per family, optionally in a thread pool (NVRTC compiles programs in parallel).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .errors import DeclarationError
+from .options import CompileOptions
+
+__all__ = ["Registry", "registry"]
+
+
+class Registry(Mapping[str, Any]):
+    """Every declared kernel and family, by qualified name (``module.Class``)."""
+
+    __module__ = "cuforge"
+
+    def __init__(self) -> None:
+        self._items: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _add(self, qualname: str, obj: Any) -> None:
+        with self._lock:
+            self._items.pop(qualname, None)  # re-declared: the new one replaces it, listed last
+            self._items[qualname] = obj
+
+    def __getitem__(self, qualname: str) -> Any:
+        try:
+            return self._items[qualname]
+        except KeyError:
+            raise KeyError(
+                f"no kernel named {qualname!r} is registered; registered: {', '.join(self._items) or 'none'}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def precompile(
+        self,
+        arch: str | None = None,
+        *,
+        kernels: Iterable[Any] | None = None,
+        options: CompileOptions | None = None,
+        workers: int | None = None,
+        progress: bool | None = None,
+    ) -> dict[str, list[Any]]:
+        """Compile every instantiation of every registered kernel (or of ``kernels``: objects or
+        qualified names). Each family compiles in one NVRTC program; ``workers`` > 1 compiles
+        several programs at once. ``progress`` (default: when stderr is a terminal) prints a
+        progress line on stderr. Returns the CompiledKernels by qualified name.
+        """
+        from .family import Family
+        from .kernel import Kernel
+
+        chosen = list(self._items.values()) if kernels is None else [self[k] if isinstance(k, str) else k for k in kernels]
+        for obj in chosen:
+            if not isinstance(obj, (Kernel, Family)):
+                raise DeclarationError(f"registry.precompile(): {obj!r} is not a cuforge kernel or family")
+        show = sys.stderr.isatty() if progress is None else progress
+        done, total = 0, sum(len(o.instantiations()) if isinstance(o, Family) else 1 for o in chosen)
+        lock = threading.Lock()
+
+        def one(obj: Any) -> tuple[str, list[Any]]:
+            nonlocal done
+            built = obj.precompile(arch, options=options) if isinstance(obj, Family) else [obj.compile(arch, options=options)]
+            with lock:
+                done += len(built)
+                if show:
+                    print(f"\rcuforge: compiled {done}/{total} kernels", end="" if done < total else "\n", file=sys.stderr)
+            return obj.qualname, built
+
+        if workers and workers > 1 and len(chosen) > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(one, chosen))
+        else:
+            results = [one(obj) for obj in chosen]
+        return dict(results)
+
+    def __repr__(self) -> str:
+        rows = "".join(f"\n  {name}: {obj!r}" for name, obj in self._items.items())
+        return f"<cuforge.registry: {len(self)} declared{rows}>"
+
+
+registry = Registry()

@@ -1,0 +1,107 @@
+"""Families on a GPU: every instantiation of the examples, and autotuning that persists."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+
+pytestmark = pytest.mark.gpu
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_reduction_instantiation_matches_numpy():
+    _example("reduction").check_all(n=3_000_001)
+
+
+def test_every_transpose_instantiation_matches_numpy():
+    _example("transpose").check_all(rows=333, cols=517)
+
+
+def test_family_call_infers_the_dtype_on_cupy_arrays():
+    cp = pytest.importorskip("cupy")
+    Sum = _example("reduction").Sum
+    x = cp.arange(1000, dtype=cp.float64)
+    out = cp.zeros(1, dtype=cp.float64)
+    Sum(x, out, 1000)
+    assert float(out[0]) == 999 * 1000 / 2
+
+
+TUNED = textwrap.dedent(
+    """
+    import json, numpy as np, cuforge as cf
+    from cuforge import family
+
+    @cf.kernel
+    class Scale:
+        T = cf.typeparam(cf.float32, cf.float64)
+        BLOCK = cf.intparam(256, 64, 128, 512)
+        a: T
+        x: cf.In[T]
+        y: cf.Array[T]
+        n: cf.int64
+        block = "BLOCK"
+        autotune = cf.autotune(BLOCK=[64, 128, 256, 512], key=["n"])
+        body = "long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+
+    n = 3_000_000
+    x = cf.to_device(np.ones(n, np.float32))
+    y = cf.to_device(np.full(n, 5, np.float32))
+    Scale(2.0, x, y, n)
+    host = y.to_numpy()
+    table = Scale.tuning()
+    print(json.dumps({"timing_runs": family.timing_runs, "choice": table[0]["choice"], "from": table[0]["from"],
+                      "y_ok": bool((host == 7).all()), "times": table[0]["times_ms"]}))
+    """
+)
+
+
+def test_autotune_picks_persists_and_a_second_process_reuses_it(tmp_path):
+    script = tmp_path / "tuned.py"
+    script.write_text(TUNED)
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run():
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    first = run()
+    assert first["from"] == "timed" and first["timing_runs"] == 4
+    assert first["y_ok"], "tuning must run on scratch copies: y is updated exactly once"
+    fastest = min(first["times"], key=lambda row: row[1])[0]
+    assert first["choice"] == fastest
+    stored = list((tmp_path / "cache").rglob("*.json"))
+    assert len(stored) == 1 and oct(stored[0].parent.stat().st_mode & 0o777) == "0o700"
+    second = run()
+    assert second == {**second, "from": "disk", "timing_runs": 0, "choice": first["choice"], "y_ok": True}
+
+
+def test_explicit_index_bypasses_tuning():
+    @cf.kernel
+    class Tuned:
+        T = cf.typeparam(cf.float32)
+        BLOCK = cf.intparam(128, 256)
+        x: cf.Out[T]
+        n: cf.int64
+        block = "BLOCK"
+        autotune = cf.autotune(BLOCK=[128, 256], key=["n"])
+        body = "long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; if (i < n) x[i] = BLOCK;"
+
+    x = np.zeros(1000, np.float32)
+    Tuned[cf.float32, 256](x, 1000)
+    assert (x == 256).all() and Tuned.tuning() == []

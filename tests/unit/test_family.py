@@ -1,0 +1,198 @@
+"""Kernel families: indexing, instantiation, inference errors, batched compiles (real NVRTC)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge import _compile
+
+
+@cf.kernel
+class Axpy:
+    T = cf.typeparam(cf.float16, cf.float32, cf.float64)
+    BLOCK = cf.intparam(256, 128, 512, 1024)
+    a: T
+    x: cf.In[T]
+    y: cf.Array[T]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long){{ BLOCK }} + threadIdx.x;
+    // {{ T.name }}: {{ T.itemsize }} bytes, float: {{ T.is_float }}
+    if (i < n) y[i] = a * x[i] + y[i];
+    """
+
+
+@pytest.fixture(scope="module")
+def axpy_sm90():
+    """The whole family, compiled once for the module."""
+    before = _compile.compile_count
+    compiled = Axpy.precompile(arch="sm_90")
+    return compiled, _compile.compile_count - before
+
+
+def test_twelve_instantiations_compile_in_one_nvrtc_program(axpy_sm90):
+    compiled, programs = axpy_sm90
+    assert programs == 1
+    assert len(compiled) == 12
+    assert len({c.lowered_name for c in compiled}) == 12
+    assert all(c.cubin[:4] == b"\x7fELF" for c in compiled)
+    assert compiled[0].lowered_name == "_Z4AxpyI6__halfLi256EEvT_PKS1_PS1_x"
+    by_expr = {c.name_expression: c for c in compiled}
+    assert by_expr["Axpy<double, 512>"].lowered_name == "_Z4AxpyIdLi512EEvT_PKS0_PS0_x"
+    # Each instantiation is now a memory hit, alone or in a batch.
+    before = _compile.compile_count
+    assert Axpy[cf.float64, 512].compile(arch="sm_90") is by_expr["Axpy<double, 512>"]
+    assert Axpy.precompile(arch="sm_90") == compiled
+    assert _compile.compile_count == before
+
+
+def test_indexing_defaults_and_instantiate():
+    k = Axpy[cf.float64, 512]
+    assert isinstance(k, cf.Kernel) and k.name_expression == "Axpy<double, 512>"
+    assert k.template_args == {"T": cf.float64, "BLOCK": 512}
+    assert Axpy[cf.float64] is Axpy[cf.float64, 256] is Axpy.instantiate(T=cf.float64)
+    assert Axpy.instantiate(BLOCK=1024) is Axpy[cf.float16, 1024]
+    assert Axpy[np.float32] is Axpy[cf.float32]
+    assert repr(k) == "<cuforge.Kernel Axpy<double, 512>(a: float64, x: In[float64], y: Array[float64], n: int64)>"
+    assert repr(Axpy) == "<cuforge.Family Axpy[T in (float16, float32, float64), BLOCK in (256, 128, 512, 1024)]>"
+
+
+def test_instantiations_in_declaration_order():
+    exprs = [k.name_expression for k in Axpy.instantiations()]
+    assert exprs[:5] == ["Axpy<__half, 256>", "Axpy<__half, 128>", "Axpy<__half, 512>", "Axpy<__half, 1024>", "Axpy<float, 256>"]
+    assert exprs[-1] == "Axpy<double, 1024>" and len(exprs) == 12
+
+
+def test_template_values_reach_jinja_and_cpp():
+    src = Axpy[cf.float64, 512].render()
+    assert "template <typename T, int BLOCK>\n__global__ void Axpy(T a, const T* __restrict__ x, T* y, long long n);" in src
+    assert "template <>\n__global__ void Axpy<double, 512>(double a, const double* __restrict__ x, double* y, long long n)" in src
+    assert "using T = double; constexpr int BLOCK = 512;" in src
+    assert "(long long)512 + threadIdx.x" in src and "// float64: 8 bytes, float: True" in src
+    assert '#line 1 "Axpy<double, 512>.body"' in src
+
+
+@pytest.mark.parametrize(
+    "index, match",
+    [
+        ((cf.int32,), r"^Axpy: template parameter T allows float16, float32, float64; got cuforge.int32"),
+        ((cf.float32, 64), r"^Axpy: template parameter BLOCK allows 256, 128, 512, 1024; got 64"),
+        ((cf.float32, "256"), r"BLOCK allows .*; got '256'"),
+        ((cf.float32, 256, 1), r"^Axpy\[\.\.\.\] takes at most 2 values \(T, BLOCK\), got 3"),
+    ],
+)
+def test_indexing_outside_the_declared_sets(index, match):
+    with pytest.raises(cf.DeclarationError, match=match):
+        Axpy[index]
+
+
+def test_instantiate_with_unknown_name():
+    with pytest.raises(cf.DeclarationError, match=r"unknown template parameter\(s\) TILE; the family's are T, BLOCK"):
+        Axpy.instantiate(TILE=16)
+
+
+@pytest.mark.parametrize(
+    "x, y, match",
+    [
+        (
+            np.ones(4, np.int32),
+            np.ones(4, np.int32),
+            r"^Axpy: argument 'x' sets T, which allows float16, float32, float64; got an array of int32",
+        ),
+        (
+            np.ones(4, np.float32),
+            np.ones(4, np.float64),
+            r"^Axpy: arguments 'x' \(float32\) and 'y' \(float64\) must share T; cast one of them",
+        ),
+        (2.0, np.ones(4, np.float32), r"^Axpy: argument 'x' sets T, .*; got float 2.0"),
+    ],
+)
+def test_inference_errors(x, y, match):
+    with pytest.raises(cf.ArgumentTypeError, match=match):
+        Axpy(2.0, x, y, 4)
+
+
+def test_inference_picks_the_instantiation_before_any_cuda_call():
+    # float64 arrays select Axpy<double, 256>, whose own checks then reject an int64-overflowing n.
+    with pytest.raises(cf.ArgumentError, match=r"^Axpy<double, 256>: argument 'n' expects int64"):
+        Axpy(2.0, np.ones(4), np.ones(4), 2**70)
+
+
+@pytest.mark.parametrize(
+    "ns, match",
+    [
+        (lambda: {"T": cf.typeparam()}, r"needs at least one dtype"),
+        (lambda: {"T": cf.typeparam(np.float32)}, r"takes cuforge dtypes"),
+        (lambda: {"T": cf.typeparam(cf.float32, cf.float32)}, r"lists float32 twice"),
+        (lambda: {"B": cf.intparam(1.5)}, r"takes ints that fit a C\+\+ int"),
+        (lambda: {"B": cf.intparam(1, 1)}, r"lists a value twice"),
+        (lambda: {"B": cf.intparam(128), "block": "C"}, r"block names 'C', which is not an intparam"),
+        (lambda: {"B": cf.intparam(128, 2048), "block": "B"}, r"block\[0\] expects an int from 1 to 1024, got 2048"),
+        (lambda: {"B": cf.intparam(128), "autotune": cf.autotune(C=[1])}, r"autotune candidate 'C' is not an intparam"),
+        (lambda: {"B": cf.intparam(128), "autotune": cf.autotune(B=[64])}, r"template parameter B allows 128; got 64"),
+        (lambda: {"B": cf.intparam(128), "autotune": cf.autotune(B=[128], key=["m"])}, r"autotune key 'm' names no parameter"),
+        (lambda: {"autotune": cf.autotune(B=[128])}, r"autotune needs a family"),
+        (lambda: {"n": cf.intparam(1)}, r"template parameter 'n' clashes with a parameter"),
+    ],
+)
+def test_family_declaration_errors(ns, match):
+    def make():
+        return cf.kernel(
+            type("Fam", (), {"__annotations__": {"x": cf.Out[cf.float32], "n": cf.int32}, "body": "x[0] = n;", **ns()})
+        )
+
+    with pytest.raises(cf.DeclarationError, match=match):
+        make()
+
+
+def test_typeparam_not_declared_on_the_class():
+    other = cf.typeparam(cf.float32)
+    with pytest.raises(cf.DeclarationError, match=r"parameter 'x' uses a type parameter that is not declared on this class"):
+        cf.kernel(type("Foreign", (), {"__annotations__": {"x": cf.Out[other]}, "body": ";"}))
+
+
+def test_source_family_uses_real_cpp_templates():
+    @cf.kernel
+    class Fill:
+        T = cf.typeparam(cf.float32, cf.int64)
+        V = cf.intparam(3, 7)
+        x: cf.Out[T]
+        name = "fill"
+        source = "template <typename T, int V> __global__ void fill(T* x) { x[threadIdx.x] = V; }"
+
+    compiled = Fill.precompile(arch="sm_90")
+    assert [c.lowered_name for c in compiled] == [
+        "_Z4fillIfLi3EEvPT_",
+        "_Z4fillIfLi7EEvPT_",
+        "_Z4fillIxLi3EEvPT_",
+        "_Z4fillIxLi7EEvPT_",
+    ]
+
+
+def test_precompile_a_subset_and_reject_foreign_kernels(saxpy):
+    @cf.kernel
+    class Small:
+        T = cf.typeparam(cf.float32, cf.float64)
+        x: cf.Out[T]
+        body = "x[0] = 1;"
+
+    before = _compile.compile_count
+    done = Small.precompile(arch="sm_90", instances=[Small[cf.float64]])
+    assert [c.name_expression for c in done] == ["Small<double>"] and _compile.compile_count == before + 1
+    with pytest.raises(cf.DeclarationError, match=r"is not an instantiation of this family"):
+        Small.precompile(arch="sm_90", instances=[saxpy])
+
+
+def test_registry_lists_replaces_and_precompiles():
+    ns = {"__annotations__": {"x": cf.Out[cf.int32]}, "body": "x[0] = 1;", "__module__": "regtest"}
+    first = cf.kernel(type("Reg", (), dict(ns)))
+    assert cf.registry["regtest.Reg"] is first
+    second = cf.kernel(type("Reg", (), dict(ns)))  # a re-run notebook cell
+    assert cf.registry["regtest.Reg"] is second and list(cf.registry).count("regtest.Reg") == 1
+    assert "test_family.Axpy" in "".join(cf.registry)
+    built = cf.registry.precompile(arch="sm_90", kernels=["regtest.Reg", Axpy], workers=2, progress=False)
+    assert len(built["regtest.Reg"]) == 1 and len(built[Axpy.qualname]) == 12
+    with pytest.raises(KeyError, match=r"no kernel named 'nope' is registered"):
+        cf.registry["nope"]
