@@ -8,7 +8,7 @@ import os
 import pytest
 
 import cuforge as cf
-from cuforge import _cuda
+from cuforge import _config, _cuda
 
 
 @functools.lru_cache(maxsize=1)
@@ -29,6 +29,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Set up before any other fixture (the widest scope goes first): nothing, not even a
+    module-scoped fixture, touches the user's real cache."""
+    with _config.scope(cache_dir=str(tmp_path_factory.mktemp("cuforge-session-cache"))):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def cuforge_cache_dir(tmp_path_factory: pytest.TempPathFactory, _session_cache_dir: None):
+    """Every test gets its own disk cache directory."""
+    path = tmp_path_factory.mktemp("cuforge-cache")
+    with _config.scope(cache_dir=str(path)):
+        yield path
 
 
 @cf.kernel

@@ -8,8 +8,11 @@ from ._arrays import DeviceArray as DeviceArray
 from ._arrays import empty as empty
 from ._arrays import to_device as to_device
 from ._arrays import zeros as zeros
+from ._config import set_cache as set_cache
 from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
+from ._disk import CacheStats as CacheStats
+from ._disk import cache_stats as cache_stats
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError
 from .errors import ArgumentTypeError as ArgumentTypeError
@@ -55,11 +58,56 @@ from .types import uint32 as uint32
 from .types import uint64 as uint64
 
 __all__ = [
-    "Autotune", "Family", "IntParam", "Registry", "TypeParam", "autotune", "intparam", "registry", "typeparam",
-    "Array", "ArgumentError", "ArgumentTypeError", "ArrayType", "CompileError", "CompileOptions",
-    "CompiledKernel", "CuforgeError", "DType", "DeclarationError", "DeviceArray", "In", "Kernel",
-    "LaunchError", "NoDeviceError", "Out", "SignatureMismatchError", "TemplateError", "__version__",
-    "bfloat16", "bool_", "complex64", "complex128", "empty", "float16", "float32", "float64",
-    "int8", "int16", "int32", "int64", "kernel", "set_device", "synchronize", "to_device",
-    "uint8", "uint16", "uint32", "uint64", "zeros",
-]  # fmt: skip
+    "__version__",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "Array",
+    "ArrayType",
+    "Autotune",
+    "autotune",
+    "bfloat16",
+    "bool_",
+    "cache_stats",
+    "CacheStats",
+    "CompiledKernel",
+    "CompileError",
+    "CompileOptions",
+    "complex128",
+    "complex64",
+    "CuforgeError",
+    "DeclarationError",
+    "DeviceArray",
+    "DType",
+    "empty",
+    "Family",
+    "float16",
+    "float32",
+    "float64",
+    "In",
+    "int16",
+    "int32",
+    "int64",
+    "int8",
+    "IntParam",
+    "intparam",
+    "Kernel",
+    "kernel",
+    "LaunchError",
+    "NoDeviceError",
+    "Out",
+    "registry",
+    "Registry",
+    "set_cache",
+    "set_device",
+    "SignatureMismatchError",
+    "synchronize",
+    "TemplateError",
+    "to_device",
+    "TypeParam",
+    "typeparam",
+    "uint16",
+    "uint32",
+    "uint64",
+    "uint8",
+    "zeros",
+]

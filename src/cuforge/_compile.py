@@ -7,8 +7,12 @@ NVRTC calls give both, and they are few.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import glob
+import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +36,7 @@ class CompileResult:
     flags: tuple[str, ...]
     seconds: float
     nvrtc_version: tuple[int, int] = field(default=(0, 0))
+    from_disk: bool = False  # read from the persistent cache rather than compiled now
 
 
 def _nvrtc() -> Any:
@@ -78,10 +83,46 @@ def cuda_include_dir() -> str | None:
     return _find_cuda_include(str(_config.get("cuda_include")))
 
 
-def target_for(cc: int) -> str:
+def _fingerprint(path: str) -> str:
+    st = os.stat(path)
+    return f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+@functools.lru_cache(maxsize=4)
+def cuda_headers_version(include_dir: str | None) -> str:
+    """Identity of the CUDA headers NVRTC is given (cuda_runtime_api.h's size and mtime: a new
+    toolkit or runtime wheel changes it). Keys system headers by toolkit without reading them."""
+    if not include_dir:
+        return "none"
+    try:
+        return _fingerprint(os.path.join(include_dir, "cuda_runtime_api.h"))
+    except OSError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_identity() -> str:
+    """What identifies the NVRTC that compiles, for cache keys, without loading it.
+
+    cuda.bindings finds NVRTC through cuda.pathfinder, which prefers an NVIDIA wheel in
+    site-packages; that library file's size and mtime identify it (a wheel upgrade changes
+    them) at the cost of a few stats. Loading NVRTC just to ask its version takes ~15 ms, too
+    much for a warm start; it is done only when no wheel is found (a system toolkit).
+    """
+    for entry in sys.path:
+        for pattern in ("nvidia/*/lib/libnvrtc.so*", "nvidia/cuda_nvrtc/lib/libnvrtc.so*", "nvidia/*/bin/nvrtc64*.dll"):
+            for path in sorted(glob.glob(os.path.join(entry or ".", pattern))):
+                if "builtins" not in path and "alt" not in os.path.basename(path):
+                    with contextlib.suppress(OSError):
+                        return f"wheel:{_fingerprint(path)}"
+    return "nvrtc:{}.{}".format(*nvrtc_version())
+
+
+def target_for(cc: int, archs: tuple[int, ...] | None = None) -> str:
     """The arch to compile for a device of compute capability ``cc`` (90 for 9.0): a cubin
-    when NVRTC knows the arch, else PTX for the newest arch it knows below it."""
-    archs = supported_archs()
+    when NVRTC knows the arch, else PTX for the newest arch it knows below it. ``archs``
+    (NVRTC's supported archs, if already known) saves loading NVRTC to ask."""
+    archs = supported_archs() if archs is None else archs
     if cc in archs:
         return f"sm_{cc}"
     older = [a for a in archs if a <= cc]
@@ -154,6 +195,9 @@ def compile_program(
         nvrtc.nvrtcDestroyProgram(prog)
     with _lock:
         compile_count += 1
+    from ._disk import counters
+
+    counters.add(compiles=1, compile_seconds=time.perf_counter() - start)
     return CompileResult(
         code=code,
         code_type="ptx" if ptx else "cubin",

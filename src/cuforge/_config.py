@@ -8,8 +8,14 @@ notebook can change them; :func:`scope` overrides them for a block without touch
 CUFORGE_TEMPLATE_PATH   extra template directories (os.pathsep separated)
 CUFORGE_CUDA_INCLUDE    directory holding the CUDA headers (cuda_fp16.h, ...);
                         default: found by cuda.pathfinder
-CUFORGE_CACHE_DIR       where cuforge keeps what outlives a process (autotuning
-                        choices); default: platformdirs' user cache dir
+CUFORGE_CACHE           0 turns the disk cache off (default 1)
+CUFORGE_CACHE_DIR       where cuforge keeps what outlives a process (compiled
+                        kernels, autotuning choices); default: platformdirs'
+                        user cache dir, with a schema subfolder
+CUFORGE_CACHE_MAX_MB    size cap of the disk cache in MiB (default 256); least
+                        recently used entries are evicted past it
+CUFORGE_CACHE_LOCK_S    how long a process waits for another compiling the same
+                        kernel before compiling it itself (default 60)
 ======================  =========================================================
 """
 
@@ -21,12 +27,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_dir", "ensure_dir", "get", "scope"]
+__all__ = ["cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "ensure_dir", "get", "scope", "set_cache"]
 
 _DEFAULTS: dict[str, Any] = {
     "template_path": "",
     "cuda_include": "",
     "cache_dir": "",
+    "cache": "1",
+    "cache_max_mb": "256",
+    "cache_lock_s": "60",
 }
 SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
 _overrides: dict[str, Any] = {}
@@ -70,3 +79,37 @@ def ensure_dir(path: Path) -> Path:
     """Create ``path`` (and its parents) readable by the owner only, since it holds executable code."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
+
+
+def cache_enabled() -> bool:
+    return str(get("cache")).strip().lower() not in ("0", "false", "no", "off", "")
+
+
+def cache_max_bytes() -> int:
+    return int(float(get("cache_max_mb")) * 1024 * 1024)
+
+
+def cache_lock_seconds() -> float:
+    return float(get("cache_lock_s"))
+
+
+def set_cache(*, enabled: bool | None = None, path: str | os.PathLike[str] | None = None, max_mb: float | None = None) -> None:
+    """Configure the disk cache for this process (overrides CUFORGE_CACHE*).
+
+    Parameters
+    ----------
+    enabled : bool, optional
+        False turns the disk layer off (the in-memory cache stays).
+    path : path-like, optional
+        The cache directory (a schema subfolder is used inside it).
+    max_mb : float, optional
+        The size cap in MiB.
+    """
+    if enabled is not None:
+        _overrides["cache"] = "1" if enabled else "0"
+    if path is not None:
+        _overrides["cache_dir"] = os.fspath(path)
+    if max_mb is not None:
+        if max_mb <= 0:
+            raise ValueError(f"set_cache: max_mb expects a positive size in MiB, got {max_mb!r}")
+        _overrides["cache_max_mb"] = str(max_mb)

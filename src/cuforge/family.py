@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import math
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import _config, _cuda, _launch
+from . import _cuda, _disk, _launch
 from .errors import ArgumentTypeError, DeclarationError
 from .kernel import CompiledKernel, Kernel, _Decl, compile_together
 from .options import CompileOptions
@@ -53,7 +50,8 @@ def autotune(*, key: Sequence[str] = (), warmup: int = 2, repeat: int = 10, **ca
 
     On the first call for a key on a GPU, each candidate is timed with CUDA events on scratch
     copies of the written arrays (the caller's outputs are never touched), the fastest is
-    chosen, and the choice is stored on disk per (GPU, kernel, instantiation source, key).
+    chosen, and the choice is stored in the disk cache per (GPU, kernel, instantiation
+    source, key).
     """
     return Autotune(key, warmup, repeat, **candidates)
 
@@ -306,40 +304,18 @@ class Family:
 
 
 class _TuningStore:
-    """Autotuning choices of one family, as JSON in the cuforge cache dir.
-
-    Written atomically (temp file in the same directory, fsync, rename); an unreadable or
-    foreign file is treated as empty and replaced on the next choice.
-    """
+    """Autotuning choices of one family, as checksummed JSON records in the disk cache (the
+    same directory, atomic writes and damage checks as compiled kernels). With the disk
+    cache off, choices last for the process only."""
 
     def __init__(self, qualname: str):
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in qualname)
-        self.path = _config.cache_dir() / "tuning" / f"{safe}.json"
-
-    def _read(self) -> dict[str, Any]:
-        try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) and data.get("schema") == 1 else {}
+        self.prefix = f"tune:{qualname}|"
 
     def get(self, key: str) -> dict[str, Any] | None:
-        found = self._read().get("choices", {}).get(key)
-        return found if isinstance(found, dict) else None
+        disk = _disk.current()
+        return disk.get_json(self.prefix + key) if disk is not None else None
 
     def put(self, key: str, record: dict[str, Any]) -> None:
-        data = self._read() or {"schema": 1, "choices": {}}
-        data.setdefault("choices", {})[key] = record
-        try:
-            folder = _config.ensure_dir(self.path.parent)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except OSError as exc:  # the choice still holds for this process
-            import logging
-
-            logging.getLogger("cuforge").debug("could not store autotuning choice in %s: %s", self.path, exc)
+        disk = _disk.current()
+        if disk is not None:
+            disk.put_json(self.prefix + key, record)

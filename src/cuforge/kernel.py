@@ -7,6 +7,7 @@ compile it with :meth:`Kernel.compile`, launch it by calling it.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import keyword
@@ -17,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import _cache, _compile, _cuda, _launch, _render
+from . import _cache, _compile, _config, _cuda, _disk, _launch, _render
 from ._elf import cubin_resources
 from ._signature import Param, Signature
 from ._version import __version__
@@ -65,7 +66,9 @@ class CompiledKernel:
     flags : tuple of str
         The NVRTC flags used.
     compile_seconds : float
-        Time NVRTC took.
+        Time NVRTC took (when it was compiled, for one read from the disk cache).
+    from_cache : bool
+        True when read from the persistent cache rather than compiled in this process.
     """
 
     __module__ = "cuforge"
@@ -82,6 +85,7 @@ class CompiledKernel:
         self.log = result.log
         self.flags = result.flags
         self.compile_seconds = result.seconds
+        self.from_cache = result.from_disk
         self._loaded: dict[int, Any] = {}
         self._lock = threading.Lock()
 
@@ -339,15 +343,22 @@ class Kernel:
         self._pieces_cache = (prelude, unit, line_sources)
         return self._pieces_cache
 
-    def _key(self, flags: tuple[str, ...]) -> str:
+    def _headers(self) -> dict[str, str]:
+        """Headers included from the kernel's template directories, passed to NVRTC in memory."""
+        prelude, unit, _ = self._pieces()
+        return _cache.template_headers(prelude + unit, (*self._decl.template_dirs, _render.PACKAGE_TEMPLATES))
+
+    def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
         prelude, unit, _ = self._pieces()
         return _cache.cache_key(
             source=prelude + unit,
             name_expressions=(self.name_expression,),
             flags=flags,
-            headers={},
-            nvrtc_version=_compile.nvrtc_version(),
+            headers=self._headers(),
+            nvrtc=_compile.nvrtc_identity(),
             cuforge_version=__version__,
+            include_digest=_cache.include_dirs_digest(options.include_dirs),
+            cuda_headers=_compile.cuda_headers_version(_compile.cuda_include_dir()),
         )
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
@@ -361,7 +372,7 @@ class Kernel:
     def _function(self, device: _cuda.DeviceInfo) -> Any:
         found = self._by_device.get(device.id)
         if found is None:
-            ck = self.compile(_compile.target_for(device.cc))
+            ck = self.compile(_device_target(device.cc))
             fn = ck.function(device.id)
             if self._decl.body is None:
                 self._check_compiled_params(fn)
@@ -497,6 +508,20 @@ class Kernel:
         return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
 
 
+def _device_target(cc: int) -> str:
+    """The arch for a device, without loading NVRTC when the disk cache already knows which
+    archs this NVRTC supports (a warm start then makes no NVRTC call at all)."""
+    disk = _disk.current()
+    name = f"nvrtc-archs:{_compile.nvrtc_identity()}"
+    record = disk.get_json(name) if disk is not None else None
+    if record is not None and isinstance(record.get("archs"), list):
+        return _compile.target_for(cc, tuple(record["archs"]))
+    archs = _compile.supported_archs()
+    if disk is not None:
+        disk.put_json(name, {"archs": list(archs)})
+    return _compile.target_for(cc, archs)
+
+
 def compile_together(
     kernels: list[Kernel], arch: str | None, options: CompileOptions | None, *, who: str
 ) -> list[CompiledKernel]:
@@ -505,7 +530,7 @@ def compile_together(
     first = kernels[0]
     if arch is None:
         try:
-            arch = _compile.target_for(_cuda.current_device().cc)
+            arch = _device_target(_cuda.current_device().cc)
         except CuforgeError as exc:
             raise type(exc)(f"{who}: {exc}; pass arch='sm_90' to compile without a GPU") from None
     check_arch(arch)
@@ -514,17 +539,39 @@ def compile_together(
         raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
     include = _compile.cuda_include_dir()
     flags = to_flags(opts, arch, (include,) if include else ())
-    keys = [k._key(flags) for k in kernels]
+    keys = [k._key(flags, opts) for k in kernels]
     found = [_cache.memory.get(key) for key in keys]
     if any(f is None for f in found):
-        with _cache.memory.gates([key for key, f in zip(keys, found) if f is None]):
-            found = [f if f is not None else _cache.memory.peek(key) for f, key in zip(found, keys)]
-            _compile_missing([k for k, f in zip(kernels, found) if f is None], arch, flags)
+        missing = [key for key, f in zip(keys, found) if f is None]
+        with _cache.memory.gates(missing):  # one compile per key in this process
+            disk = _disk.current()
+            if not _from_disk(kernels, keys, arch, disk):
+                lock = disk.locks(missing, _config.cache_lock_seconds()) if disk else contextlib.nullcontext()
+                with lock:  # one compile per key across processes
+                    if not _from_disk(kernels, keys, arch, disk, recheck=True):
+                        _compile_missing(kernels, keys, arch, flags, disk)
     return [f if f is not None else _cache.memory.peek(key) for f, key in zip(found, keys)]
 
 
-def _compile_missing(todo: list[Kernel], arch: str, flags: tuple[str, ...]) -> None:
-    todo = list({id(k): k for k in todo}.values())
+def _from_disk(kernels: list[Kernel], keys: list[str], arch: str, disk: _disk.DiskCache | None, *, recheck: bool = False) -> bool:
+    """Fill the memory cache from disk where it can; True when nothing is left to compile."""
+    done = True
+    for k, key in zip(kernels, keys):
+        if _cache.memory.peek(key) is not None:
+            continue
+        stored = disk.load(key, recheck=recheck) if disk is not None else None
+        if stored is None or k.name_expression not in stored.lowered:
+            done = False
+            continue
+        _cache.memory.put(key, CompiledKernel(k, arch, stored, k.name_expression, k.render()))
+    return done
+
+
+def _compile_missing(
+    kernels: list[Kernel], keys: list[str], arch: str, flags: tuple[str, ...], disk: _disk.DiskCache | None
+) -> None:
+    pending = {key: k for k, key in zip(kernels, keys) if _cache.memory.peek(key) is None}
+    todo = list(pending.values())
     if not todo:
         return
     first = todo[0]
@@ -534,16 +581,22 @@ def _compile_missing(todo: list[Kernel], arch: str, flags: tuple[str, ...]) -> N
         _, unit, lines = k._pieces()
         units.append(unit)
         line_sources.update(lines)
+    headers: dict[str, str] = {}
+    for k in todo:
+        headers.update(k._headers())
     result = _compile.compile_program(
         prelude + "".join(units),
+        headers=headers,
         program_name=f"{first.name}.cu",
         name_expressions=tuple(dict.fromkeys(k.name_expression for k in todo)),
         flags=flags,
         kernel=first.label if len(todo) == 1 else f"{first.name} ({len(todo)} instantiations)",
         line_sources=line_sources,
     )
-    for k in todo:
-        _cache.memory.put(k._key(flags), CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
+    for key, k in pending.items():
+        _cache.memory.put(key, CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
+        if disk is not None:
+            disk.store(key, result)
 
 
 def _check_class_keys(label: str, ns: dict[str, Any]) -> None:

@@ -1,0 +1,98 @@
+"""Warm start: the first call of a disk-cached kernel in a fresh process, CUDA context excluded.
+
+    python benchmarks/warm_start.py
+
+For cuforge and for CuPy RawKernel (with its own disk cache), each in its own cache dir: one
+process fills the cache, then 5 fresh processes each time, after creating the CUDA context,
+the kernel's declaration and its first launch up to its completion. Median, milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+SRC = (
+    "template <typename T> __global__ void axpy(T a, const T* __restrict__ x, T* y, long long n)"
+    " { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"
+)
+
+CUFORGE = textwrap.dedent(
+    """
+    import time, numpy as np, cupy as cp, cuforge as cf
+    from cuforge import _cuda
+    _cuda.current_device()                       # the CUDA context (excluded)
+    cp.cuda.runtime.deviceSynchronize()
+    x = cp.ones(1 << 20, dtype=cp.float32); y = cp.ones(1 << 20, dtype=cp.float32)
+    t = time.perf_counter()
+
+    @cf.kernel
+    class Axpy:
+        T = cf.typeparam(cf.float32, cf.float64)
+        a: T
+        x: cf.In[T]
+        y: cf.Array[T]
+        n: cf.int64
+        body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+
+    Axpy(2.0, x, y, 1 << 20)
+    cp.cuda.runtime.deviceSynchronize()
+    print((time.perf_counter() - t) * 1e3, cf.cache_stats().compiles)
+    """
+)
+
+CUPY = textwrap.dedent(
+    """
+    import time, cupy as cp, numpy as np
+    cp.cuda.Device(0).use(); cp.cuda.runtime.deviceSynchronize()   # the CUDA context (excluded)
+    x = cp.ones(1 << 20, dtype=cp.float32); y = cp.ones(1 << 20, dtype=cp.float32)
+    t = time.perf_counter()
+    mod = cp.RawModule(code=%r, options=("-std=c++17",), name_expressions=["axpy<float>"])
+    k = mod.get_function("axpy<float>")
+    k(((1 << 20) // 256,), (256,), (np.float32(2.0), x, y, np.int64(1 << 20)))
+    cp.cuda.runtime.deviceSynchronize()
+    print((time.perf_counter() - t) * 1e3, 0)
+    """
+) % SRC
+
+
+def measure(code: str, env: dict[str, str]) -> tuple[float, list[int]]:
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)  # fill the cache
+    times, compiles = [], []
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+        ms, n = out.split()
+        times.append(float(ms))
+        compiles.append(int(n))
+    return statistics.median(times), compiles
+
+
+def main() -> dict:
+    results: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as d:
+        env = {**os.environ, "CUFORGE_CACHE_DIR": os.path.join(d, "cuforge"), "CUPY_CACHE_DIR": os.path.join(d, "cupy")}
+        ms, compiles = measure(CUFORGE, env)
+        results["cuforge warm start (ms)"] = ms
+        results["cuforge NVRTC compiles in warm processes"] = compiles
+        try:
+            import cupy  # noqa: F401
+
+            results["cupy RawModule warm start (ms)"] = measure(CUPY, env)[0]
+            results["ratio cuforge / cupy"] = ms / results["cupy RawModule warm start (ms)"]  # type: ignore[operator]
+        except ImportError:
+            results["cupy RawModule warm start (ms)"] = "missing: cupy not installed"
+    return results
+
+
+if __name__ == "__main__":
+    res = main()
+    for k, v in res.items():
+        print(f"{k:44s} {v:8.2f}" if isinstance(v, float) else f"{k:44s} {v}")
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as fh:
+            json.dump(res, fh, indent=1)

@@ -1,0 +1,328 @@
+"""The persistent compile cache: compiled kernels that survive the process.
+
+Storage is cuda.core's ``FileStreamProgramCache`` (atomic writes through a temp file,
+fsync and rename; least-recently-read eviction under a size cap). It stores bytes and
+nothing else, so each kernel takes two entries:
+
+- ``code:<sha256>``: the cubin or PTX exactly as NVRTC produced it (content-addressed, so
+  a family compiled in one program is stored, and loaded, once; ``cuobjdump`` reads it);
+- ``meta:<key>``: JSON with what cuda.core's cache drops (the lowered names, NVRTC's log,
+  the flags, the arch) plus the versions, the code's SHA-256 and a checksum of the JSON
+  itself.
+
+A read checks everything; anything missing, truncated, bit-flipped, of another version or
+unreadable is a miss (counted in ``disk_errors``, logged at debug level): the kernel is
+compiled again and the entries replaced. Nothing is pickled.
+
+Keys are cuforge's own SHA-256 of the program's inputs (see ``_cache.cache_key``), not
+cuda.core's ``make_program_cache_key``: that one keys cuda.core ``Program`` inputs (we
+compile through cuda.bindings, with in-memory headers it cannot see) and took about 7 ms
+per call in a fresh process, which alone would exceed the warm-start budget.
+
+Across processes a per-key lock file (``fcntl.flock``, released by the kernel when its
+process dies, so a killed compiler leaves no stale lock) keeps N processes that want the
+same kernel from compiling it N times; after ``CUFORGE_CACHE_LOCK_S`` a waiter compiles
+anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import _config
+from ._compile import CompileResult
+from ._version import __version__
+
+log = logging.getLogger("cuforge.cache")
+ENTRY_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Process-wide cache counters (see :func:`cuforge.cache_stats`)."""
+
+    __module__ = "cuforge"
+
+    memory_hits: int
+    disk_hits: int
+    compiles: int
+    compile_seconds: float
+    disk_errors: int
+    disk_writes: int
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.memory_hits = self.disk_hits = self.compiles = self.disk_errors = self.disk_writes = 0
+        self.compile_seconds = 0.0
+
+    def add(self, **deltas: float) -> None:
+        with self.lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+
+counters = _Counters()
+
+
+def cache_stats(reset: bool = False) -> CacheStats:
+    """Counters of this process: memory and disk hits, NVRTC compiles and their seconds,
+    disk errors (damaged or unreadable entries, failed writes) and disk writes.
+
+    ``reset=True`` returns the counts and sets them to zero.
+    """
+    with counters.lock:
+        snap = CacheStats(
+            counters.memory_hits, counters.disk_hits, counters.compiles,
+            counters.compile_seconds, counters.disk_errors, counters.disk_writes,
+        )  # fmt: skip
+        if reset:
+            counters.reset()
+    return snap
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class DiskCache:
+    """One cache directory (``<root>/entries``, ``tmp``, ``locks``), created owner-only."""
+
+    def __init__(self, root: Path, max_bytes: int):
+        from cuda.core.utils import FileStreamProgramCache
+
+        self.root = root
+        for sub in ("", "entries", "tmp", "locks"):
+            _config.ensure_dir(root / sub)  # 0700 before cuda.core creates them with its defaults
+        self.max_bytes = max_bytes
+        self._store = FileStreamProgramCache(root, max_size_bytes=max_bytes)
+        self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
+
+    # ------------------------------------------------------------ kernels
+
+    def load(self, key: str, *, recheck: bool = False) -> CompileResult | None:
+        """The stored program for ``key``, verified; None on a miss or any damage.
+
+        ``recheck``: a second look (after waiting for another process's compile) whose
+        damage was already counted by the first.
+        """
+        self._quiet = recheck
+        meta = self.get_json(self.meta_name(key))
+        if meta is None:
+            return None
+        try:
+            expected = {"schema": ENTRY_SCHEMA, "key": key, "cuforge": __version__}
+            if any(meta.get(k) != v for k, v in expected.items()):
+                self._bad(key, f"entry from another version ({meta.get('cuforge')}, schema {meta.get('schema')})")
+                return None
+            digest = meta["code_sha256"]
+            shared = self._results.get(digest)
+            if shared is not None:
+                return shared
+            code = self._store[f"code:{digest}"]
+            if _digest(code) != digest:
+                self._bad(key, "code checksum mismatch")
+                return None
+            result = CompileResult(
+                code=code,
+                code_type=meta["code_type"],
+                lowered=dict(meta["lowered"]),
+                log=meta["log"],
+                flags=tuple(meta["flags"]),
+                seconds=float(meta["seconds"]),
+                nvrtc_version=tuple(meta["nvrtc"]),  # type: ignore[arg-type]
+                from_disk=True,
+            )
+        except KeyError:
+            self._bad(key, "code entry missing")
+            return None
+        except (OSError, TypeError, ValueError, AttributeError) as exc:
+            self._bad(key, f"unreadable entry: {exc}")
+            return None
+        self._results[digest] = result
+        counters.add(disk_hits=1)
+        return result
+
+    def store(self, key: str, result: CompileResult) -> None:
+        """Write ``result`` under ``key``; a failure is logged and counted, never raised."""
+        digest = _digest(result.code)
+        meta = {
+            "schema": ENTRY_SCHEMA, "key": key, "cuforge": __version__, "nvrtc": list(result.nvrtc_version),
+            "code_sha256": digest, "code_type": result.code_type, "lowered": dict(result.lowered),
+            "log": result.log, "flags": list(result.flags), "seconds": result.seconds,
+        }  # fmt: skip
+        try:
+            self._store[f"code:{digest}"] = result.code  # code first: a meta entry never points at nothing
+            self.put_json(self.meta_name(key), meta, raising=True)
+        except OSError as exc:
+            counters.add(disk_errors=1)
+            log.debug("cuforge cache: could not write %s in %s: %s", key[:16], self.root, exc)
+            return
+        self._results[digest] = result
+        counters.add(disk_writes=1)
+
+    _quiet = False
+
+    def _bad(self, name: str, why: str) -> None:
+        """Count and log a damaged entry, and remove it so the rewrite can take its place."""
+        if not self._quiet:
+            counters.add(disk_errors=1)
+        log.debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
+        for entry in {name, name if ":" in name else self.meta_name(name)}:
+            with contextlib.suppress(KeyError, OSError):
+                path = self.path_of(entry)
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # an empty directory where an entry belongs: unreadable, in the way
+                else:
+                    del self._store[entry]
+        return None
+
+    # ------------------------------------------------------------ JSON records
+
+    def get_json(self, name: str) -> dict[str, Any] | None:
+        """A checksummed JSON record, or None when missing or damaged (damage is counted)."""
+        try:
+            raw = self._store[name]
+        except KeyError:
+            return None
+        except OSError as exc:
+            self._bad(name, f"unreadable: {exc}")
+            return None
+        try:
+            record = json.loads(raw)
+            body, checksum = record["body"], record["checksum"]
+            if not isinstance(body, dict) or _digest(_canonical(body)) != checksum:
+                self._bad(name, "checksum mismatch")
+                return None
+        except (ValueError, KeyError, TypeError):
+            self._bad(name, "truncated or not JSON")
+            return None
+        return body
+
+    def put_json(self, name: str, body: dict[str, Any], *, raising: bool = False) -> None:
+        data = _canonical({"body": body, "checksum": _digest(_canonical(body))})
+        try:
+            self._store[name] = data
+        except OSError as exc:
+            if raising:
+                raise
+            counters.add(disk_errors=1)
+            log.debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
+
+    # ------------------------------------------------------------ cross-process locks
+
+    @contextlib.contextmanager
+    def locks(self, keys: list[str], timeout: float) -> Iterator[None]:
+        """Hold the lock files of ``keys`` (sorted, so batches cannot deadlock), waiting at
+        most ``timeout`` seconds in all; past it, go on without the rest."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no cross-process lock; the atomic writes still hold
+            yield
+            return
+        deadline = time.monotonic() + timeout
+        fds: list[int] = []
+        try:
+            for key in sorted(set(keys)):
+                try:
+                    fd = os.open(self.root / "locks" / f"{key[:40]}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError:
+                    continue
+                fds.append(fd)
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            log.debug("cuforge cache: waited %.0f s for %s; compiling anyway", timeout, key[:16])
+                            break
+                        time.sleep(0.01)
+            yield
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    # ------------------------------------------------------------ maintenance
+
+    def path_of(self, name: str) -> Path:
+        """The file holding entry ``name`` (``meta:<key>``, ``code:<sha256>``), for tools and tests."""
+        return Path(self._store._path_for_key(name))
+
+    def meta_name(self, key: str) -> str:
+        return f"meta:{key}"
+
+    def code_name(self, key: str) -> str | None:
+        """The code entry a kernel's metadata points at, or None if the metadata is unusable."""
+        meta = self.get_json(self.meta_name(key))
+        return f"code:{meta['code_sha256']}" if meta and "code_sha256" in meta else None
+
+    def info(self) -> dict[str, Any]:
+        sizes = [p.stat().st_size for p in (self.root / "entries").rglob("*") if p.is_file()]
+        return {"path": str(self.root), "entries": len(sizes), "bytes": sum(sizes), "max_bytes": self.max_bytes}
+
+    def clear(self) -> None:
+        self._store.clear()
+        self._results.clear()
+
+    def prune(self, max_bytes: int) -> int:
+        """Evict least-recently-read entries until at most ``max_bytes`` remain; returns how
+        many were removed. (cuda.core's cache enforces its cap only when writing.)"""
+        files = []
+        for path in (self.root / "entries").rglob("*"):
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    st = path.stat()
+                    files.append((st.st_atime, st.st_size, path))
+        files.sort()
+        total, removed = sum(f[1] for f in files), 0
+        for _, size, path in files:
+            if total <= max_bytes:
+                break
+            with contextlib.suppress(OSError):
+                path.unlink()
+                total -= size
+                removed += 1
+        self._results.clear()
+        return removed
+
+
+_opened: dict[tuple[str, int], DiskCache | None] = {}
+_opened_lock = threading.Lock()
+
+
+def current() -> DiskCache | None:
+    """The disk cache configured now, or None when it is off or cannot be opened (a
+    read-only or missing location only costs the persistence, never the kernel)."""
+    if not _config.cache_enabled():
+        return None
+    root, cap = _config.cache_dir(), _config.cache_max_bytes()
+    with _opened_lock:
+        if (str(root), cap) not in _opened:
+            try:
+                _opened[str(root), cap] = DiskCache(root, cap)
+            except OSError as exc:
+                counters.add(disk_errors=1)
+                log.debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)
+                _opened[str(root), cap] = None
+        return _opened[str(root), cap]

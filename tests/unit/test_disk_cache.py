@@ -1,0 +1,311 @@
+"""The persistent compile cache: keys, damage, failures, concurrency, eviction, warm starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import cuforge as cf
+from cuforge import _cache, _compile, _config, _disk
+from cuforge._version import __version__
+
+BASE = {
+    "source": "__global__ void k(float* x) { x[0] = 1; }",
+    "name_expressions": ("k",),
+    "flags": ("-arch=sm_90", "-std=c++17"),
+    "headers": {"a.cuh": "#define A 1"},
+    "nvrtc": "wheel:libnvrtc.so.13:1:2",
+    "cuforge_version": "0.1.0",
+    "include_digest": "abc",
+    "cuda_headers": "cuda_runtime_api.h:3:4",
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"source": BASE["source"] + " "},
+        {"name_expressions": ("k2",)},
+        {"flags": ("-arch=sm_80", "-std=c++17")},
+        {"flags": ("-arch=sm_90", "-std=c++17", "-use_fast_math")},
+        {"headers": {"a.cuh": "#define A 2"}},
+        {"headers": {"b.cuh": "#define A 1"}},
+        {"nvrtc": "wheel:libnvrtc.so.13:1:3"},
+        {"cuforge_version": "0.1.1"},
+        {"include_digest": "abd"},
+        {"cuda_headers": "cuda_runtime_api.h:3:5"},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_every_input_changes_the_key(change):
+    assert _cache.cache_key(**{**BASE, **change}) != _cache.cache_key(**BASE)
+
+
+def test_the_schema_changes_the_key(monkeypatch):
+    before = _cache.cache_key(**BASE)
+    monkeypatch.setattr(_cache, "KEY_SCHEMA", _cache.KEY_SCHEMA + 1)
+    assert _cache.cache_key(**BASE) != before
+
+
+def _declare(body: str = "x[0] = 1;", **ns) -> cf.Kernel:
+    return cf.kernel(
+        type("Cached", (), {"__annotations__": {"x": cf.Out[cf.float32]}, "body": body, "__module__": "cachetest", **ns})
+    )
+
+
+def _key(k: cf.Kernel, arch: str = "sm_90", options: cf.CompileOptions | None = None) -> str:
+    opts = options or k.options
+    include = _compile.cuda_include_dir()
+    return k._key(cf.options.to_flags(opts, arch, (include,) if include else ()), opts)
+
+
+def test_re_rendering_the_same_inputs_gives_the_same_key():
+    assert _key(_declare()) == _key(_declare())  # a re-run cell: a new class, the same key
+    assert _key(_declare()) != _key(_declare("x[0] = 2;"))
+    assert _key(_declare(), "sm_90") != _key(_declare(), "sm_80")
+    assert _key(_declare()) != _key(_declare(), options=cf.CompileOptions(ftz=True))
+
+
+def test_template_header_edits_and_include_dir_edits_change_the_key(tmp_path):
+    tdir, idir = tmp_path / "templates", tmp_path / "include"
+    tdir.mkdir()
+    idir.mkdir()
+    (tdir / "helper.cuh").write_text('#include "inner.cuh"\n__device__ float one() { return ONE; }\n')
+    (tdir / "inner.cuh").write_text("#define ONE 1.0f\n")
+    (idir / "lib.cuh").write_text("#define TWO 2.0f\n")
+    opts = cf.CompileOptions(include_dirs=[str(idir)])
+    k = _declare(
+        "x[0] = one() + TWO;", preamble='#include "helper.cuh"\n#include "lib.cuh"', template_dirs=[str(tdir)], options=opts
+    )
+    assert set(k._headers()) == {"helper.cuh", "inner.cuh"}
+    first = _key(k)
+    ck = k.compile(arch="sm_90")
+    (tdir / "inner.cuh").write_text("#define ONE 3.0f\n")  # an edit two includes deep
+    second = _key(k)
+    assert second != first
+    (idir / "lib.cuh").write_text("#define TWO 4.0f\n")
+    os.utime(idir / "lib.cuh", ns=(1, 1))  # the content decides, not only the mtime
+    assert _key(k) not in (first, second)
+    assert k.compile(arch="sm_90") is not ck
+
+
+def _fresh_process_state():
+    """Forget what this process holds, as a new process would."""
+    _cache.memory.clear()
+    _disk._opened.clear()
+
+
+DAMAGE = {
+    "meta-missing": lambda p: p.unlink(),
+    "meta-zero-byte": lambda p: p.write_bytes(b""),
+    "meta-truncated": lambda p: p.write_bytes(p.read_bytes()[: len(p.read_bytes()) // 2]),
+    "meta-bit-flipped": lambda p: p.write_bytes(_flip(p.read_bytes(), 40)),
+    "meta-unreadable": lambda p: (p.unlink(), p.mkdir()),
+    "code-missing": lambda p: p.unlink(),
+    "code-zero-byte": lambda p: p.write_bytes(b""),
+    "code-truncated": lambda p: p.write_bytes(p.read_bytes()[:100]),
+    "code-bit-flipped": lambda p: p.write_bytes(_flip(p.read_bytes(), 200)),
+}
+
+
+def _flip(data: bytes, at: int) -> bytes:
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damaged_entries_are_misses_that_recompile_and_heal(damage):
+    _fresh_process_state()
+    k = _declare(f"x[0] = {len(damage)};")
+    k.compile(arch="sm_90")
+    disk = _disk.current()
+    key = _key(k)
+    name = disk.meta_name(key) if damage.startswith("meta") else disk.code_name(key)
+    DAMAGE[damage](disk.path_of(name))
+    _fresh_process_state()
+    before = cf.cache_stats()
+    ck = k.compile(arch="sm_90")
+    after = cf.cache_stats()
+    assert not ck.from_cache and ck.cubin[:4] == b"\x7fELF"
+    assert after.compiles == before.compiles + 1
+    assert after.disk_errors == before.disk_errors + (0 if damage == "meta-missing" else 1)
+    _fresh_process_state()
+    assert k.compile(arch="sm_90").from_cache  # healed: the rewritten entry is read back
+
+
+def test_foreign_version_entry_is_a_miss():
+    _fresh_process_state()
+    k = _declare("x[0] = 42;")
+    k.compile(arch="sm_90")
+    disk = _disk.current()
+    name = disk.meta_name(_key(k))
+    meta = disk.get_json(name)
+    disk.put_json(name, {**meta, "cuforge": "0.0.0"})  # a valid checksum, another version
+    _fresh_process_state()
+    before = cf.cache_stats()
+    assert not k.compile(arch="sm_90").from_cache
+    assert cf.cache_stats().disk_errors == before.disk_errors + 1
+
+
+def test_unusable_cache_location_still_returns_the_kernel(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with _config.scope(cache_dir=str(blocker / "cache")):
+        before = cf.cache_stats()
+        ck = _declare("x[0] = 7;").compile(arch="sm_90")
+        assert ck.cubin[:4] == b"\x7fELF"
+        assert cf.cache_stats().disk_errors == before.disk_errors + 1
+
+
+def test_failing_writes_still_return_the_kernel(cuforge_cache_dir):
+    disk = _disk.current()
+    shutil.rmtree(disk.root / "entries")
+    (disk.root / "entries").write_text("the disk is full, say")
+    before = cf.cache_stats()
+    ck = _declare("x[0] = 8;").compile(arch="sm_90")
+    assert ck.cubin[:4] == b"\x7fELF" and not ck.from_cache
+    assert cf.cache_stats().disk_errors > before.disk_errors
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_directory(cuforge_cache_dir):
+    disk = _disk.current()
+    os.chmod(disk.root / "entries", 0o500)
+    try:
+        assert _declare("x[0] = 9;").compile(arch="sm_90").cubin[:4] == b"\x7fELF"
+    finally:
+        os.chmod(disk.root / "entries", 0o700)
+
+
+def test_directories_are_private_and_nothing_is_pickled(cuforge_cache_dir):
+    _declare("x[0] = 10;").compile(arch="sm_90")
+    root = _disk.current().root
+    assert root == cuforge_cache_dir / _config.SCHEMA
+    for sub in ("", "entries", "tmp", "locks"):
+        assert (root / sub).stat().st_mode & 0o777 == 0o700
+    for path in (root / "entries").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert data[:4] == b"\x7fELF" or json.loads(data)["checksum"]
+
+
+def test_cache_off_writes_nothing(tmp_path):
+    with _config.scope(cache="0", cache_dir=str(tmp_path / "off")):
+        assert not _declare("x[0] = 11;").compile(arch="sm_90").from_cache
+    assert not (tmp_path / "off").exists()
+
+
+def test_set_cache_api(tmp_path):
+    saved = dict(_config._overrides)
+    try:
+        cf.set_cache(enabled=False)
+        assert not _config.cache_enabled()
+        cf.set_cache(enabled=True, path=tmp_path / "api", max_mb=1)
+        assert _config.cache_dir() == tmp_path / "api" / _config.SCHEMA and _config.cache_max_bytes() == 2**20
+        with pytest.raises(ValueError, match=r"max_mb expects a positive size"):
+            cf.set_cache(max_mb=0)
+    finally:
+        _config._overrides.clear()
+        _config._overrides.update(saved)
+
+
+def test_eviction_keeps_the_cache_under_its_cap(tmp_path):
+    with _config.scope(cache_dir=str(tmp_path / "small"), cache_max_mb=str(24 / 1024)):  # 24 KiB
+        kernels = [_declare(f"x[0] = {100 + i};") for i in range(8)]
+        for k in kernels:
+            k.compile(arch="sm_90")
+        disk = _disk.current()
+        info = disk.info()
+        assert info["bytes"] <= info["max_bytes"] + 8192  # a soft cap: within one entry
+        _fresh_process_state()
+        assert kernels[-1].compile(arch="sm_90").from_cache  # the newest survived
+        _fresh_process_state()
+        assert not kernels[0].compile(arch="sm_90").from_cache  # the oldest was evicted
+
+
+def _run(code: str, env: dict[str, str]) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+
+
+PROGRAM = textwrap.dedent(
+    """
+    import json, sys, cuforge as cf
+    from cuforge import family  # noqa: F401
+
+    @cf.kernel
+    class Shared:
+        T = cf.typeparam(cf.float32, cf.float64)
+        x: cf.Out[T]
+        body = "x[0] = 1;"
+
+    @cf.kernel
+    class Own:
+        x: cf.Out[cf.int32]
+        body = "x[0] = {{ params | length }} + %d;"
+
+    compiled = Shared.precompile(arch="sm_90") + [Own.compile(arch="sm_90")]
+    s = cf.cache_stats()
+    print(json.dumps({"compiles": s.compiles, "disk_hits": s.disk_hits, "from_cache": [c.from_cache for c in compiled],
+                      "names": [c.lowered_name for c in compiled]}))
+    """
+)
+
+
+def test_a_fresh_process_after_a_warm_run_makes_no_nvrtc_call(tmp_path):
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
+    cold = json.loads(_run(PROGRAM % 0, env))
+    warm = json.loads(_run(PROGRAM % 0, env))
+    assert cold["compiles"] == 2 and cold["from_cache"] == [False, False, False]
+    assert warm["compiles"] == 0 and warm["from_cache"] == [True, True, True]
+    assert warm["names"] == cold["names"]  # templated kernels: lowered names came from the cache
+
+
+def test_sixteen_processes_share_one_fresh_cache(tmp_path):
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", PROGRAM % (i % 4)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+        )
+        for i in range(16)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    # 5 distinct programs: the shared family (one program) and 4 variants of Own.
+    assert sum(r["compiles"] for r in results) == 5
+    assert len({tuple(r["names"][:2]) for r in results}) == 1
+
+
+def test_command_line_info_prune_and_clear(tmp_path):
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
+    _run(PROGRAM % 0, env)
+
+    def cli(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "cuforge", "cache", *args], capture_output=True, text=True, env=env, check=True
+        ).stdout
+
+    info = cli("info")
+    assert f"location: {Path(tmp_path) / _config.SCHEMA}" in info and "entries:  " in info
+    entries = int(info.split("entries:")[1].split()[0])
+    assert entries >= 5
+    pruned = cli("prune", "--max-mb", "0.001")
+    assert pruned.startswith("removed ")
+    assert "cleared" in cli("clear")
+    assert "entries:  0" in cli("info")
+
+
+def test_version_is_in_the_entries(cuforge_cache_dir):
+    _fresh_process_state()
+    k = _declare("x[0] = 12;")
+    k.compile(arch="sm_90")
+    meta = _disk.current().get_json(_disk.current().meta_name(_key(k)))
+    assert meta["cuforge"] == __version__ and meta["lowered"] == {"Cached": "_Z6CachedPf"}
