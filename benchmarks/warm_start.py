@@ -46,8 +46,9 @@ CUFORGE = textwrap.dedent(
     """
 )
 
-CUPY = textwrap.dedent(
-    """
+CUPY = (
+    textwrap.dedent(
+        """
     import time, cupy as cp, numpy as np
     cp.cuda.Device(0).use(); cp.cuda.runtime.deviceSynchronize()   # the CUDA context (excluded)
     x = cp.ones(1 << 20, dtype=cp.float32); y = cp.ones(1 << 20, dtype=cp.float32)
@@ -58,7 +59,9 @@ CUPY = textwrap.dedent(
     cp.cuda.runtime.deviceSynchronize()
     print((time.perf_counter() - t) * 1e3, 0)
     """
-) % SRC
+    )
+    % SRC
+)
 
 
 def measure(code: str, env: dict[str, str]) -> tuple[float, list[int]]:

@@ -12,7 +12,6 @@ import functools
 import glob
 import os
 import re
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -109,9 +108,17 @@ def nvrtc_identity() -> str:
     them) at the cost of a few stats. Loading NVRTC just to ask its version takes ~15 ms, too
     much for a warm start; it is done only when no wheel is found (a system toolkit).
     """
-    for entry in sys.path:
-        for pattern in ("nvidia/*/lib/libnvrtc.so*", "nvidia/cuda_nvrtc/lib/libnvrtc.so*", "nvidia/*/bin/nvrtc64*.dll"):
-            for path in sorted(glob.glob(os.path.join(entry or ".", pattern))):
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:  # the wheels' known places first: a few stats, no directory listing
+        for sub in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
+            with contextlib.suppress(OSError):
+                return f"wheel:{_fingerprint(os.path.join(root, sub))}"
+    for root in roots:
+        for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll", "*/bin/*/nvrtc64*.dll"):
+            for path in sorted(glob.glob(os.path.join(root, pattern))):
                 if "builtins" not in path and "alt" not in os.path.basename(path):
                     with contextlib.suppress(OSError):
                         return f"wheel:{_fingerprint(path)}"

@@ -113,8 +113,23 @@ class DiskCache:
         for sub in ("", "entries", "tmp", "locks"):
             _config.ensure_dir(root / sub)  # 0700 before cuda.core creates them with its defaults
         self.max_bytes = max_bytes
-        self._store = FileStreamProgramCache(root, max_size_bytes=max_bytes)
+        # No cap given to cuda.core: with one it walks every entry when opened, which a warm
+        # start (reads only) should not pay. The cap is enforced here after writes instead.
+        self._store = FileStreamProgramCache(root)
         self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
+        self._size: int | None = None  # bytes on disk as this process believes; seeded on first write
+        self._size_lock = threading.Lock()
+
+    def _wrote(self, nbytes: int) -> None:
+        """Account for a write and evict least-recently-read entries past the cap."""
+        with self._size_lock:
+            if self._size is None:
+                self._size = self.info()["bytes"]
+            else:
+                self._size += nbytes
+            if self._size > self.max_bytes:
+                self.prune(self.max_bytes)
+                self._size = self.info()["bytes"]
 
     # ------------------------------------------------------------ kernels
 
@@ -178,6 +193,7 @@ class DiskCache:
             return
         self._results[digest] = result
         counters.add(disk_writes=1)
+        self._wrote(len(result.code) + 1024)
 
     _quiet = False
 
@@ -226,6 +242,9 @@ class DiskCache:
                 raise
             counters.add(disk_errors=1)
             log.debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
+            return
+        if not raising:  # a kernel's metadata is accounted with its code in store()
+            self._wrote(len(data))
 
     # ------------------------------------------------------------ cross-process locks
 

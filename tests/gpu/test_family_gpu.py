@@ -85,8 +85,8 @@ def test_autotune_picks_persists_and_a_second_process_reuses_it(tmp_path):
     assert first["y_ok"], "tuning must run on scratch copies: y is updated exactly once"
     fastest = min(first["times"], key=lambda row: row[1])[0]
     assert first["choice"] == fastest
-    stored = list((tmp_path / "cache").rglob("*.json"))
-    assert len(stored) == 1 and oct(stored[0].parent.stat().st_mode & 0o777) == "0o700"
+    root = tmp_path / "cache" / "v1"
+    assert oct(root.stat().st_mode & 0o777) == "0o700" and any((root / "entries").rglob("*"))
     second = run()
     assert second == {**second, "from": "disk", "timing_runs": 0, "choice": first["choice"], "y_ok": True}
 
