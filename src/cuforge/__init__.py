@@ -9,6 +9,7 @@ from ._arrays import empty as empty
 from ._arrays import to_device as to_device
 from ._arrays import zeros as zeros
 from ._config import set_cache as set_cache
+from ._cuda import gpu_available as gpu_available
 from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
 from ._disk import CacheStats as CacheStats
@@ -57,7 +58,17 @@ from .types import uint16 as uint16
 from .types import uint32 as uint32
 from .types import uint64 as uint64
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext cuforge``: register ``%%cuda`` and ``%cuda_info`` (IPython is imported only now)."""
+    from .ipython import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = [
+    "gpu_available",
+    "load_ipython_extension",
     "__version__",
     "ArgumentError",
     "ArgumentTypeError",

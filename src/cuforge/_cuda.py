@@ -126,3 +126,12 @@ def synchronize() -> None:
     """Wait for all work on the current device to finish (``cuCtxSynchronize``)."""
     current_device()
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def gpu_available() -> bool:
+    """True when a CUDA device can be used for launches (initialises CUDA on first call)."""
+    try:
+        current_device()
+    except NoDeviceError:
+        return False
+    return True

@@ -295,6 +295,11 @@ class Family:
         and whether it was timed now or read from disk."""
         return [dict(row) for row in self._table]
 
+    def _repr_html_(self) -> str:
+        from ._display import family_html
+
+        return family_html(self)
+
     def __repr__(self) -> str:
         def shown(v: Any) -> str:
             return v.name if isinstance(v, DType) else str(v)

@@ -127,6 +127,11 @@ class CompiledKernel:
                     fn = self._loaded[device] = _cuda.get_kernel(module, self.lowered_name)
         return fn
 
+    def _repr_html_(self) -> str:
+        from ._display import compiled_html
+
+        return compiled_html(self)
+
     def __repr__(self) -> str:
         return (
             f"<cuforge.CompiledKernel {self.kernel} {self.code_type} for {self.arch}, "
@@ -160,7 +165,8 @@ class _Decl:
         label = self.label
         self.tparams: tuple[TypeParam | IntParam, ...] = tuple(v for v in ns.values() if isinstance(v, (TypeParam, IntParam)))
         _check_class_keys(label, ns)
-        self.params = _read_params(cls, label, self.tparams)
+        # C++ naming rules bind generated code only: a source= kernel's names are the user's own.
+        self.params = _read_params(cls, label, self.tparams, generated=ns.get("source") is None)
         self.body = self.preamble = None
         self.template: str | None = None
         self.source: str | None = None
@@ -285,6 +291,7 @@ class Kernel:
         self._nparams = len(params)
         self._pieces_cache: tuple[str, str, dict[str, str]] | None = None
         self._by_device: dict[int, tuple[Any, CompiledKernel]] = {}
+        self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
 
     # ------------------------------------------------------------ rendering and compiling
 
@@ -292,6 +299,18 @@ class Kernel:
         """The complete CUDA C++ translation unit for this kernel."""
         prelude, unit, _ = self._pieces()
         return prelude + unit
+
+    @property
+    def source(self) -> str:
+        """The rendered CUDA C++ (the same as :meth:`render`)."""
+        return self.render()
+
+    @property
+    def lowered_name(self) -> str:
+        """The mangled symbol from the latest compile (NVRTC's ``nvrtcGetLoweredName``)."""
+        if not self._compiled:
+            raise CuforgeError(f"{self.label} is not compiled yet; call .compile(arch='sm_90') or launch it first")
+        return next(reversed(self._compiled.values())).lowered_name
 
     def _context(self) -> dict[str, Any]:
         return {"name": self.name, "params": {p.name: p for p in self.signature.params}, **self.template_args}
@@ -507,6 +526,11 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
 
+    def _repr_html_(self) -> str:
+        from ._display import kernel_html
+
+        return kernel_html(self)
+
 
 def _device_target(cc: int) -> str:
     """The arch for a device, without loading NVRTC when the disk cache already knows which
@@ -550,7 +574,10 @@ def compile_together(
                 with lock:  # one compile per key across processes
                     if not _from_disk(kernels, keys, arch, disk, recheck=True):
                         _compile_missing(kernels, keys, arch, flags, disk)
-    return [f if f is not None else _cache.memory.peek(key) for f, key in zip(found, keys)]
+    results = [f if f is not None else _cache.memory.peek(key) for f, key in zip(found, keys)]
+    for k, ck in zip(kernels, results):
+        k._compiled[ck.arch, ck.flags] = ck
+    return results
 
 
 def _from_disk(kernels: list[Kernel], keys: list[str], arch: str, disk: _disk.DiskCache | None, *, recheck: bool = False) -> bool:
@@ -612,7 +639,7 @@ def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
         )
 
 
-def _read_params(cls: type, label: str, tparams: tuple[Any, ...]) -> tuple[tuple[str, Any], ...]:
+def _read_params(cls: type, label: str, tparams: tuple[Any, ...], *, generated: bool = True) -> tuple[tuple[str, Any], ...]:
     """(name, annotation) per parameter, in order; annotations may name the class's type parameters."""
     try:
         annotations = inspect.get_annotations(cls, eval_str=True)
@@ -626,7 +653,7 @@ def _read_params(cls: type, label: str, tparams: tuple[Any, ...]) -> tuple[tuple
                 ann = eval(ann, dict(module_globals), dict(vars(cls)))
             except Exception as exc:
                 raise DeclarationError(f"{label}: cannot evaluate the annotation of '{name}': {exc}") from None
-        if not _IDENT.match(name) or keyword.iskeyword(name) or name in _CPP_RESERVED or name.startswith("_"):
+        if not _IDENT.match(name) or keyword.iskeyword(name) or (generated and (name in _CPP_RESERVED or name.startswith("_"))):
             raise DeclarationError(
                 f"{label}: parameter name {name!r} cannot be used in C++ (a reserved word, CUDA built-in, "
                 f"or leading underscore); rename it"

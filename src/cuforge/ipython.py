@@ -1,0 +1,279 @@
+"""The ``%%cuda`` cell magic and ``%cuda_info``: a thin adapter over the public API.
+
+``%load_ext cuforge`` registers them. A cell of CUDA C++ is rendered with Jinja (the
+notebook's variables visible), its ``__global__`` kernels are found and their parameters
+mapped to cuforge types, and each becomes an ordinary cuforge kernel (``source=``), bound in
+the notebook under its name: the same checks, cache and launch rule as class-declared kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+from typing import Any
+
+import jinja2
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from . import _compile, _config, _cparse, _cuda, _disk, _render
+from .errors import CompileError, DeclarationError, NoDeviceError
+from .kernel import Kernel, kernel
+from .options import CompileOptions, check_arch
+from .types import _BY_NAME, DType
+
+__all__ = ["CellCompileError", "CudaMagics", "KernelTemplate", "load_ipython_extension"]
+
+
+class CellCompileError(CompileError):
+    """A ``%%cuda`` cell failed to compile; IPython shows NVRTC's messages, no Python traceback."""
+
+    __module__ = "cuforge"
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"CompileError: {self}"]
+
+
+class KernelTemplate:
+    """A templated ``%%cuda`` kernel: index it by its template arguments (``k[cf.float32, 256]``
+    or ``k["float", 256]``); call it directly when it has one instantiation."""
+
+    __module__ = "cuforge"
+
+    def __init__(self, name: str, instances: dict[tuple[str, ...], Kernel]):
+        self.name = name
+        self.instances = instances
+
+    def __getitem__(self, args: Any) -> Kernel:
+        args = args if isinstance(args, tuple) else (args,)
+        spelled = tuple(a.cpp if isinstance(a, DType) else str(a) for a in args)
+        found = self.instances.get(spelled)
+        if found is None:
+            have = ", ".join(f"{self.name}<{', '.join(k)}>" for k in self.instances)
+            raise DeclarationError(f"{self.name}<{', '.join(spelled)}> was not instantiated; the cell made {have}")
+        return found
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if len(self.instances) != 1:
+            raise DeclarationError(
+                f"{self.name} has {len(self.instances)} instantiations; index it, e.g. {self.name}[cf.float32, 256]"
+            )
+        next(iter(self.instances.values()))(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<cuforge.KernelTemplate {self.name}: {', '.join(k.name_expression for k in self.instances.values())}>"
+
+
+def _default_arch() -> str:
+    try:
+        return _compile.target_for(_cuda.current_device().cc)
+    except NoDeviceError:
+        return "sm_90"  # compile-only without a GPU: Hopper, as the project's GPU machines
+
+
+@magics_class
+class CudaMagics(Magics):
+    """``%%cuda`` and ``%cuda_info``."""
+
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        assert self.shell is not None  # registered on a shell by load_ipython_extension
+        return self.shell.user_ns  # type: ignore[no-any-return]
+
+    @magic_arguments()
+    @argument("--arch", help="target arch, e.g. sm_90 (default: the GPU's; sm_90 without one)")
+    @argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="a macro (repeatable)")
+    @argument("--std", help="C++ dialect: c++11, c++14, c++17 (default) or c++20")
+    @argument("--options", default="", help="further NVRTC flags, as one quoted string")
+    @argument("--name", help="bind the cell's one kernel under this name")
+    @argument("--instantiate", action="append", default=[], metavar="EXPR", help="e.g. 'k<float, 256>' (repeatable)")
+    @argument("--signature", action="append", default=[], metavar="SIG", help="e.g. 'k(a: float32, x: In[float32])'")
+    @argument("--show", action="append", choices=["source", "ptx", "sass-summary"], default=[], help="print what was compiled")
+    @argument("--no-cache", action="store_true", help="do not read or write the disk cache for this cell")
+    @cell_magic
+    def cuda(self, line: str, cell: str) -> None:
+        """Compile the cell's CUDA C++ and bind each ``__global__`` kernel as a checked callable."""
+        args = parse_argstring(self.cuda, line)
+        for attr in ("instantiate", "signature", "defines"):
+            setattr(args, attr, [_unquote(v) for v in getattr(args, attr)])
+        args.options, args.name, args.arch = _unquote(args.options), _unquote(args.name), _unquote(args.arch)
+        opts = self._options(args)
+        try:
+            arch = check_arch(args.arch) if args.arch else _default_arch()
+        except DeclarationError as exc:
+            raise UsageError(f"%%cuda: --{exc}") from None
+        source = self._render(cell)
+        bound = self._build(source, args, opts)
+        with _config.scope(cache="0") if args.no_cache else contextlib.nullcontext():
+            for obj in bound.values():
+                for k in _kernels_of(obj):
+                    try:
+                        k.compile(arch)
+                    except CompileError as exc:
+                        raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
+        for what in args.show:
+            self._show(what, bound, arch)
+        self._user_ns.update(bound)
+        print("bound: " + "; ".join(_describe(name, obj) for name, obj in bound.items()))
+
+    def _options(self, args: Any) -> CompileOptions:
+        defines: list[tuple[str, str | None]] = []
+        for d in args.defines:
+            name, _, value = d.partition("=")
+            defines.append((name, value if "=" in d else None))
+        try:
+            extra = tuple(shlex.split(args.options))
+            return CompileOptions(std=args.std or "c++17", defines=tuple(defines), extra=extra)
+        except (DeclarationError, ValueError) as exc:
+            raise UsageError(f"%%cuda: {exc}") from None
+
+    def _render(self, cell: str) -> str:
+        if not any(mark in cell for mark in ("{{", "{%", "{#")):
+            return cell
+        try:
+            return _render.environment().from_string(cell).render(self._user_ns)
+        except jinja2.UndefinedError as exc:
+            m = re.search(r"'([^']+)' is undefined", exc.message or "")
+            name = m.group(1) if m else str(exc)
+            raise UsageError(f"%%cuda: the cell uses {{{{ {name} }}}}, but '{name}' is not defined in the notebook") from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise UsageError(f"%%cuda: Jinja syntax error at cell line {exc.lineno}: {exc.message}") from None
+
+    def _build(self, source: str, args: Any, opts: CompileOptions) -> dict[str, Any]:
+        try:
+            parsed = _cparse.find_kernels(source)
+            signatures = dict(_cparse.parse_signature(s) for s in args.signature)
+            wanted: dict[str, list[list[str]]] = {}
+            for expr in args.instantiate:
+                base, targs = _cparse.split_instantiation(expr)
+                wanted.setdefault(base, []).append(targs)
+        except _cparse.ParseError as exc:
+            raise UsageError(f"%%cuda: {exc}") from None
+        if not parsed:
+            raise UsageError("%%cuda: the cell declares no __global__ kernel")
+        names = {p.name for p in parsed}
+        for base in wanted:
+            if base not in names:
+                raise UsageError(f"%%cuda: --instantiate names '{base}', but the cell's kernels are {', '.join(sorted(names))}")
+        if args.name and len(parsed) != 1:
+            raise UsageError(f"%%cuda: --name binds one kernel, but the cell has {len(parsed)} ({', '.join(sorted(names))})")
+        if None in signatures and len(parsed) == 1:
+            signatures[parsed[0].name] = signatures.pop(None)
+        bound: dict[str, Any] = {}
+        for p in parsed:
+            binding = args.name or p.name
+            try:
+                if p.template_params:
+                    if p.name not in wanted:
+                        raise UsageError(
+                            f"%%cuda: kernel '{p.name}' is a template; add --instantiate '{p.name}<...>' for each "
+                            f"instantiation to bind (its parameters: {', '.join(n for _, n in p.template_params)})"
+                        )
+                    instances = {}
+                    for targs in wanted[p.name]:
+                        k = _make(p, source, opts, signatures.get(p.name), targs)
+                        instances[tuple(_spell(a) for a in targs)] = k
+                    bound[binding] = KernelTemplate(binding, instances)
+                else:
+                    if p.name in wanted:
+                        raise UsageError(f"%%cuda: --instantiate names '{p.name}', which is not a template")
+                    bound[binding] = _make(p, source, opts, signatures.get(p.name), None)
+            except (_cparse.ParseError, DeclarationError) as exc:
+                raise UsageError(f"%%cuda: {exc}") from None
+        return bound
+
+    def _show(self, what: str, bound: dict[str, Any], arch: str) -> None:
+        for obj in bound.values():
+            for k in _kernels_of(obj):
+                if what == "source":
+                    print(f"// ---- {k.name_expression}: source\n{k.render()}")
+                elif what == "ptx":
+                    ptx_arch = arch.replace("sm_", "compute_")
+                    print(f"// ---- {k.name_expression}: PTX for {ptx_arch}\n{k.compile(ptx_arch).ptx}")
+                else:
+                    ck = k.compile(arch)
+                    res = ck.resources()
+                    print(
+                        f"{k.name_expression}: {ck.code_type} for {ck.arch}, {len(ck.code)} bytes, symbol {ck.lowered_name}; "
+                        f"registers {res.get('registers', '?')}, static shared {res.get('shared_bytes', '?')} B, "
+                        f"stack frame {res.get('frame_bytes', '?')} B"
+                    )
+
+    @line_magic
+    def cuda_info(self, line: str = "") -> None:
+        """Print the device, driver, NVRTC version, and the cache's location and counters."""
+        try:
+            dev = _cuda.current_device()
+            version = _cuda.check(_cuda._driver().cuDriverGetVersion(), "cuDriverGetVersion")
+            print(f"device:  {dev.name} (device {dev.id}, compute capability {dev.cc // 10}.{dev.cc % 10})")
+            print(f"driver:  CUDA {int(version) // 1000}.{int(version) % 1000 // 10}")
+        except NoDeviceError as exc:
+            print(f"device:  none ({exc})")
+        print(f"NVRTC:   {'.'.join(map(str, _compile.nvrtc_version()))} ({_compile.nvrtc_identity()})")
+        disk = _disk.current()
+        if disk is None:
+            print(f"cache:   disk cache off or unavailable ({_config.cache_dir()})")
+        else:
+            info = disk.info()
+            print(f"cache:   {info['path']}: {info['entries']} entries, {info['bytes'] / 2**20:.2f} MiB")
+        s = _disk.cache_stats()
+        print(
+            f"counters: memory_hits={s.memory_hits} disk_hits={s.disk_hits} compiles={s.compiles} "
+            f"compile_seconds={s.compile_seconds:.3f} disk_errors={s.disk_errors}"
+        )
+
+
+def _unquote(value: Any) -> Any:
+    """IPython's argument splitting keeps quotes: 'k<float, 256>' arrives quoted."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _spell(arg: str) -> str:
+    """A template argument as C++: cuforge dtype names (``float32``) become C++ types; anything
+    else is C++ already (``float``, ``256``). NumPy's spellings are not guessed: to NumPy
+    ``"float"`` means float64."""
+    found = _BY_NAME.get(arg.strip())
+    return found.cpp if found is not None else " ".join(arg.split())
+
+
+def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, targs: list[str] | None) -> Kernel:
+    """A cuforge kernel for one parsed declaration (one instantiation of a template)."""
+    subs: dict[str, str] = {}
+    expr = p.name
+    if targs is not None:
+        if len(targs) != len(p.template_params):
+            raise _cparse.ParseError(
+                f"{p.name}<{', '.join(targs)}> gives {len(targs)} template arguments; {p.name} takes "
+                f"{len(p.template_params)} ({', '.join(n for _, n in p.template_params)})"
+            )
+        subs = {n: a for (kind, n), a in zip(p.template_params, targs) if kind == "type"}
+        expr = f"{p.name}<{', '.join(_spell(a) for a in targs)}>"
+    if sig is not None:
+        annotations = dict(sig)
+    else:
+        annotations = {n: _cparse.cpp_type(ty, f"{expr}: parameter '{n}'", subs) for n, ty in p.params}
+    ns = {"__annotations__": annotations, "source": source, "name": expr, "options": opts, "__module__": "__main__"}
+    cls = type(p.name, (), ns)
+    cls.__qualname__ = expr
+    return kernel(cls)  # type: ignore[no-any-return]
+
+
+def _kernels_of(obj: Any) -> list[Kernel]:
+    return list(obj.instances.values()) if isinstance(obj, KernelTemplate) else [obj]
+
+
+def _describe(name: str, obj: Any) -> str:
+    if isinstance(obj, KernelTemplate):
+        return ", ".join(k.signature.describe(k.name_expression) for k in obj.instances.values()).replace(
+            obj.name + "<", name + "<", 1
+        )
+    return obj.signature.describe(name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by ``%load_ext cuforge``."""
+    ipython.register_magics(CudaMagics)

@@ -1,0 +1,81 @@
+"""%%cuda kernels launched on a GPU, and the tour notebook executed with its launches."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+IPython = pytest.importorskip("IPython")
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+TOUR = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "notebooks", "cuforge_tour.ipynb")
+CELL = """
+extern "C" __global__ void scale_add(double a, const double* __restrict__ x, double* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += a * x[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shell():
+    sh = InteractiveShell.instance()
+    sh.run_line_magic("load_ext", "cuforge")
+    sh.run_cell_magic("cuda", "", CELL)
+    return sh
+
+
+def test_on_numpy(shell):
+    k = shell.user_ns["scale_add"]
+    x, y = np.arange(1000.0), np.ones(1000)
+    k(2.0, x, y, 1000)
+    np.testing.assert_array_equal(y, 2 * np.arange(1000.0) + 1)
+
+
+def test_on_cupy(shell):
+    cp = pytest.importorskip("cupy")
+    k = shell.user_ns["scale_add"]
+    x, y = cp.arange(1000, dtype=cp.float64), cp.zeros(1000, dtype=cp.float64)
+    k(3.0, x, y, 1000)
+    cp.testing.assert_array_equal(y, 3 * x)
+
+
+def test_on_torch(shell):
+    torch = pytest.importorskip("torch")
+    k = shell.user_ns["scale_add"]
+    x = torch.arange(1000, dtype=torch.float64, device="cuda")
+    y = torch.zeros(1000, dtype=torch.float64, device="cuda")
+    k(0.5, x, y, 1000)
+    torch.cuda.synchronize()
+    assert torch.equal(y, 0.5 * x)
+
+
+def test_templated_cell_on_the_gpu(shell):
+    shell.run_cell_magic(
+        "cuda",
+        "--instantiate 'fill<float, 7>'",
+        "template <typename T, int V> __global__ void fill(T* x, int n) { int i = threadIdx.x; if (i < n) x[i] = V; }",
+    )
+    x = np.zeros(32, np.float32)
+    shell.user_ns["fill"](x, 32, grid=1, block=32)
+    assert (x == 7).all()
+
+
+def test_tour_notebook_end_to_end_with_launches(monkeypatch):
+    monkeypatch.delenv("CUFORGE_TOUR_COMPILE_ONLY", raising=False)
+    with open(TOUR, encoding="utf-8") as fh:
+        nb = json.load(fh)
+    sh = InteractiveShell.instance()
+    ran = 0
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        result = sh.run_cell("".join(cell["source"]))
+        expect_error = "raises-exception" in cell.get("metadata", {}).get("tags", [])
+        assert result.success != expect_error, f"cell {cell['id']} {'passed' if result.success else 'failed'}"
+        ran += 1
+    assert ran == 7 and sh.user_ns["LAUNCH"] is True

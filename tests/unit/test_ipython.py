@@ -1,0 +1,203 @@
+"""The %%cuda magic in a real IPython shell (compile-only: these run without a GPU)."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+IPython = pytest.importorskip("IPython")
+from IPython.core.error import UsageError  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+import cuforge as cf  # noqa: E402
+from cuforge import _compile  # noqa: E402
+
+SAXPY = """
+extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* y, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shell():
+    sh = InteractiveShell.instance()
+    sh.run_line_magic("load_ext", "cuforge")
+    return sh
+
+
+def cuda(shell, line: str, cell: str):
+    return shell.run_cell_magic("cuda", line, cell)
+
+
+def test_extern_c_saxpy_is_bound_and_checked(shell, capsys):
+    cuda(shell, "--arch sm_90", SAXPY)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1] == "bound: saxpy(a: float32, x: In[float32], y: Array[float32], n: int64)"
+    saxpy = shell.user_ns["saxpy"]
+    assert isinstance(saxpy, cf.Kernel) and saxpy.compile("sm_90").lowered_name == "saxpy"
+    with pytest.raises(cf.ArgumentTypeError, match=r"^saxpy: argument 'x' expects In\[float32\], got a float64 array"):
+        saxpy(2.0, np.ones(4), np.ones(4, np.float32), 4)
+    assert 'extern "C" __global__ void saxpy' in saxpy.source and saxpy.lowered_name == "saxpy"
+
+
+def test_rerunning_an_unchanged_cell_hits_the_cache_and_an_edit_recompiles(shell, capsys):
+    cuda(shell, "--arch sm_90", SAXPY)
+    before = _compile.compile_count
+    cuda(shell, "--arch sm_90", SAXPY)
+    assert _compile.compile_count == before
+    cuda(shell, "--arch sm_90", SAXPY.replace("a * x[i]", "a * x[i] * 2.0f"))
+    assert _compile.compile_count == before + 1
+
+
+def test_jinja_sees_notebook_variables(shell, capsys):
+    shell.user_ns["TILE"] = 64
+    cuda(shell, "--arch sm_90 --name tiled", "__global__ void k(float* x) { x[threadIdx.x] = {{ TILE }}; }")
+    assert "x[threadIdx.x] = 64;" in shell.user_ns["tiled"].render()
+    assert capsys.readouterr().out.strip().endswith("bound: tiled(x: Array[float32])")
+
+
+def test_templates_are_bound_with_indexing(shell, capsys):
+    cell = "template <typename T, int B> __global__ void axpy(T a, const T* x, T* y, int n) { }"
+    cuda(shell, "--arch sm_90 --instantiate 'axpy<float, 256>' --instantiate 'axpy<double, 128>'", cell)
+    axpy = shell.user_ns["axpy"]
+    k = axpy[cf.float32, 256]
+    assert k is axpy["float", 256] and k.name_expression == "axpy<float, 256>"
+    assert axpy[cf.float64, 128].compile("sm_90").lowered_name == "_Z4axpyIdLi128EEvT_PKS0_PS0_i"
+    with pytest.raises(
+        cf.DeclarationError, match=r"axpy<int, 1> was not instantiated; the cell made axpy<float, 256>, axpy<double, 128>"
+    ):
+        axpy["int", 1]
+    with pytest.raises(cf.DeclarationError, match=r"axpy has 2 instantiations; index it"):
+        axpy(1.0)
+
+
+def test_several_kernels_and_options(shell, capsys):
+    cell = "#ifndef SCALE\n#error no SCALE\n#endif\n__global__ void one(int* x) { x[0] = SCALE; }\n__global__ void two(const double* y, double* z) { z[0] = y[0]; }\n"
+    cuda(shell, "--arch sm_90 -D SCALE=3 -D UNUSED --std c++20 --options '-lineinfo'", cell)
+    out = capsys.readouterr().out.strip().splitlines()[-1]
+    assert out == "bound: one(x: Array[int32]); two(y: In[float64], z: Array[float64])"
+    ck = shell.user_ns["one"].compile("sm_90")
+    assert "-DSCALE=3" in ck.flags and "-DUNUSED" in ck.flags and "-std=c++20" in ck.flags and "-lineinfo" in ck.flags
+
+
+def test_signature_option_states_an_unmappable_signature(shell, capsys):
+    cell = "struct P { float v; };\n__global__ void k(P* p, int n) { }"
+    with pytest.raises(UsageError, match=r"k: parameter 'p' has type 'P\*', which cuforge cannot map"):
+        cuda(shell, "--arch sm_90", cell)
+    cuda(shell, "--arch sm_90 --signature 'k(p: Array[float32], n: int32)'", cell)
+    assert capsys.readouterr().out.strip().endswith("bound: k(p: Array[float32], n: int32)")
+
+
+def test_show_source_ptx_and_sass_summary(shell, capsys):
+    cuda(shell, "--arch sm_90 --show source --show ptx --show sass-summary", SAXPY)
+    out = capsys.readouterr().out
+    assert "// ---- saxpy: source" in out and ".entry saxpy" in out
+    assert "saxpy: cubin for sm_90" in out and "registers " in out
+
+
+def test_compile_error_shows_cell_lines_without_a_traceback(shell, capsys):
+    result = shell.run_cell("%%cuda --arch sm_90\n__global__ void bad(float* x) {\n    x[0] = nope;\n}")
+    out = capsys.readouterr().out
+    assert not result.success and "Traceback" not in out
+    assert 'bad.cu(2): error: identifier "nope" is undefined' in out
+    assert ">    2 |     x[0] = nope;" in out
+
+
+@pytest.mark.parametrize(
+    "line, cell, match",
+    [
+        ("--arch sm_90 --bogus", SAXPY, r"unrecognized arguments: --bogus"),
+        ("--arch 90", SAXPY, r"arch expects a string like 'sm_90'"),
+        ("--arch sm_90 --std c++98", SAXPY, r"std expects one of"),
+        ("--arch sm_90", "int x;", r"the cell declares no __global__ kernel"),
+        (
+            "--arch sm_90",
+            "__global__ void k(float* x) { x[0] = {{ NOT_DEFINED }}; }",
+            r"the cell uses \{\{ NOT_DEFINED \}\}, but 'NOT_DEFINED' is not defined",
+        ),
+        (
+            "--arch sm_90",
+            "template <typename T> __global__ void t(T* x) {}",
+            r"kernel 't' is a template; add --instantiate 't<...>'",
+        ),
+        (
+            "--arch sm_90 --instantiate 'u<float>'",
+            "template <typename T> __global__ void t(T* x) {}",
+            r"--instantiate names 'u', but the cell's kernels are t",
+        ),
+        (
+            "--arch sm_90 --instantiate 't<float, 1>'",
+            "template <typename T> __global__ void t(T* x) {}",
+            r"gives 2 template arguments; t takes 1",
+        ),
+        (
+            "--arch sm_90 --name one",
+            "__global__ void a(int* x) {}\n__global__ void b(int* x) {}",
+            r"--name binds one kernel, but the cell has 2",
+        ),
+        ("--arch sm_90 --signature 'k(a float32)'", SAXPY, r"cannot read 'a float32'"),
+    ],
+)
+def test_usage_errors(shell, line, cell, match):
+    with pytest.raises(UsageError, match=match):
+        cuda(shell, line, cell)
+
+
+def test_magic_help_is_generated(shell):
+    doc = type(shell.magics_manager.registry["CudaMagics"]).cuda.__doc__
+    assert "--instantiate EXPR" in doc and "--no-cache" in doc and "--show" in doc
+
+
+def test_no_cache_writes_nothing_to_disk(shell, capsys, cuforge_cache_dir):
+    cuda(shell, "--arch sm_90 --no-cache", "__global__ void nocache(int* x) { x[0] = 12345; }")
+    assert not any(p.is_file() for p in cuforge_cache_dir.rglob("*"))
+
+
+def test_cuda_info(shell, capsys):
+    shell.run_line_magic("cuda_info", "")
+    out = capsys.readouterr().out
+    assert "device:" in out and "NVRTC:" in out and "cache:" in out and "counters:" in out
+
+
+class _Balanced(HTMLParser):
+    VOID = {"br", "hr", "img", "meta", "input", "link"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack.pop() == tag, f"unbalanced </{tag}>"
+
+
+def _valid_html(html: str) -> None:
+    parser = _Balanced()
+    parser.feed(html)
+    parser.close()
+    assert parser.stack == []
+
+
+def test_html_reprs_are_valid_html(shell, saxpy, saxpy_sm90):
+    @cf.kernel
+    class Fam:
+        """A family <with> & markup in its doc."""
+
+        T = cf.typeparam(cf.float32, cf.float64)
+        x: cf.Out[T]
+        body = "x[0] = 1;"
+
+    Fam.precompile(arch="sm_90")
+    for html in (saxpy._repr_html_(), saxpy_sm90._repr_html_(), Fam._repr_html_(), Fam[cf.float64]._repr_html_()):
+        _valid_html(html)
+    fam = Fam._repr_html_()
+    assert "float32, float64" in fam and "Fam&lt;double&gt;" in fam and "sm_90" in fam
+    assert "registers" in saxpy._repr_html_() and "NVRTC" in saxpy._repr_html_()
+    assert "&lt;with&gt; &amp; markup" in Fam[cf.float32]._repr_html_()
