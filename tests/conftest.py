@@ -1,14 +1,23 @@
-"""Shared test set-up: GPU detection for the `gpu` marker and kernels compiled once per session."""
+"""Shared test set-up: the cuforge plugin, cache isolation, kernels compiled once per session.
+
+The `gpu` marker's skips come from cuforge's own pytest plugin: registered by its entry point
+when cuforge is installed, and loaded from here when it is not (the GPU machine runs the
+tests from the source tree).
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
 
 import pytest
 
 import cuforge as cf
 from cuforge import _config, _cuda
+
+if not any(ep.value == "cuforge.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11")):
+    pytest_plugins = ["cuforge.pytest_plugin"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -20,17 +29,6 @@ def gpu_missing_reason() -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
-    if not gpu_items:
-        return
-    reason = gpu_missing_reason()
-    if reason:
-        skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
-        for item in gpu_items:
-            item.add_marker(skip)
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory):
     """Set up before any other fixture (the widest scope goes first): nothing, not even a
@@ -40,11 +38,9 @@ def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(autouse=True)
-def cuforge_cache_dir(tmp_path_factory: pytest.TempPathFactory, _session_cache_dir: None):
-    """Every test gets its own disk cache directory."""
-    path = tmp_path_factory.mktemp("cuforge-cache")
-    with _config.scope(cache_dir=str(path)):
-        yield path
+def _isolated_cache(_session_cache_dir: None, cuforge_cache_dir):
+    """Every test gets its own disk cache directory (the plugin's cuforge_cache_dir fixture)."""
+    return cuforge_cache_dir
 
 
 @cf.kernel

@@ -8,6 +8,8 @@ notebook can change them; :func:`scope` overrides them for a block without touch
 CUFORGE_TEMPLATE_PATH   extra template directories (os.pathsep separated)
 CUFORGE_CUDA_INCLUDE    directory holding the CUDA headers (cuda_fp16.h, ...);
                         default: found by cuda.pathfinder
+CUFORGE_ARCH            the arch compile() uses when no GPU is present (e.g. sm_90);
+                        default: none (compile() then asks for arch=)
 CUFORGE_CACHE           0 turns the disk cache off (default 1)
 CUFORGE_CACHE_DIR       where cuforge keeps what outlives a process (compiled
                         kernels, autotuning choices); default: platformdirs'
@@ -36,6 +38,7 @@ _DEFAULTS: dict[str, Any] = {
     "cache": "1",
     "cache_max_mb": "256",
     "cache_lock_s": "60",
+    "arch": "",
 }
 SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
 _overrides: dict[str, Any] = {}

@@ -25,6 +25,7 @@ _lock = threading.Lock()
 _tls = threading.local()
 _devices: dict[int, Any] = {}
 _failure: str | None = None
+last_launch: tuple[str, Any, Any, int] | None = None  # (kernel, grid, block, shared_mem) of the latest launch
 
 
 driver: Any = None  # cuda.bindings.driver, bound on first use so the launch path skips the import

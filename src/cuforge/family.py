@@ -183,6 +183,13 @@ class Family:
             chosen = self._choice(types, bound, stream)
         self._instance(self._values(types, chosen))(*bound, grid=grid, block=block, shared_mem=shared_mem, stream=stream)
 
+    def select(self, *args: Any, **kwargs: Any) -> Kernel:
+        """The instantiation a call with these arguments would launch (type parameters inferred,
+        integer parameters at their defaults; autotuning is not consulted)."""
+        bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
+        types = tuple(self._infer(t, bound) if isinstance(t, TypeParam) else None for t in self.template_params)
+        return self._instance(self._values(types, {}))
+
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         return self[()]._bind(args, kwargs)
 

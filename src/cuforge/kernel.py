@@ -22,7 +22,7 @@ from . import _cache, _compile, _config, _cuda, _disk, _launch, _render
 from ._elf import cubin_resources
 from ._signature import Param, Signature
 from ._version import __version__
-from .errors import ArgumentError, CuforgeError, DeclarationError, SignatureMismatchError
+from .errors import ArgumentError, CuforgeError, DeclarationError, NoDeviceError, SignatureMismatchError
 from .options import CompileOptions, check_arch, to_flags
 from .types import ArrayType, DType, IntParam, TypeParam
 
@@ -473,6 +473,7 @@ class Kernel:
         if staged:
             self._launch_staged(handle, args, values, infos, grd, blk, shared_mem, sh)
             return
+        _cuda.last_launch = (self.label, grd, blk, shared_mem)  # named if a later CUDA call reports a fault
         err = _cuda.driver.cuLaunchKernel(
             handle, grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, self._packer.pack(values), 0
         )[0]
@@ -492,6 +493,7 @@ class Kernel:
                 if arr.nbytes:
                     _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arr.ctypes.data, arr.nbytes, stream), "cuMemcpyHtoDAsync")
                 values[i] = int(ptr)
+            _cuda.last_launch = (self.label, grid, block, shared_mem)
             _launch.launch_raw(handle, grid, block, shared_mem, stream, self._packer.pack(values), self.label)
             for i, ptr, nbytes in staged:
                 if i in self._writes and nbytes:
@@ -555,8 +557,10 @@ def compile_together(
     if arch is None:
         try:
             arch = _device_target(_cuda.current_device().cc)
-        except CuforgeError as exc:
-            raise type(exc)(f"{who}: {exc}; pass arch='sm_90' to compile without a GPU") from None
+        except NoDeviceError as exc:
+            arch = str(_config.get("arch"))
+            if not arch:
+                raise NoDeviceError(f"{who}: {exc}; pass arch='sm_90' (or set CUFORGE_ARCH) to compile without a GPU") from None
     check_arch(arch)
     opts = first.options if options is None else options
     if not isinstance(opts, CompileOptions):

@@ -1,0 +1,179 @@
+"""cuforge's pytest plugin, exercised with pytester."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ..conftest import gpu_missing_reason
+
+INSTALLED = any(ep.value == "cuforge.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
+PLUGIN = [] if INSTALLED else ["-p", "cuforge.pytest_plugin"]
+NO_GPU = pytest.mark.skipif(gpu_missing_reason() is None, reason="a GPU is present: gpu tests would run")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+KERNELS = """
+import cuforge as cf
+
+@cf.kernel
+class Axpy:
+    T = cf.typeparam(cf.float32, cf.float64)
+    BLOCK = cf.intparam(256, 128)
+    a: T
+    x: cf.In[T]
+    y: cf.Array[T]
+    n: cf.int64
+    body = "long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+
+@cf.kernel
+class Plain:
+    x: cf.Out[cf.int32]
+    body = "x[0] = 1;"
+"""
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider", *args)
+
+
+@NO_GPU
+def test_gpu_tests_skip_with_the_reason(pytester):
+    pytester.makepyfile("import pytest\n@pytest.mark.gpu\ndef test_a():\n    pass\ndef test_b():\n    pass\n")
+    result = run(pytester, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU: no CUDA device is available*"])
+
+
+@NO_GPU
+def test_require_gpu_turns_skips_into_failures(pytester):
+    pytester.makepyfile("import pytest\n@pytest.mark.gpu\ndef test_a():\n    pass\n\ndef test_device(cuda_device):\n    pass\n")
+    result = run(pytester, "--cuforge-require-gpu")
+    result.assert_outcomes(errors=2)  # failed in setup, before the test body: reported as errors
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*--cuforge-require-gpu: no usable CUDA device*"])
+
+
+def test_options_and_marker_are_registered(pytester):
+    result = run(pytester, "--help")
+    result.stdout.fnmatch_lines(
+        ["*cuforge CUDA kernels:*", "*--cuforge-require-gpu*", "*--cuforge-compile-all*", "*--cuforge-modules=MODULE*"]
+    )
+    run(pytester, "--markers").stdout.fnmatch_lines(["@pytest.mark.gpu: the test needs a CUDA GPU*"])
+
+
+def test_bad_arch_is_a_usage_error(pytester):
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = run(pytester, "--cuforge-arch", "90")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--cuforge-arch: arch expects a string like 'sm_90'*"])
+
+
+def test_compile_all_lists_one_item_per_instantiation(pytester):
+    pytester.makepyfile(kernels=KERNELS)
+    pytester.makepyfile(test_use="import kernels\n\ndef test_nothing():\n    pass\n")
+    listed = run(pytester, "--cuforge-compile-all", "--cuforge-arch", "sm_90", "--collect-only", "-q")
+    listed.stdout.fnmatch_lines(
+        [
+            "test_use.py::test_nothing",
+            "cuforge::compile[[]Axpy[[]float32-256]]",
+            "cuforge::compile[[]Axpy[[]float32-128]]",
+            "cuforge::compile[[]Axpy[[]float64-256]]",
+            "cuforge::compile[[]Axpy[[]float64-128]]",
+            "cuforge::compile[[]Plain]",
+        ]
+    )
+    run(pytester, "--cuforge-compile-all", "--cuforge-arch", "sm_90").assert_outcomes(passed=6)
+
+
+def test_compile_all_fails_with_the_nvrtc_message(pytester):
+    pytester.makepyfile(
+        test_broken="""
+        import cuforge as cf
+
+        @cf.kernel
+        class Broken:
+            T = cf.typeparam(cf.float32, cf.int32)
+            x: cf.Out[T]
+            body = "x[0] = sqrtf(x[0]) + undefined_name;"
+
+        def test_x():
+            pass
+        """
+    )
+    result = run(pytester, "--cuforge-compile-all", "--cuforge-arch", "sm_90")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*Broken<float>: NVRTC failed to compile for sm_90:*", '*identifier "undefined_name" is undefined*']
+    )
+
+
+def test_compile_all_with_named_modules(pytester):
+    pkg = pytester.mkpydir("mypkg")
+    (pkg / "kernels.py").write_text(textwrap.dedent(KERNELS))
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = run(pytester, "--cuforge-compile-all", "--cuforge-arch", "sm_90", "--cuforge-modules", "mypkg.kernels")
+    result.assert_outcomes(passed=6)
+    bad = run(pytester, "--cuforge-compile-all", "--cuforge-modules", "no_such_module")
+    bad.stderr.fnmatch_lines(["*--cuforge-modules no_such_module: cannot import it*"])
+
+
+def test_counter_and_cache_fixtures(pytester):
+    pytester.makepyfile(
+        """
+        import cuforge as cf
+        from cuforge import _config
+
+        def make(v):
+            return cf.kernel(type("K", (), {"__annotations__": {"x": cf.Out[cf.int32]}, "body": f"x[0] = {v};"}))
+
+        def test_counter(cuforge_cache_dir, cuforge_compile_counter):
+            k = make(1)
+            k.compile(arch="sm_90")
+            k.compile(arch="sm_90")
+            assert cuforge_compile_counter.count == 1 and cuforge_compile_counter.memory_hits >= 1
+            assert "1 compiles" in repr(cuforge_compile_counter)
+
+        def test_cache_dir_is_isolated_and_restored(cuforge_cache_dir):
+            assert str(_config.cache_dir()).startswith(str(cuforge_cache_dir))
+            make(2).compile(arch="sm_90")
+            assert any(p.is_file() for p in cuforge_cache_dir.rglob("*"))
+
+        def test_after():
+            assert _config._overrides.get("cache_dir") in (None, "")
+        """
+    )
+    run(pytester).assert_outcomes(passed=3)
+
+
+def test_startup_and_collection_do_not_touch_cuda(pytester):
+    pytester.makeconftest(
+        """
+        import sys
+        def pytest_collection_finish(session):
+            from cuforge import _cuda
+            print("CUDA-STATE", "cuda.core" in sys.modules, bool(_cuda._devices))
+        """
+    )
+    pytester.makepyfile(KERNELS + "\nimport pytest\n@pytest.mark.gpu\ndef test_g():\n    pass\n")
+    result = run(pytester, "--collect-only", "-s")
+    result.stdout.fnmatch_lines(["*CUDA-STATE False False*"])
+
+
+def test_the_pytest_usage_example_runs(pytester):
+    """examples/pytest_usage: its GPU tests skip with reasons here and pass on a GPU; its
+    kernels compile one item per instantiation with --cuforge-compile-all."""
+    example = os.path.abspath(os.path.join(ROOT, "examples", "pytest_usage"))
+    cmd = [sys.executable, "-m", "pytest", *PLUGIN, "-p", "no:cacheprovider", "-q", "--rootdir", example, example]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=example)
+    assert out.returncode == 0, out.stdout + out.stderr
+    expected = "10 passed" if gpu_missing_reason() is None else "2 passed, 8 skipped"
+    assert expected in out.stdout, out.stdout
+    out = subprocess.run([*cmd, "--cuforge-compile-all", "--cuforge-arch", "sm_90"], capture_output=True, text=True, cwd=example)
+    assert out.returncode == 0 and ("17 passed" if gpu_missing_reason() is None else "9 passed, 8 skipped") in out.stdout, (
+        out.stdout
+    )
