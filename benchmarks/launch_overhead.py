@@ -4,7 +4,8 @@
 
 Each figure is the median over 5 timed loops of 20,000 launches (queued, then synchronised),
 after a warm-up, in microseconds per launch. Peers that are not installed are reported as
-missing.
+missing. cuforge is measured as a checked call (grid and block given, and from the default
+launch rule) and as a prepared launch (checked and packed once).
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def main() -> dict:
     cfg_grid, cfg_block = (1,), (32,)
 
     results["cuforge checked (cupy arrays)"] = timed(lambda: Empty4(1.0, x, y, 1024, grid=cfg_grid, block=cfg_block), sync)
+    results["cuforge checked, default grid (cupy arrays)"] = timed(lambda: Empty4(1.0, x, y, 1024), sync)
+    prepared = Empty4.prepare(1.0, x, y, 1024, grid=cfg_grid, block=cfg_block, stream=0)
+    results["cuforge prepared launch"] = timed(prepared, sync)
 
     ck = Empty4.compile()
     kern = ck.function(dev.device_id)
@@ -84,6 +88,18 @@ def main() -> dict:
     rk = cp.RawKernel(SRC, "empty4")
     results["cupy RawKernel"] = timed(lambda: rk((1,), (32,), (np.float32(1.0), x, y, np.int64(1024))), sync)
     try:
+        import triton
+        import triton.language as tl  # noqa: F401
+
+        @triton.jit
+        def empty4_triton(a, x, y, n):
+            pass
+
+        tx_ = x
+        results["triton @jit"] = timed(lambda: empty4_triton[(1,)](1.0, tx_, y, 1024), sync)
+    except Exception as exc:  # not installed, or cannot run here
+        results["triton @jit"] = f"missing: {type(exc).__name__}: {exc}"[:120]
+    try:
         import torch
 
         tx = torch.ones(1024, device="cuda")
@@ -94,6 +110,7 @@ def main() -> dict:
         results["torch.add (reference)"] = timed(lambda: torch.add(tx, ty, out=ty), torch.cuda.synchronize)
     except ImportError:
         results["cuforge checked (torch tensors)"] = "missing: torch not installed"
+        results["torch.add (reference)"] = "missing: torch not installed"
     return results
 
 

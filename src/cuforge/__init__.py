@@ -14,6 +14,7 @@ from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
 from ._disk import CacheStats as CacheStats
 from ._disk import cache_stats as cache_stats
+from ._launch import PreparedLaunch as PreparedLaunch
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError
 from .errors import ArgumentTypeError as ArgumentTypeError
@@ -105,6 +106,7 @@ __all__ = [
     "kernel",
     "LaunchError",
     "NoDeviceError",
+    "PreparedLaunch",
     "Out",
     "registry",
     "Registry",

@@ -9,6 +9,7 @@ same (and are tested) on a machine without a GPU.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import operator
 import struct
@@ -409,16 +410,56 @@ class Packer:
             bufs = self._tls.bufs = (buf, ptrs, ctypes.addressof(ptrs))
         return bufs[0], bufs[2]
 
+    def standalone(self, values: list[Any]) -> tuple[Any, Any, int]:
+        """A buffer of its own holding ``values``: (buffer, void* array, its address)."""
+        buf = ctypes.create_string_buffer(self.size)
+        self.struct.pack_into(buf, 0, *self._flat(values))
+        base = ctypes.addressof(buf)
+        n = max(len(self.offsets), 1)
+        ptrs = (ctypes.c_void_p * n)(*[base + o for o in self.offsets] or [base])
+        return buf, ptrs, ctypes.addressof(ptrs)
+
+    def _flat(self, values: list[Any]) -> list[Any]:
+        if not self.complex_at:
+            return values
+        flat: list[Any] = []
+        for i, v in enumerate(values):
+            flat += (v.real, v.imag) if i in self.complex_at else (v,)
+        return flat
+
     def pack(self, values: list[Any]) -> int:
         """Pack ``values`` and return the address to pass as ``kernelParams``."""
         if self.complex_at:
-            flat: list[Any] = []
-            for i, v in enumerate(values):
-                flat += (v.real, v.imag) if i in self.complex_at else (v,)
-            values = flat
+            values = self._flat(values)
         buf, addr = self.buffers()
         self.struct.pack_into(buf, 0, *values)
         return addr
+
+
+class PreparedLaunch:
+    """One launch, checked and packed once: calling it is a single ``cuLaunchKernel``.
+
+    Made by :meth:`Kernel.prepare`. It keeps the arguments alive and owns its parameter
+    buffer, so it can be called from any thread that has the device's context current.
+    """
+
+    __module__ = "cuforge"
+    __slots__ = ("_buf", "_call", "_keep", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
+
+    def __init__(self, kernel: str, handle: Any, packer: Packer, values: list[Any], grid: tuple[int, int, int],
+                 block: tuple[int, int, int], shared_mem: int, stream: int, keep: Any) -> None:  # fmt: skip
+        self._buf, self._ptrs, addr = packer.standalone(values)
+        self._keep = keep
+        self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel, grid, block, shared_mem, stream
+        self._call = functools.partial(_cuda.driver.cuLaunchKernel, handle, *grid, *block, shared_mem, stream, addr, 0)
+
+    def __call__(self) -> None:
+        err = self._call()[0]
+        if err:
+            raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)
+
+    def __repr__(self) -> str:
+        return f"<cuforge.PreparedLaunch {self.kernel} grid={self.grid} block={self.block} stream={self.stream:#x}>"
 
 
 # ---------------------------------------------------------------- launch configuration

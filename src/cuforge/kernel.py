@@ -22,7 +22,7 @@ from . import _cache, _compile, _config, _cuda, _disk, _launch, _render
 from ._elf import cubin_resources
 from ._signature import Param, Signature
 from ._version import __version__
-from .errors import ArgumentError, CuforgeError, DeclarationError, NoDeviceError, SignatureMismatchError
+from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, NoDeviceError, SignatureMismatchError
 from .options import CompileOptions, check_arch, to_flags
 from .types import ArrayType, DType, IntParam, TypeParam
 
@@ -441,6 +441,44 @@ class Kernel:
             handle. Default: the current CuPy/PyTorch stream when the arrays come from them,
             else the legacy default stream.
         """
+        r = self._resolve(args, kwargs, grid, block, shared_mem, stream)
+        if r is None:
+            return  # nothing to do: the sizing array is empty
+        handle, args, values, infos, grd, blk, sh, staged = r
+        if staged:
+            self._launch_staged(handle, args, values, infos, grd, blk, shared_mem, sh)
+            return
+        _cuda.last_launch = (self.label, grd, blk, shared_mem)  # named if a later CUDA call reports a fault
+        err = _cuda.driver.cuLaunchKernel(
+            handle, grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, self._packer.pack(values), 0
+        )[0]
+        if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
+            _launch.raise_launch_error(err, grd, blk, shared_mem, self.label)
+
+    def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
+                stream: Any = None, **kwargs: Any) -> _launch.PreparedLaunch:  # fmt: skip
+        """Check and pack a launch once; calling the result launches it again with no per-call
+        work but the driver call (the fastest path, for loops that repeat one launch).
+
+        The arrays are the same memory on every launch (their contents may change); the
+        scalars, grid, block and stream are fixed: prepare again to change them. Host NumPy
+        arrays are not accepted (they would need copies on every launch).
+        """
+        r = self._resolve(args, kwargs, grid, block, shared_mem, stream)
+        if r is None:
+            raise ArgumentError(f"{self.label}.prepare(): the arrays are empty, so there is nothing to launch")
+        handle, args, values, infos, grd, blk, sh, staged = r
+        if staged:
+            names = ", ".join(repr(self.signature.params[i].name) for i, info in infos if info[6] == "numpy")
+            raise ArgumentTypeError(
+                f"{self.label}.prepare(): argument(s) {names} are host NumPy arrays; pass device arrays "
+                f"(cf.to_device, CuPy, PyTorch) to prepare a launch"
+            )
+        return _launch.PreparedLaunch(self.label, handle, self._packer, values, grd, blk, shared_mem, sh, keep=args)
+
+    def _resolve(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any, shared_mem: Any, stream: Any) -> Any:
+        """Bind and check the arguments (no CUDA call), then find the device function, the
+        stream and whether host arrays need staging. None when there is nothing to launch."""
         if kwargs or len(args) != self._nparams:
             args = self._bind(args, kwargs)
         infos: list[Any] = []  # (parameter index, ArrayInfo) of each array, filled by the checks
@@ -449,7 +487,7 @@ class Kernel:
         if grid is None:
             grd = self._grid_rule(args, infos, blk)
             if grd is None:
-                return  # nothing to do: the sizing array is empty
+                return None
         else:
             grd = _launch.dims(grid, "grid", self.label, _launch.GRID_LIMIT)
         if shared_mem.__class__ is not int or shared_mem < 0:
@@ -470,15 +508,7 @@ class Kernel:
             _launch.check_devices(self.label, self.signature.params, infos, device.id)
         if sh is None:
             sh = _launch.default_stream(infos, device.id) if infos else 0
-        if staged:
-            self._launch_staged(handle, args, values, infos, grd, blk, shared_mem, sh)
-            return
-        _cuda.last_launch = (self.label, grd, blk, shared_mem)  # named if a later CUDA call reports a fault
-        err = _cuda.driver.cuLaunchKernel(
-            handle, grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, self._packer.pack(values), 0
-        )[0]
-        if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
-            _launch.raise_launch_error(err, grd, blk, shared_mem, self.label)
+        return handle, args, values, infos, grd, blk, sh, staged
 
     def _launch_staged(self, handle: Any, args: Any, values: list[Any], infos: list[Any],
                        grid: Any, block: Any, shared_mem: int, stream: int) -> None:  # fmt: skip

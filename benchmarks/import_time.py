@@ -1,0 +1,27 @@
+"""``import cuforge`` against ``import cupy``, each in 7 fresh processes (median, milliseconds)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+
+
+def import_ms(module: str, runs: int = 7) -> float | str:
+    code = f"import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1e3)"
+    times = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        if out.returncode != 0:
+            return f"missing: {out.stderr.strip().splitlines()[-1] if out.stderr else module}"
+        times.append(float(out.stdout))
+    return statistics.median(times)
+
+
+def main() -> dict:
+    return {"import cuforge (ms)": import_ms("cuforge"), "import cupy (ms)": import_ms("cupy")}
+
+
+if __name__ == "__main__":
+    for k, v in main().items():
+        print(f"{k:24s} {v}")

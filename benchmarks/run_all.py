@@ -1,0 +1,122 @@
+"""Every benchmark in one run, on the GPU machine: JSON, plots and the targets' verdicts.
+
+    python benchmarks/run_all.py [OUTPUT_DIR]       (default: benchmarks/results)
+
+Writes results.json and launch_overhead.png, bandwidth.png, startup.png. Each figure is
+compared with the peers measured in the same run; a peer that is not installed is reported
+as missing, never skipped silently.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bandwidth  # noqa: E402
+import family_compile  # noqa: E402
+import import_time  # noqa: E402
+import launch_overhead  # noqa: E402
+import warm_start  # noqa: E402
+
+
+def _machine() -> dict:
+    try:
+        gpu = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        gpu = "unknown"
+    return {"gpu, driver": gpu, "python": sys.version.split()[0], "date": datetime.date.today().isoformat()}
+
+
+def _ratio(a: object, b: object) -> float | None:
+    return a / b if isinstance(a, float) and isinstance(b, float) and b else None
+
+
+def targets(r: dict) -> dict:
+    launch, bw, start = r["launch_us"], r["bandwidth"]["GB/s"], r["startup"]
+    checked, core = launch["cuforge checked (cupy arrays)"], launch["cuda.core launch"]
+    t = {
+        "checked launch <= 1.1x cuda.core launch": _ratio(checked, core),
+        "checked launch <= CuPy RawKernel (ratio <= 1)": _ratio(checked, launch["cupy RawKernel"]),
+        "prepared launch <= raw cuLaunchKernel (ratio <= 1)": _ratio(
+            launch["cuforge prepared launch"], launch["raw cuLaunchKernel (packed)"]
+        ),
+        "warm start <= 0.2x CuPy's disk hit": start["warm start"].get("ratio cuforge / cupy"),
+        "batched family compile >= 5x one at a time": r["family_compile"]["speed-up batched vs one at a time"],
+        "saxpy (float4) >= 95% of copy bandwidth": _ratio(
+            bw["cuforge saxpy, float4"], bw["device-to-device copy (same bytes as saxpy)"]
+        ),
+        "reduction >= 90% of copy bandwidth": _ratio(
+            bw["cuforge Sum<float, 256> (examples/reduction.py)"], bw["device-to-device copy (same bytes as the sum)"]
+        ),
+        "reduction not slower than cupy.sum (ratio >= 1)": _ratio(
+            bw["cuforge Sum<float, 256> (examples/reduction.py)"], bw["cupy.sum"]
+        ),
+        "import cuforge <= 0.5x import cupy": _ratio(start["import"]["import cuforge (ms)"], start["import"]["import cupy (ms)"]),
+    }
+    limits = {0: 1.1, 1: 1.0, 2: 1.0, 3: 0.2, 4: 5.0, 5: 0.95, 6: 0.90, 7: 1.0, 8: 0.5}
+    out = {}
+    for i, (name, value) in enumerate(t.items()):
+        lower_is_better = i in (0, 1, 2, 3, 8)
+        held = value is not None and (value <= limits[i] if lower_is_better else value >= limits[i])
+        out[name] = {"ratio": value, "limit": limits[i], "holds": held}
+    return out
+
+
+def plots(r: dict, outdir: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def bars(data: dict, title: str, unit: str, path: str) -> None:
+        items = [(k, v) for k, v in data.items() if isinstance(v, float)]
+        fig, ax = plt.subplots(figsize=(9, 0.45 * len(items) + 1.2))
+        colors = ["#2a7ab9" if k.startswith("cuforge") else "#999999" for k, _ in items]
+        ax.barh([k for k, _ in items], [v for _, v in items], color=colors)
+        for i, (_, v) in enumerate(items):
+            ax.text(v, i, f" {v:.3g}", va="center", fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(unit)
+        ax.set_title(f"{title}\n{r['machine']['gpu, driver']}, {r['machine']['date']}", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+
+    bars(r["launch_us"], "Host launch overhead, empty 4-parameter kernel (lower is better)", "microseconds per launch",
+         os.path.join(outdir, "launch_overhead.png"))  # fmt: skip
+    bars(r["bandwidth"]["GB/s"], "Memory bandwidth (higher is better)", "GB/s", os.path.join(outdir, "bandwidth.png"))
+    startup = {
+        "cuforge warm start (ms)": r["startup"]["warm start"]["cuforge warm start (ms)"],
+        "cupy RawModule warm start (ms)": r["startup"]["warm start"]["cupy RawModule warm start (ms)"],
+        **{k: v for k, v in r["family_compile"].items() if "speed-up" not in k},
+        **r["startup"]["import"],
+    }
+    bars(startup, "Start-up: warm start, 12-kernel family compile, import (lower is better)", "milliseconds",
+         os.path.join(outdir, "startup.png"))  # fmt: skip
+
+
+def main(outdir: str) -> dict:
+    os.makedirs(outdir, exist_ok=True)
+    r = {"machine": _machine()}
+    r["launch_us"] = launch_overhead.main()
+    r["bandwidth"] = bandwidth.main()
+    r["family_compile"] = family_compile.main()
+    r["startup"] = {"warm start": warm_start.main(), "import": import_time.main()}
+    r["targets"] = targets(r)
+    with open(os.path.join(outdir, "results.json"), "w") as fh:
+        json.dump(r, fh, indent=1)
+    plots(r, outdir)
+    return r
+
+
+if __name__ == "__main__":
+    result = main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results"))
+    print(json.dumps(result, indent=1))
