@@ -54,10 +54,10 @@ def targets(r: dict) -> dict:
             bw["cuforge saxpy, float4"], bw["device-to-device copy (same bytes as saxpy)"]
         ),
         "reduction >= 90% of copy bandwidth": _ratio(
-            bw["cuforge Sum<float, 256> (examples/reduction.py)"], bw["device-to-device copy (same bytes as the sum)"]
+            bw["cuforge Sum, autotuned (examples/reduction.py)"], bw["device-to-device copy (same bytes as the sum)"]
         ),
         "reduction not slower than cupy.sum (ratio >= 1)": _ratio(
-            bw["cuforge Sum<float, 256> (examples/reduction.py)"], bw["cupy.sum"]
+            bw["cuforge Sum, autotuned (examples/reduction.py)"], bw["cupy.sum"]
         ),
         "import cuforge <= 0.5x import cupy": _ratio(start["import"]["import cuforge (ms)"], start["import"]["import cupy (ms)"]),
     }

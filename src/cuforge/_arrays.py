@@ -7,13 +7,14 @@ A DeviceArray exposes ``__cuda_array_interface__``, so CuPy, PyTorch and Numba c
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import _cuda
 from .errors import ArgumentTypeError
 from .types import DType, dtype_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DeviceArray", "empty", "scratch_copy", "to_device", "zeros"]
 
@@ -71,6 +72,8 @@ class DeviceArray:
 
     def to_numpy(self) -> np.ndarray:
         """Copy to a new host NumPy array (waits for work queued before it)."""
+        import numpy as np
+
         out = np.empty(self.shape, dtype=self.dtype.numpy)
         if self.nbytes:
             driver = _cuda._driver()
@@ -80,6 +83,8 @@ class DeviceArray:
 
     def copy_from_host(self, host: np.ndarray) -> None:
         """Copy a host array of the same dtype and size into this array."""
+        import numpy as np
+
         host = np.ascontiguousarray(host)
         if dtype_of(host.dtype) is not self.dtype or host.size != self.size:
             raise ArgumentTypeError(
@@ -119,6 +124,8 @@ def to_device(host: Any, dtype: Any = None) -> DeviceArray:
 
     The dtype is kept exactly; pass ``dtype=`` to convert explicitly first.
     """
+    import numpy as np
+
     host = np.asarray(host) if dtype is None else np.asarray(host, dtype=_resolve_dtype(dtype, "to_device").numpy)
     cf_dtype = dtype_of(host.dtype)
     if cf_dtype is None:
@@ -133,6 +140,8 @@ def to_device(host: Any, dtype: Any = None) -> DeviceArray:
 
 def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
     """A new device array holding a copy of ``value`` (a host NumPy array or device memory)."""
+    import numpy as np
+
     if isinstance(value, np.ndarray):
         return to_device(value)
     from ._launch import array_info

@@ -13,11 +13,10 @@ import functools
 import math
 import operator
 import struct
+import sys
 import threading
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import _cuda
 from ._arrays import DeviceArray
@@ -30,6 +29,20 @@ from .types import _BY_NUMPY, ArrayType, DType, bfloat16, dtype_of
 ArrayInfo = tuple[int, Any, tuple[int, ...], bool, Any, bool, str]
 
 HOST, UNKNOWN_DEVICE = -1, None
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def _numpy_scalar(value: Any, kinds: str = "") -> bool:
+    """Whether ``value`` is a NumPy scalar (of one of ``kinds``: 'b', 'iu', 'f', 'c', ...).
+
+    NumPy is looked up, never imported: without it no NumPy value can exist.
+    """
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, np.generic):
+        return False
+    return not kinds or value.dtype.kind in kinds
 
 
 def type_name(value: Any) -> str:
@@ -97,6 +110,8 @@ def _from_cai(a: Any) -> ArrayInfo:
     cai = a.__cuda_array_interface__
     ptr, readonly = cai["data"]
     shape = tuple(cai["shape"])
+    import numpy as np
+
     try:
         npdt = np.dtype(cai["typestr"])
     except TypeError:
@@ -118,17 +133,44 @@ def _from_dlpack(a: Any) -> ArrayInfo:
             bool(getattr(view, "readonly", False)), "dlpack")  # fmt: skip
 
 
+class _Never:
+    """Matches no array type."""
+
+
+class _FastTypes:
+    """The array types the generated launch functions check inline (see ``_fastpath``): set
+    when the general path first meets them, so neither CuPy nor PyTorch is imported here."""
+
+    cupy: type = _Never
+    torch: type = _Never
+
+
+FAST_TYPES = _FastTypes()
+
+
+def fast_default_stream(origin: int, device: int) -> int:
+    """The default stream for the generated launch functions: 1 CuPy's current, 2 PyTorch's."""
+    if origin == 2:
+        return int(sys.modules["torch"]._C._cuda_getCurrentRawStream(device))
+    return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
+
+
 _EXTRACTORS: dict[type, Callable[[Any], ArrayInfo] | None] = {DeviceArray: _from_own}
 
 
 def _extractor(tp: type) -> Callable[[Any], ArrayInfo] | None:
     root = tp.__module__.split(".")[0]
-    if issubclass(tp, np.ndarray):
+    np = sys.modules.get("numpy")
+    if np is not None and issubclass(tp, np.ndarray):
         found: Any = _from_numpy
     elif root == "cupy" and hasattr(tp, "data") and hasattr(tp, "__cuda_array_interface__"):
         found = _from_cupy
+        if tp.__name__ == "ndarray" and hasattr(tp, "_c_contiguous"):
+            FAST_TYPES.cupy = tp
     elif root == "torch" and hasattr(tp, "data_ptr"):
         found = _from_torch
+        if tp.__name__ == "Tensor":
+            FAST_TYPES.torch = tp
     elif hasattr(tp, "__cuda_array_interface__"):
         found = _from_cai
     elif hasattr(tp, "__dlpack__"):
@@ -277,11 +319,11 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any, Any], Any]:
         def check_int(v: Any, _: Any = None) -> int:
             if type(v) is int and lo <= v <= hi:
                 return v
-            if isinstance(v, (float, np.floating, complex, np.complexfloating)):
-                raise fail(v, f"pass an int (int({v!r}) if truncation is intended)")
             try:
                 iv = operator.index(v)
             except TypeError:
+                if isinstance(v, (float, complex)) or _numpy_scalar(v, "fc"):
+                    raise fail(v, f"pass an int (int({v!r}) if truncation is intended)") from None
                 raise fail(v, f"pass a Python int or numpy.{dt.name}") from None
             if not lo <= iv <= hi:
                 raise fail(v, f"{dt.name} holds {lo}..{hi}; declare a wider type or pass a smaller value", ArgumentError)
@@ -294,7 +336,7 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any, Any], Any]:
         def check_bool(v: Any, _: Any = None) -> bool:
             if type(v) is bool:
                 return v
-            if isinstance(v, np.bool_):
+            if _numpy_scalar(v, "b"):
                 return bool(v)
             if type(v) is int and v in (0, 1):
                 return bool(v)
@@ -314,7 +356,7 @@ def scalar_checker(kernel: str, param: Param) -> Callable[[Any, Any], Any]:
             c = complex(v)
         except TypeError:
             raise fail(v, "pass a Python complex or numpy.complex value") from None
-        if isinstance(v, (np.generic, int)) and exact_code == "f":
+        if (isinstance(v, int) or _numpy_scalar(v)) and exact_code == "f":
             if _round_trip("f", c.real) != c.real or _round_trip("f", c.imag) != c.imag:
                 raise fail(v, "the value is not exact in complex64; convert with numpy.complex64(...) first", ArgumentError)
         elif exact_code == "f" and max(abs(c.real), abs(c.imag)) > _F32_MAX and math.isfinite(abs(c)):
@@ -328,17 +370,17 @@ def _float_checker(dt: DType, fail: Callable[..., Exception]) -> Callable[[Any, 
     is_bf16 = dt is bfloat16
     code = "f" if is_bf16 else _FLOAT_CODES[dt.name]
     limit = {"float16": 65504.0, "float32": _F32_MAX, "bfloat16": 3.3895313892515355e38}.get(dt.name, math.inf)
-    own_np = None if is_bf16 else np.dtype(dt.name).type
 
     def slow(v: Any) -> Any:
-        if isinstance(v, (str, bytes, complex, np.complexfloating)) or v is None or isinstance(v, (bool, np.bool_)):
+        if isinstance(v, (str, bytes, complex, bool)) or v is None or _numpy_scalar(v, "cb"):
             raise fail(v, f"pass a Python float or numpy.{dt.name}")
-        if own_np is not None and type(v) is own_np:
+        if not is_bf16 and _numpy_scalar(v) and v.dtype.name == dt.name:
             return float(v)
-        if isinstance(v, (int, np.integer, np.floating)):
+        integral = isinstance(v, int) or _numpy_scalar(v, "iu")
+        if integral or _numpy_scalar(v, "f"):
             f = float(v)
             exact = (_bf16_value(_bf16_bits(f)) == f) if is_bf16 else (_round_trip(code, f) == f)
-            if not exact or (isinstance(v, (int, np.integer)) and int(f) != int(v)):
+            if not exact or (integral and int(f) != int(v)):
                 raise fail(v, f"the value is not exact in {dt.name}; convert it explicitly first", ArgumentError)
             return _bf16_bits(f) if is_bf16 else f
         if type(v) is float:
@@ -482,13 +524,13 @@ def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tup
 
 
 def _dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if _is_int(value):
         value = (value,)
     if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
         raise ArgumentError(f"{kernel}: {what} expects an int or a tuple of 1 to 3 ints, got {_describe(value)}")
     out = []
     for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= limit[i]:
+        if not _is_int(v) or not 1 <= v <= limit[i]:
             raise ArgumentError(
                 f"{kernel}: {what}[{i}] expects an int from 1 to {limit[i]}, got {v!r} (in {what}={tuple(value)!r})"
             )
@@ -500,6 +542,10 @@ def _dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tu
             f"{kernel}: {what}={tuple(value)!r} has {out[0] * out[1] * out[2]} threads; a block holds at most 1024"
         )
     return out[0], out[1], out[2]
+
+
+def _is_int(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or _numpy_scalar(v, "iu")
 
 
 GRID_LIMIT = (2**31 - 1, 65535, 65535)

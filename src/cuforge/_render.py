@@ -15,19 +15,24 @@ import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from . import _config
 from .errors import TemplateError
 
+if TYPE_CHECKING:
+    import jinja2
+
+# Jinja2 is imported by the functions that render, not with cuforge: many kernels have no
+# Jinja syntax at all, and `import jinja2` costs tens of milliseconds.
 PACKAGE_TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
 
 
 @functools.lru_cache(maxsize=32)
 def environment(dirs: tuple[str, ...] = ()) -> jinja2.Environment:
     """The strict environment over ``dirs`` plus the package's own templates."""
+    import jinja2
+
     loader = jinja2.FileSystemLoader([*dirs, PACKAGE_TEMPLATES])
     return jinja2.Environment(
         loader=loader,
@@ -56,6 +61,8 @@ def _template_line(tb: TracebackType | None, filename: str) -> int | None:
 
 
 def _error(kernel: str, where: str, exc: BaseException, filename: str, text: str | None) -> TemplateError:
+    import jinja2
+
     line = getattr(exc, "lineno", None) or _template_line(exc.__traceback__, filename)
     shown = ""
     if line is not None and text is not None:
@@ -98,9 +105,11 @@ class Snippet:
     def parse(cls, kernel: str, where: str, raw: str) -> Snippet:
         text = dedent_body(raw)
         if not any(mark in text for mark in _JINJA_MARKS):
-            # Jinja would return it unchanged; skipping it saves building the lexer (~3 ms of
-            # regex compiles), a good share of a warm start.
+            # Jinja would return it unchanged; skipping it saves importing Jinja and building
+            # its lexer (~3 ms of regex compiles), a good share of a warm start.
             return cls(kernel, where, text, None)
+        import jinja2
+
         try:
             tmpl = environment().from_string(text)
         except jinja2.TemplateSyntaxError as exc:
@@ -110,6 +119,8 @@ class Snippet:
     def render(self, context: Mapping[str, Any]) -> str:
         if self.template is None:
             return self.text
+        import jinja2
+
         try:
             out = self.template.render(context)
         except jinja2.TemplateError as exc:
@@ -123,6 +134,8 @@ class Snippet:
 
 def render_file(kernel: str, name: str, dirs: tuple[str, ...], context: Mapping[str, Any]) -> str:
     """Render the whole-kernel template ``name`` found in ``dirs`` or the package."""
+    import jinja2
+
     env = environment(dirs)
     try:
         tmpl = env.get_template(name)

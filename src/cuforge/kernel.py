@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import _cache, _compile, _config, _cuda, _disk, _launch, _render
+from . import _cache, _compile, _config, _cuda, _disk, _fastpath, _launch, _render
 from ._elf import cubin_resources
 from ._signature import Param, Signature
 from ._version import __version__
@@ -137,6 +137,11 @@ class CompiledKernel:
             f"<cuforge.CompiledKernel {self.kernel} {self.code_type} for {self.arch}, "
             f"{len(self.code)} bytes, symbol {self.lowered_name}>"
         )
+
+
+def _decline(*args: Any) -> bool:
+    """The fast launch function of a kernel that has none: always the general path."""
+    return False
 
 
 _modules: dict[tuple[int, int], tuple[_compile.CompileResult, Any]] = {}
@@ -292,6 +297,7 @@ class Kernel:
         self._pieces_cache: tuple[str, str, dict[str, str]] | None = None
         self._by_device: dict[int, tuple[Any, CompiledKernel]] = {}
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
+        self._fast = _fastpath.build(self) or _decline
 
     # ------------------------------------------------------------ rendering and compiling
 
@@ -441,6 +447,8 @@ class Kernel:
             handle. Default: the current CuPy/PyTorch stream when the arrays come from them,
             else the legacy default stream.
         """
+        if not kwargs and self._fast(args, grid, block, shared_mem, stream):
+            return  # the generated function checked and launched (see _fastpath)
         r = self._resolve(args, kwargs, grid, block, shared_mem, stream)
         if r is None:
             return  # nothing to do: the sizing array is empty

@@ -9,12 +9,14 @@ defined, never on the launch path.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import DeclarationError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "IntParam",
@@ -92,6 +94,8 @@ class DType:
     @property
     def numpy(self) -> np.dtype[Any]:
         """The matching NumPy dtype (bfloat16 needs the ``ml_dtypes`` package)."""
+        import numpy as np
+
         if self.name == "bfloat16":
             try:
                 import ml_dtypes
@@ -135,7 +139,9 @@ SCALAR_TYPES: tuple[DType, ...] = (
     float16, bfloat16, float32, float64, complex64, complex128,
 )  # fmt: skip
 _BY_NAME = {t.name: t for t in SCALAR_TYPES}
-_BY_NUMPY: dict[Any, DType] = {np.dtype(t.name): t for t in SCALAR_TYPES if t is not bfloat16}
+# NumPy dtype -> DType, filled on first use: `import cuforge` does not import NumPy (a NumPy
+# dtype can only reach cuforge once the caller has imported NumPy).
+_BY_NUMPY: dict[Any, DType] = {}
 _bf16_checked = False
 
 
@@ -146,6 +152,10 @@ def dtype_of(value: Any) -> DType | None:
         return value
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
+    import numpy as np
+
+    if not _BY_NUMPY:
+        _BY_NUMPY.update({np.dtype(t.name): t for t in SCALAR_TYPES if t is not bfloat16})
     try:
         key = np.dtype(value)
     except TypeError:
@@ -304,10 +314,14 @@ class IntParam:
         return self.values[0]
 
     def resolve(self, value: Any, kernel: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) not in self.values:
+        try:
+            as_int = None if isinstance(value, bool) else operator.index(value)
+        except TypeError:
+            as_int = None
+        if as_int is None or as_int not in self.values:
             allowed = ", ".join(map(str, self.values))
             raise DeclarationError(f"{kernel}: template parameter {self.name} allows {allowed}; got {value!r}")
-        return int(value)
+        return as_int
 
     def spell(self, value: int) -> str:
         return str(value)
