@@ -11,14 +11,17 @@ of 20 timed runs after warm-up; GB/s = bytes read and written / time.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import statistics
 import sys
 
 import cuforge as cf
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+
 N = 1 << 28
 
 
@@ -103,9 +106,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    res = main()
-    for k, v in res["GB/s"].items():
-        print(f"{k:50s} {v:8.0f} GB/s")
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as fh:
-            json.dump(res, fh, indent=1)
+    report(main()["GB/s"], 50, " GB/s")

@@ -9,12 +9,15 @@ nothing is served from a cache. Median of 3 runs, in milliseconds.
 
 from __future__ import annotations
 
-import json
+import os
 import statistics
 import sys
 import time
 
 import cuforge as cf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import report
 
 
 @cf.kernel
@@ -82,9 +85,4 @@ def main(arch: str = "sm_90") -> dict:
 
 
 if __name__ == "__main__":
-    res = main()
-    for k, v in res.items():
-        print(f"{k:48s} {v:8.1f}" if isinstance(v, float) else f"{k:48s} {v}")
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as fh:
-            json.dump(res, fh, indent=1)
+    report(main(), 48, " ms")

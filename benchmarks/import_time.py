@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import report
 
 
 def import_ms(module: str, runs: int = 7) -> float | str:
@@ -23,5 +27,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    for k, v in main().items():
-        print(f"{k:24s} {v}")
+    report(main(), 24, " ms")

@@ -11,7 +11,7 @@ launch rule) and as a prepared launch (checked and packed once).
 from __future__ import annotations
 
 import ctypes
-import json
+import os
 import statistics
 import struct
 import sys
@@ -20,6 +20,9 @@ import time
 import numpy as np
 
 import cuforge as cf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import report
 
 N, REPEATS = 20_000, 5
 SRC = 'extern "C" __global__ void empty4(float a, const float* x, float* y, long long n) {}'
@@ -117,7 +120,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    res = main()
-    for k, v in res.items():
-        print(f"{k:36s} {v:8.2f} us" if isinstance(v, float) else f"{k:36s} {v}")
-    json.dump(res, sys.stdout if len(sys.argv) < 2 else open(sys.argv[1], "w"), indent=1)
+    report(main(), 44, " us")

@@ -9,13 +9,15 @@ the kernel's declaration and its first launch up to its completion. Median, mill
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import report
 
 SRC = (
     "template <typename T> __global__ void axpy(T a, const T* __restrict__ x, T* y, long long n)"
@@ -93,9 +95,4 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    res = main()
-    for k, v in res.items():
-        print(f"{k:44s} {v:8.2f}" if isinstance(v, float) else f"{k:44s} {v}")
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as fh:
-            json.dump(res, fh, indent=1)
+    report(main(), 44, "")
