@@ -85,4 +85,4 @@ def main(arch: str = "sm_90") -> dict:
 
 
 if __name__ == "__main__":
-    report(main(), 48, " ms")
+    report(main(), 48)
