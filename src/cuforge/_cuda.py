@@ -82,22 +82,25 @@ def current_device() -> DeviceInfo:
     """The device launches in this thread go to (made current on first use)."""
     info = getattr(_tls, "device", None)
     if info is None:
-        dev = _open(getattr(_tls, "device_id", 0))
-        dev.set_current()
-        _driver()
-        major, minor = dev.compute_capability
-        info = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
-        _tls.device = info
+        info = _make_current(getattr(_tls, "device_id", 0))
     return info
 
 
 def set_device(device_id: int) -> None:
     """Make ``device_id`` the device this thread launches on."""
+    _make_current(device_id)
+    _tls.device_id = device_id
+
+
+def _make_current(device_id: int) -> DeviceInfo:
+    """Open ``device_id``, make its context current in this thread, remember it, describe it."""
     dev = _open(device_id)
     dev.set_current()
+    _driver()
     major, minor = dev.compute_capability
-    _tls.device_id = device_id
-    _tls.device = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
+    info = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
+    _tls.device = info
+    return info
 
 
 def load_module(code: bytes, code_type: str) -> Any:

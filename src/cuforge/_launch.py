@@ -235,16 +235,12 @@ def array_checker(kernel: str, param: Param) -> Callable[[Any, list[Any]], int]:
         return explain(value, infos)
 
     def explain(value: Any, infos: list[Any]) -> int:
-        tp = type(value)
-        ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
-        if ext is None and hasattr(value, "__cuda_array_interface__"):
-            ext = _from_cai  # set on the instance rather than the class: not cached by type
-        if ext is None:
+        info = array_info(value)
+        if info is None:
             raise fail(
                 f"got {_describe(value)}; pass a device array (CuPy, PyTorch, cuforge.DeviceArray, "
                 f"anything with __cuda_array_interface__ or DLPack) or a NumPy array"
             )
-        info = ext(value)
         if info[1] is not want:
             got = info[1].name if info[1] is not None else _foreign_dtype(value)
             raise fail(
@@ -445,21 +441,22 @@ class Packer:
         """This thread's (parameter buffer, address of its void* array)."""
         bufs = getattr(self._tls, "bufs", None)
         if bufs is None:
-            buf = ctypes.create_string_buffer(self.size)
-            base = ctypes.addressof(buf)
-            n = max(len(self.offsets), 1)
-            ptrs = (ctypes.c_void_p * n)(*[base + o for o in self.offsets] or [base])
-            bufs = self._tls.bufs = (buf, ptrs, ctypes.addressof(ptrs))
+            bufs = self._tls.bufs = self._new_buffer()
         return bufs[0], bufs[2]
 
-    def standalone(self, values: list[Any]) -> tuple[Any, Any, int]:
-        """A buffer of its own holding ``values``: (buffer, void* array, its address)."""
+    def _new_buffer(self) -> tuple[Any, Any, int]:
+        """(parameter buffer, void* array pointing at each parameter in it, that array's address)."""
         buf = ctypes.create_string_buffer(self.size)
-        self.struct.pack_into(buf, 0, *self._flat(values))
         base = ctypes.addressof(buf)
         n = max(len(self.offsets), 1)
         ptrs = (ctypes.c_void_p * n)(*[base + o for o in self.offsets] or [base])
         return buf, ptrs, ctypes.addressof(ptrs)
+
+    def standalone(self, values: list[Any]) -> tuple[Any, Any, int]:
+        """A buffer of its own holding ``values``: (buffer, void* array, its address)."""
+        buf, ptrs, addr = self._new_buffer()
+        self.struct.pack_into(buf, 0, *self._flat(values))
+        return buf, ptrs, addr
 
     def _flat(self, values: list[Any]) -> list[Any]:
         if not self.complex_at:
