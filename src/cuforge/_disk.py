@@ -139,14 +139,13 @@ class DiskCache:
         ``recheck``: a second look (after waiting for another process's compile) whose
         damage was already counted by the first.
         """
-        self._quiet = recheck
-        meta = self.get_json(self.meta_name(key))
+        meta = self.get_json(self.meta_name(key), quiet=recheck)
         if meta is None:
             return None
         try:
             expected = {"schema": ENTRY_SCHEMA, "key": key, "cuforge": __version__}
             if any(meta.get(k) != v for k, v in expected.items()):
-                self._bad(key, f"entry from another version ({meta.get('cuforge')}, schema {meta.get('schema')})")
+                self._bad(key, f"entry from another version ({meta.get('cuforge')}, schema {meta.get('schema')})", quiet=recheck)
                 return None
             digest = meta["code_sha256"]
             shared = self._results.get(digest)
@@ -154,7 +153,7 @@ class DiskCache:
                 return shared
             code = self._store[f"code:{digest}"]
             if _digest(code) != digest:
-                self._bad(key, "code checksum mismatch")
+                self._bad(key, "code checksum mismatch", quiet=recheck)
                 return None
             result = CompileResult(
                 code=code,
@@ -167,10 +166,10 @@ class DiskCache:
                 from_disk=True,
             )
         except KeyError:
-            self._bad(key, "code entry missing")
+            self._bad(key, "code entry missing", quiet=recheck)
             return None
         except (OSError, TypeError, ValueError, AttributeError) as exc:
-            self._bad(key, f"unreadable entry: {exc}")
+            self._bad(key, f"unreadable entry: {exc}", quiet=recheck)
             return None
         self._results[digest] = result
         counters.add(disk_hits=1)
@@ -195,11 +194,9 @@ class DiskCache:
         counters.add(disk_writes=1)
         self._wrote(len(result.code) + 1024)
 
-    _quiet = False
-
-    def _bad(self, name: str, why: str) -> None:
+    def _bad(self, name: str, why: str, *, quiet: bool = False) -> None:
         """Count and log a damaged entry, and remove it so the rewrite can take its place."""
-        if not self._quiet:
+        if not quiet:  # a recheck's damage was counted by the first look
             counters.add(disk_errors=1)
         log.debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
         for entry in {name, name if ":" in name else self.meta_name(name)}:
@@ -213,23 +210,23 @@ class DiskCache:
 
     # ------------------------------------------------------------ JSON records
 
-    def get_json(self, name: str) -> dict[str, Any] | None:
+    def get_json(self, name: str, *, quiet: bool = False) -> dict[str, Any] | None:
         """A checksummed JSON record, or None when missing or damaged (damage is counted)."""
         try:
             raw = self._store[name]
         except KeyError:
             return None
         except OSError as exc:
-            self._bad(name, f"unreadable: {exc}")
+            self._bad(name, f"unreadable: {exc}", quiet=quiet)
             return None
         try:
             record = json.loads(raw)
             body, checksum = record["body"], record["checksum"]
             if not isinstance(body, dict) or _digest(_canonical(body)) != checksum:
-                self._bad(name, "checksum mismatch")
+                self._bad(name, "checksum mismatch", quiet=quiet)
                 return None
         except (ValueError, KeyError, TypeError):
-            self._bad(name, "truncated or not JSON")
+            self._bad(name, "truncated or not JSON", quiet=quiet)
             return None
         return body
 
