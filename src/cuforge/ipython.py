@@ -20,7 +20,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from . import _compile, _config, _cparse, _cuda, _disk, _render
 from .errors import CompileError, DeclarationError, NoDeviceError
-from .kernel import Kernel, kernel
+from .kernel import Kernel, _device_target, kernel
 from .options import CompileOptions, check_arch
 from .types import _BY_NAME, DType
 
@@ -68,7 +68,7 @@ class KernelTemplate:
 
 def _default_arch() -> str:
     try:
-        return _compile.target_for(_cuda.current_device().cc)
+        return _device_target(_cuda.current_device().cc)
     except NoDeviceError:
         return "sm_90"  # compile-only without a GPU: Hopper, as the project's GPU machines
 

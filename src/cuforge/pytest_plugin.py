@@ -303,9 +303,10 @@ class CompileItem(pytest.Item):
         if arch:
             return str(arch)
         if _gpu_reason(self.config) is None:
-            from . import _compile, _cuda
+            from . import _cuda
+            from .kernel import _device_target
 
-            return _compile.target_for(_cuda.current_device().cc)
+            return _device_target(_cuda.current_device().cc)
         return "sm_90"
 
     def runtest(self) -> None:
