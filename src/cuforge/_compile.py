@@ -12,7 +12,6 @@ import functools
 import glob
 import os
 import re
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,10 +141,6 @@ def target_for(cc: int, archs: tuple[int, ...] | None = None) -> str:
     return f"compute_{max(older)}"
 
 
-_lock = threading.Lock()
-compile_count = 0  # NVRTC programs compiled in this process (tests count it)
-
-
 def compile_program(
     source: str,
     *,
@@ -161,7 +156,6 @@ def compile_program(
     ``flags`` must hold ``-arch=sm_XY`` (cubin) or ``-arch=compute_XY`` (PTX).
     ``line_sources`` maps ``#line`` file names to their text, for error messages.
     """
-    global compile_count
     nvrtc = _nvrtc()
     headers = dict(headers or {})
     start = time.perf_counter()
@@ -200,9 +194,7 @@ def compile_program(
         }
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    with _lock:
-        compile_count += 1
-    from ._disk import counters
+    from ._disk import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 
     counters.add(compiles=1, compile_seconds=time.perf_counter() - start)
     return CompileResult(

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _compile
 
 
 @cf.kernel
@@ -27,9 +26,9 @@ class Axpy:
 @pytest.fixture(scope="module")
 def axpy_sm90():
     """The whole family, compiled once for the module."""
-    before = _compile.compile_count
+    before = cf.cache_stats().compiles
     compiled = Axpy.precompile(arch="sm_90")
-    return compiled, _compile.compile_count - before
+    return compiled, cf.cache_stats().compiles - before
 
 
 def test_twelve_instantiations_compile_in_one_nvrtc_program(axpy_sm90):
@@ -42,10 +41,10 @@ def test_twelve_instantiations_compile_in_one_nvrtc_program(axpy_sm90):
     by_expr = {c.name_expression: c for c in compiled}
     assert by_expr["Axpy<double, 512>"].lowered_name == "_Z4AxpyIdLi512EEvT_PKS0_PS0_x"
     # Each instantiation is now a memory hit, alone or in a batch.
-    before = _compile.compile_count
+    before = cf.cache_stats().compiles
     assert Axpy[cf.float64, 512].compile(arch="sm_90") is by_expr["Axpy<double, 512>"]
     assert Axpy.precompile(arch="sm_90") == compiled
-    assert _compile.compile_count == before
+    assert cf.cache_stats().compiles == before
 
 
 def test_indexing_defaults_and_instantiate():
@@ -178,9 +177,9 @@ def test_precompile_a_subset_and_reject_foreign_kernels(saxpy):
         x: cf.Out[T]
         body = "x[0] = 1;"
 
-    before = _compile.compile_count
+    before = cf.cache_stats().compiles
     done = Small.precompile(arch="sm_90", instances=[Small[cf.float64]])
-    assert [c.name_expression for c in done] == ["Small<double>"] and _compile.compile_count == before + 1
+    assert [c.name_expression for c in done] == ["Small<double>"] and cf.cache_stats().compiles == before + 1
     with pytest.raises(cf.DeclarationError, match=r"is not an instantiation of this family"):
         Small.precompile(arch="sm_90", instances=[saxpy])
 
