@@ -18,6 +18,9 @@ CUFORGE_CACHE_MAX_MB    size cap of the disk cache in MiB (default 256); least
                         recently used entries are evicted past it
 CUFORGE_CACHE_LOCK_S    how long a process waits for another compiling the same
                         kernel before compiling it itself (default 60)
+CUFORGE_LAUNCHER        how launches reach cuLaunchKernel: auto (cuforge's C
+                        extension when it was built, else cuda.bindings), c, or
+                        bindings
 ======================  =========================================================
 """
 
@@ -39,6 +42,7 @@ _DEFAULTS: dict[str, Any] = {
     "cache_max_mb": "256",
     "cache_lock_s": "60",
     "arch": "",
+    "launcher": "auto",
 }
 SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
 _overrides: dict[str, Any] = {}

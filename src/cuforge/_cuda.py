@@ -7,11 +7,18 @@ reported once as :class:`NoDeviceError` and remembered.
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from . import _config
 from .errors import LaunchError, NoDeviceError
+
+try:
+    from . import _claunch  # type: ignore[attr-defined]  # the optional C launcher (setup.py)
+except ImportError:  # built where no C compiler was present: launches go through cuda.bindings
+    _claunch = None
 
 
 @dataclass(frozen=True)
@@ -22,13 +29,34 @@ class DeviceInfo:
 
 
 _lock = threading.Lock()
-_tls = threading.local()
+_tls: threading.local = threading.local()
 _devices: dict[int, Any] = {}
 _failure: str | None = None
-last_launch: tuple[str, Any, Any, int] | None = None  # (kernel, grid, block, shared_mem) of the latest launch
+_last_launch: tuple[str, Any, Any, int] | None = None
+
+
+def _note_launch(kernel: str, grid: Any, block: Any, shared_mem: int) -> None:
+    global _last_launch
+    _last_launch = (kernel, grid, block, shared_mem)
+
+
+def _last_launch_py() -> tuple[str, Any, Any, int] | None:
+    return _last_launch
+
+
+# note_launch(kernel, grid, block, shared_mem) records each launch, and last_launch() returns
+# the latest, so that a fault reported by a later CUDA call names the kernel that caused it.
+# The C launcher keeps that record itself (it launches without touching Python objects).
+note_launch: Any = _claunch.note_launch if _claunch is not None else _note_launch
+last_launch: Any = _claunch.last_launch if _claunch is not None else _last_launch_py
 
 
 driver: Any = None  # cuda.bindings.driver, bound on first use so the launch path skips the import
+
+# launch(function, grid, block, shared_mem, stream, params) -> CUresult as an int: the driver's
+# cuLaunchKernel with addresses for handles, bound when the first device is made current.
+launch: Any = None
+launcher: str = ""  # which one: "c" (cuforge._claunch) or "bindings" (cuda.bindings)
 
 
 def _driver() -> Any:
@@ -50,6 +78,7 @@ def check(result: Any, what: str) -> Any:
 
 def error_text(err: Any) -> str:
     driver = _driver()
+    err = driver.CUresult(int(err))
     _, name = driver.cuGetErrorName(err)
     _, text = driver.cuGetErrorString(err)
     return f"{name.decode() if name else err} ({text.decode() if text else 'unknown'})"
@@ -97,10 +126,53 @@ def _make_current(device_id: int) -> DeviceInfo:
     dev = _open(device_id)
     dev.set_current()
     _driver()
+    if launch is None:
+        bind_launcher()
     major, minor = dev.compute_capability
     info = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
     _tls.device = info
+    if _claunch is not None:
+        _claunch.set_thread_device(info.id)
     return info
+
+
+def bind_launcher(kind: str | None = None) -> None:
+    """Bind :data:`launch` to the driver's cuLaunchKernel: called from C when cuforge's
+    extension is built (``kind`` "c"), else through cuda.bindings' Python wrapper
+    ("bindings", about 1.5 us slower per launch); ``kind`` None reads ``CUFORGE_LAUNCHER``
+    ("auto": C when built).
+
+    The C launcher calls the entry point cuGetProcAddress gives for the CUDA 12.0 ABI of
+    cuLaunchKernel (the signature _claunch.c spells out), picked as cuda.bindings picks its
+    own: ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1`` makes stream 0 the per-thread
+    default stream in both.
+    """
+    global launch, launcher
+    kind = kind or _config.get("launcher")
+    if kind not in ("auto", "c", "bindings"):
+        raise LaunchError(f"CUFORGE_LAUNCHER expects auto, c or bindings, got {kind!r}; unset it to launch from C when built")
+    if kind == "c" and _claunch is None:
+        raise LaunchError("CUFORGE_LAUNCHER=c, but cuforge's C launcher is not built; "
+                          "reinstall cuforge where a C compiler is present")  # fmt: skip
+    drv = _driver()
+    if _claunch is None or kind == "bindings":
+        if _claunch is not None:
+            _claunch.set_entry(0)  # the C launch functions then hand every call to their Python twins
+        launch, launcher = _bindings_launch, "bindings"
+        return
+    ptds = bool(int(os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM") or 0))
+    flags = drv.CUdriverProcAddress_flags
+    flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if ptds else flags.CU_GET_PROC_ADDRESS_LEGACY_STREAM
+    address = check(drv.cuGetProcAddress(b"cuLaunchKernel", 12000, flag), "cuGetProcAddress(cuLaunchKernel)")[0]
+    if not address:
+        raise LaunchError("cuGetProcAddress found no cuLaunchKernel for the CUDA 12.0 ABI; update the NVIDIA driver")
+    _claunch.set_entry(int(address))
+    launch, launcher = _claunch.launch, "c"
+
+
+def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stream: int, params: int) -> int:
+    """The same call as ``_claunch.launch``, through cuda.bindings."""
+    return driver.cuLaunchKernel(function, *grid, *block, shared_mem, stream, params, 0)[0]  # type: ignore[no-any-return]
 
 
 def load_module(code: bytes, code_type: str) -> Any:

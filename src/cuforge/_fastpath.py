@@ -9,10 +9,17 @@ launching device; the default or a parameter-named grid rule) inline, in one pas
 launches. For anything else it returns False before any CUDA call and the general path runs,
 raising the same errors it always does: nothing is accepted here that the general path would
 reject.
+
+Where cuforge's C extension is built, each kernel gets the C twin of that function
+(``_claunch.Launcher``): the same checks in the same order, with the parameters packed on the
+C stack and cuLaunchKernel called directly, about 1 us cheaper per launch than the Python
+twin with its cuda.bindings call. The Python twin stays the reference (a GPU test compares
+the two call by call) and the fallback where no compiler was present.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -20,16 +27,63 @@ from . import _cuda, _launch
 from ._arrays import DeviceArray
 from .types import ArrayType
 
+_claunch = _cuda._claunch
+if _claunch is not None:
+    _claunch.configure(_cuda, _launch._BY_NUMPY, _launch._torch_dtypes, DeviceArray)
+
 if TYPE_CHECKING:
     from .kernel import Kernel
 
 _INT_RANGES = _launch._INT_RANGES
 _FLOAT_LIMITS = {"float16": 65504.0, "float32": _launch._F32_MAX, "float64": math.inf}
+_C_MAX_PARAMS, _C_MAX_BYTES = 256, 4096  # MAX_PARAMS and MAX_PARAM_BYTES in _claunch.c
 
 
 def build(kernel: Kernel) -> Any:
-    """The fast launch function for ``kernel``, or None when its signature has parameters the
-    fast path does not handle (complex or bfloat16 scalars): those always take the general path."""
+    """The fast launch function for ``kernel``: its C twin (``_claunch.Launcher``) when the C
+    launcher is built and handles the signature, else the generated Python function; None when
+    the signature has parameters neither handles (complex or bfloat16 scalars): those always
+    take the general path."""
+    fast = _build_python(kernel)
+    if fast is None or _claunch is None:
+        return fast
+    return _c_launcher(kernel, fast) or fast
+
+
+def _c_launcher(kernel: Kernel, py_fast: Any) -> Any:
+    """The C twin of ``py_fast`` (which it calls until a device is made current, and whenever
+    CUFORGE_LAUNCHER=bindings), or None for signatures it does not take (float16 scalars)."""
+    params = kernel.signature.params
+    specs: list[tuple[Any, ...]] = []
+    for p, (offset, size) in zip(params, kernel.signature.layout()):
+        if p.is_array:
+            ndim = -1 if p.type.ndim is None else p.type.ndim
+            specs.append(("a", size, offset, ndim, 0, 0, 0.0, p.dtype))
+        elif p.dtype.is_integer:
+            lo, hi = _INT_RANGES[p.dtype.name]
+            specs.append(("i" if lo < 0 else "u", size, offset, -1, lo, hi, 0.0, None))
+        elif p.dtype.name in ("float32", "float64"):
+            specs.append(("f" if size == 4 else "d", size, offset, -1, 0, 0, _FLOAT_LIMITS[p.dtype.name], None))
+        elif p.dtype.kind == "b":
+            specs.append(("b", size, offset, -1, 0, 0, 0.0, None))
+        else:
+            return None
+    if len(params) > _C_MAX_PARAMS or kernel._packer.size > _C_MAX_BYTES:
+        return None
+    rule = kernel._decl.grid
+    names = kernel.signature.names
+    grid_rule = -1 if rule is None and params else names.index(rule) if isinstance(rule, str) else -2
+    if rule is None and not any(p.is_array for p in params):
+        grid_rule = -2  # nothing to size a grid by: the general path says so
+    return _claunch.Launcher(
+        tuple(specs), kernel.label, kernel._by_device, _launch._DIMS, id(_launch.GRID_LIMIT),
+        id(_launch.BLOCK_LIMIT), kernel._block, grid_rule, _launch.GRID_LIMIT[0], _launch.stream_handle,
+        functools.partial(_launch.raise_launch_error, kernel=kernel.label), py_fast,
+    )  # fmt: skip
+
+
+def _build_python(kernel: Kernel) -> Any:
+    """The generated Python launch function (see the module docstring), or None."""
     params = kernel.signature.params
     ns: dict[str, Any] = {
         "FT": _launch.FAST_TYPES,
@@ -37,17 +91,23 @@ def build(kernel: Kernel) -> Any:
         "BYNP": _launch._BY_NUMPY,
         "BYTORCH": _launch._torch_dtypes,
         "CUDA": _cuda,
+        "TLS": _cuda._tls,
         "BYDEV": kernel._by_device,
         "DIMS": _launch._DIMS,
         "GRID_ID": id(_launch.GRID_LIMIT),
         "BLOCK_ID": id(_launch.BLOCK_LIMIT),
         "GRID_MAX": _launch.GRID_LIMIT[0],
         "BLOCK": kernel._block,
+        # The last grid= and block= seen with their checked values: callers pass the same
+        # tuple (often a constant of their code) every time, so one `is` test finds them.
+        "LAST_GRID": [(None, None)],
+        "LAST_BLOCK": [(None, None)],
         "NAME": kernel.label,
         "STREAM": _launch.stream_handle,
-        "DEFAULT_STREAM": _launch.fast_default_stream,
         "RAISE": _launch.raise_launch_error,
         "PACKER": kernel._packer,
+        "PACK": kernel._packer.struct.pack_into,
+        "PTLS": kernel._packer._tls,
     }
     names = [f"a{p.index}" for p in params]
     lines = [
@@ -96,7 +156,8 @@ def build(kernel: Kernel) -> Any:
     lines += [
         "    if shared_mem.__class__ is not int or shared_mem < 0: return False",
         "    sh = None if stream is None else stream if stream.__class__ is int else STREAM(stream, NAME)",
-        "    dev = CUDA.current_device()",  # all checks above: the first CUDA call
+        # All checks above: the first CUDA call (current_device starts CUDA in a new thread).
+        "    dev = getattr(TLS, 'device', None) or CUDA.current_device()",
         "    did = dev.id",
     ]
     if arrays:
@@ -104,45 +165,31 @@ def build(kernel: Kernel) -> Any:
     lines += [
         "    found = BYDEV.get(did)",
         "    if found is None: return False",  # first launch on this device: compile and load there
-        "    if block is None:",
-        "        blk = BLOCK",
-        "    else:",
-        "        try:",
-        "            blk = DIMS.get((block, BLOCK_ID))",
-        "        except TypeError:",  # unhashable: the general path explains what is wrong
-        "            return False",
-        "        if blk is None: return False",
-        "    if grid is None:",
+        *_dims_lines("block", "blk", "BLOCK_ID", "LAST_BLOCK", "        blk = BLOCK"),
     ]
     rule = kernel._decl.grid
     if rule is None and arrays:
         sizes = ", ".join(f"s{p.index}" for p, _ in arrays)
-        lines.append(f"        count = max({sizes})" if len(arrays) > 1 else f"        count = {sizes}")
+        count = f"max({sizes})" if len(arrays) > 1 else sizes
     elif isinstance(rule, str) and not isinstance(kernel.signature.params[kernel.signature.names.index(rule)].type, ArrayType):
-        lines.append(f"        count = a{kernel.signature.names.index(rule)}")
+        count = f"a{kernel.signature.names.index(rule)}"
     elif isinstance(rule, str):
-        lines.append(f"        count = s{kernel.signature.names.index(rule)}")
+        count = f"s{kernel.signature.names.index(rule)}"
     else:
-        lines.append("        return False")  # a grid function: the general path calls it
+        count = ""  # a grid function: the general path calls it
+    default_grid = (
+        [f"        count = {count}", "        if count <= 0: return False", "        g = (count + blk[0] - 1) // blk[0]",
+         "        if g > GRID_MAX: return False", "        grd = (g, 1, 1)"]
+        if count else ["        return False"]
+    )  # fmt: skip
     lines += [
-        "        if count <= 0: return False",
-        "        g = (count + blk[0] - 1) // blk[0]",
-        "        if g > GRID_MAX: return False",
-        "        grd = (g, 1, 1)",
-        "    else:",
-        "        try:",
-        "            grd = DIMS.get((grid, GRID_ID))",
-        "        except TypeError:",
-        "            return False",
-        "        if grd is None: return False",
+        *_dims_lines("grid", "grd", "GRID_ID", "LAST_GRID", *default_grid),
         "    if sh is None:",
-        "        sh = DEFAULT_STREAM(origin, did) if origin else 0",
-        "    buf, addr = PACKER.buffers()",
-        f"    PACKER.struct.pack_into(buf, 0, {', '.join(f'p{p.index}' if p.is_array else f'a{p.index}' for p in params)})",
-        "    CUDA.last_launch = (NAME, grd, blk, shared_mem)",
-        "    err = CUDA.driver.cuLaunchKernel(",
-        "        found[0], grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, addr, 0",
-        "    )[0]",
+        "        sh = 0 if origin == 0 else FT.cupy_stream().ptr if origin == 1 else FT.torch_stream(did)",
+        "    bufs = getattr(PTLS, 'bufs', None) or PACKER.thread_buffers()",
+        f"    PACK(bufs[0], 0, {', '.join(f'p{p.index}' if p.is_array else f'a{p.index}' for p in params)})",
+        "    CUDA.note_launch(NAME, grd, blk, shared_mem)",
+        "    err = CUDA.launch(found[0], grd, blk, shared_mem, sh, bufs[2])",
         "    if err: RAISE(err, grd, blk, shared_mem, NAME)",
         "    return True",
     ]
@@ -151,3 +198,24 @@ def build(kernel: Kernel) -> Any:
     fast = ns["fast"]
     fast.source = source
     return fast
+
+
+def _dims_lines(arg: str, out: str, limit_id: str, last: str, *when_none: str) -> list[str]:
+    """Lines setting ``out`` to the checked 3-tuple of the grid= or block= argument ``arg``:
+    the last one seen by identity, else a valid value memoised by ``_launch.dims``, else
+    return False (the general path checks it and explains what is wrong)."""
+    return [
+        f"    if {arg} is None:",
+        *when_none,
+        "    else:",
+        f"        seen = {last}[0]",
+        f"        if {arg} is seen[0]:",
+        f"            {out} = seen[1]",
+        "        else:",
+        "            try:",
+        f"                {out} = DIMS.get(({arg}, {limit_id}))",
+        "            except TypeError:",
+        "                return False",
+        f"            if {out} is None: return False",
+        f"            {last}[0] = ({arg}, {out})",
+    ]

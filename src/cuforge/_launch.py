@@ -138,21 +138,26 @@ class _Never:
 
 
 class _FastTypes:
-    """The array types the generated launch functions check inline (see ``_fastpath``): set
-    when the general path first meets them, so neither CuPy nor PyTorch is imported here."""
+    """The array types the generated launch functions check inline (see ``_fastpath``), and
+    how they find those libraries' current streams: set when the general path first meets
+    them, so neither CuPy nor PyTorch is imported here."""
 
     cupy: type = _Never
     torch: type = _Never
+    cupy_stream: Callable[[], Any]  # cupy.cuda.get_current_stream
+    torch_stream: Callable[[int], int]  # torch._C._cuda_getCurrentRawStream
 
 
 FAST_TYPES = _FastTypes()
 
 
-def fast_default_stream(origin: int, device: int) -> int:
-    """The default stream for the generated launch functions: 1 CuPy's current, 2 PyTorch's."""
-    if origin == 2:
-        return int(sys.modules["torch"]._C._cuda_getCurrentRawStream(device))
-    return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
+def _publish_fast_types() -> None:
+    """Tell the C launch functions (when built) the types the Python ones now check."""
+    if _cuda._claunch is not None:
+        ft = FAST_TYPES
+        known = ft.cupy is not _Never, ft.torch is not _Never
+        _cuda._claunch.set_array_types(ft.cupy if known[0] else None, getattr(ft, "cupy_stream", None),
+                                       ft.torch if known[1] else None, getattr(ft, "torch_stream", None))  # fmt: skip
 
 
 _EXTRACTORS: dict[type, Callable[[Any], ArrayInfo] | None] = {DeviceArray: _from_own}
@@ -166,11 +171,15 @@ def _extractor(tp: type) -> Callable[[Any], ArrayInfo] | None:
     elif root == "cupy" and hasattr(tp, "data") and hasattr(tp, "__cuda_array_interface__"):
         found = _from_cupy
         if tp.__name__ == "ndarray" and hasattr(tp, "_c_contiguous"):
+            FAST_TYPES.cupy_stream = sys.modules["cupy"].cuda.get_current_stream
             FAST_TYPES.cupy = tp
+            _publish_fast_types()
     elif root == "torch" and hasattr(tp, "data_ptr"):
         found = _from_torch
         if tp.__name__ == "Tensor":
+            FAST_TYPES.torch_stream = sys.modules["torch"]._C._cuda_getCurrentRawStream
             FAST_TYPES.torch = tp
+            _publish_fast_types()
     elif hasattr(tp, "__cuda_array_interface__"):
         found = _from_cai
     elif hasattr(tp, "__dlpack__"):
@@ -439,10 +448,13 @@ class Packer:
 
     def buffers(self) -> tuple[Any, int]:
         """This thread's (parameter buffer, address of its void* array)."""
-        bufs = getattr(self._tls, "bufs", None)
-        if bufs is None:
-            bufs = self._tls.bufs = self._new_buffer()
+        bufs = getattr(self._tls, "bufs", None) or self.thread_buffers()
         return bufs[0], bufs[2]
+
+    def thread_buffers(self) -> tuple[Any, Any, int]:
+        """This thread's buffers (made on its first launch): see ``_new_buffer``."""
+        bufs = self._tls.bufs = self._new_buffer()
+        return bufs
 
     def _new_buffer(self) -> tuple[Any, Any, int]:
         """(parameter buffer, void* array pointing at each parameter in it, that array's address)."""
@@ -485,15 +497,15 @@ class PreparedLaunch:
     __module__ = "cuforge"
     __slots__ = ("_buf", "_call", "_keep", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
 
-    def __init__(self, kernel: str, handle: Any, packer: Packer, values: list[Any], grid: tuple[int, int, int],
+    def __init__(self, kernel: str, handle: int, packer: Packer, values: list[Any], grid: tuple[int, int, int],
                  block: tuple[int, int, int], shared_mem: int, stream: int, keep: Any) -> None:  # fmt: skip
         self._buf, self._ptrs, addr = packer.standalone(values)
         self._keep = keep
         self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel, grid, block, shared_mem, stream
-        self._call = functools.partial(_cuda.driver.cuLaunchKernel, handle, *grid, *block, shared_mem, stream, addr, 0)
+        self._call = functools.partial(_cuda.launch, handle, grid, block, shared_mem, stream, addr)
 
     def __call__(self) -> None:
-        err = self._call()[0]
+        err = self._call()
         if err:
             raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)
 
@@ -598,10 +610,10 @@ def check_devices(kernel: str, params: tuple[Param, ...], infos: list[Any], devi
             )
 
 
-def launch_raw(handle: Any, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
+def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
                stream: int, params_addr: int, kernel: str) -> None:  # fmt: skip
-    err = _cuda.driver.cuLaunchKernel(handle, *grid, *block, shared_mem, stream, params_addr, 0)[0]
-    if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
+    err = _cuda.launch(handle, grid, block, shared_mem, stream, params_addr)
+    if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, kernel)
 
 

@@ -295,7 +295,7 @@ class Kernel:
         self._packer = _launch.Packer(self.signature)
         self._nparams = len(params)
         self._pieces_cache: tuple[str, str, dict[str, str]] | None = None
-        self._by_device: dict[int, tuple[Any, CompiledKernel]] = {}
+        self._by_device: dict[int, tuple[int, CompiledKernel]] = {}
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = _fastpath.build(self) or _decline
 
@@ -401,7 +401,7 @@ class Kernel:
             fn = ck.function(device.id)
             if self._decl.body is None:
                 self._check_compiled_params(fn)
-            found = self._by_device[device.id] = (fn.handle, ck)
+            found = self._by_device[device.id] = (int(fn.handle), ck)  # the address _cuda.launch takes
         return found[0]
 
     def _check_compiled_params(self, fn: Any) -> None:
@@ -456,12 +456,8 @@ class Kernel:
         if staged:
             self._launch_staged(handle, args, values, infos, grd, blk, shared_mem, sh)
             return
-        _cuda.last_launch = (self.label, grd, blk, shared_mem)  # named if a later CUDA call reports a fault
-        err = _cuda.driver.cuLaunchKernel(
-            handle, grd[0], grd[1], grd[2], blk[0], blk[1], blk[2], shared_mem, sh, self._packer.pack(values), 0
-        )[0]
-        if err:  # CUresult is an IntEnum: CUDA_SUCCESS is 0
-            _launch.raise_launch_error(err, grd, blk, shared_mem, self.label)
+        _cuda.note_launch(self.label, grd, blk, shared_mem)  # named if a later CUDA call reports a fault
+        _launch.launch_raw(handle, grd, blk, shared_mem, sh, self._packer.pack(values), self.label)
 
     def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                 stream: Any = None, **kwargs: Any) -> _launch.PreparedLaunch:  # fmt: skip
@@ -531,7 +527,7 @@ class Kernel:
                 if arr.nbytes:
                     _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arr.ctypes.data, arr.nbytes, stream), "cuMemcpyHtoDAsync")
                 values[i] = int(ptr)
-            _cuda.last_launch = (self.label, grid, block, shared_mem)
+            _cuda.note_launch(self.label, grid, block, shared_mem)
             _launch.launch_raw(handle, grid, block, shared_mem, stream, self._packer.pack(values), self.label)
             for i, ptr, nbytes in staged:
                 if i in self._writes and nbytes:

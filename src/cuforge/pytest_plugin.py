@@ -151,7 +151,7 @@ def _context_fault(item: pytest.Item) -> str | None:
     err = _cuda.driver.cuCtxSynchronize()[0]
     if not err:
         return None
-    last = _cuda.last_launch
+    last = _cuda.last_launch()
     where = f"{last[0]} (grid={last[1]}, block={last[2]}, shared_mem={last[3]})" if last else "a kernel"
     state = item.config.stash[STATE]
     state.context_broken = (

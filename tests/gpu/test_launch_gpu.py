@@ -240,3 +240,94 @@ def test_launch_from_another_thread(saxpy):
     t.join()
     assert not errors, errors
     assert (y.to_numpy() == 3.0).all()
+
+
+@pytest.mark.parametrize("kind", ["c", "bindings"])
+def test_both_launchers_launch_and_report_driver_errors(saxpy, kind):
+    from cuforge import _cuda
+
+    if kind == "c":
+        pytest.importorskip("cuforge._claunch", reason="cuforge's C launcher is not built here")
+    x = cf.to_device(np.arange(256, dtype=np.float32))
+    y = cf.zeros(256, cf.float32)
+    try:
+        _cuda.bind_launcher(kind)
+        assert _cuda.launcher == kind
+        saxpy(2.0, x, y, 256)  # the generated fast path
+        saxpy(2.0, x, y, n=256)  # the general path
+        saxpy.prepare(2.0, x, y, 256)()  # a prepared launch
+        cf.synchronize()
+        with pytest.raises(cf.LaunchError, match=r"Saxpy: cuLaunchKernel\(grid=\(1, 1, 1\), block=\(32, 1, 1\), "
+                                                 r"shared_mem=1048576\) failed: CUDA_ERROR_INVALID_VALUE"):  # fmt: skip
+            saxpy(2.0, x, y, 256, grid=1, block=32, shared_mem=1 << 20)  # more shared memory than an SM has
+    finally:
+        _cuda.bind_launcher()
+    np.testing.assert_array_equal(y.to_numpy(), 6 * np.arange(256, dtype=np.float32))
+
+
+def test_unknown_launcher_setting_is_refused():
+    from cuforge import _config, _cuda
+
+    with (
+        _config.scope(launcher="cython"),
+        pytest.raises(cf.LaunchError, match=r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
+    ):
+        _cuda.bind_launcher()
+
+
+def test_c_launch_function_accepts_and_declines_exactly_what_its_python_twin_does(saxpy):
+    """The C launch function (when built) and the generated Python one agree call by call: both
+    launch, both decline (leaving the general path to raise), or both raise the same error."""
+    cp = pytest.importorskip("cupy")
+    torch = pytest.importorskip("torch")
+    from cuforge import _cuda
+
+    c_fast = saxpy._fast
+    if not hasattr(c_fast, "python"):
+        pytest.skip("cuforge's C launcher is not built here")
+    n = 1000
+    x, y = cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
+    saxpy(1.0, x, y, n)  # the first launch (general path) loads the kernel on the device
+    tx, ty = torch.ones(n, device="cuda"), torch.zeros(n, device="cuda")
+    dx, dy = cf.to_device(np.ones(n, np.float32)), cf.zeros(n, cf.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    cases = {
+        "cupy": ((1.0, x, y, n), None, None, 0, None),
+        "torch": ((1.0, tx, ty, n), None, None, 0, None),
+        "cuforge arrays": ((1.0, dx, dy, n), None, None, 0, None),
+        "mixed libraries": ((1.0, x, ty, n), None, None, 0, None),
+        "grid and block tuples": ((1.0, x, y, n), (4,), (256,), 0, None),
+        "int grid and block": ((1.0, x, y, n), 4, 256, 0, None),
+        "cupy stream": ((1.0, x, y, n), None, None, 0, stream),
+        "int stream": ((1.0, x, y, n), None, None, 0, stream.ptr),
+        "shared memory": ((1.0, x, y, n), None, None, 1024, None),
+        "float64 array": ((1.0, x.astype(cp.float64), y, n), None, None, 0, None),
+        "float64 tensor": ((1.0, tx.double(), ty, n), None, None, 0, None),
+        "strided array": ((1.0, x[::2], y, n), None, None, 0, None),
+        "strided tensor": ((1.0, tx[::2], ty, n), None, None, 0, None),
+        "host array": ((1.0, np.ones(n, np.float32), y, n), None, None, 0, None),
+        "empty arrays": ((1.0, x[:0], y[:0], 0), None, None, 0, None),
+        "int for float32": ((1, x, y, n), None, None, 0, None),
+        "float32 overflow": ((1e39, x, y, n), None, None, 0, None),
+        "nan": ((float("nan"), x, y, n), None, None, 0, None),
+        "int64 overflow": ((1.0, x, y, 2**63), None, None, 0, None),
+        "bool for int64": ((1.0, x, y, True), None, None, 0, None),
+        "numpy scalar": ((np.float32(1.0), x, y, n), None, None, 0, None),
+        "too few": ((1.0, x, y), None, None, 0, None),
+        "list grid": ((1.0, x, y, n), [4], None, 0, None),
+        "unchecked block": ((1.0, x, y, n), None, (4096,), 0, None),
+        "negative shared memory": ((1.0, x, y, n), None, None, -1, None),
+        "float shared memory": ((1.0, x, y, n), None, None, 1.0, None),
+    }
+    saxpy(1.0, x, y, n, grid=4, block=256, stream=0)  # the general path memoises these grids and blocks
+    saxpy(1.0, x, y, n, grid=(4,), block=(256,), stream=0)
+    for label, call in cases.items():
+        assert c_fast(*call) is c_fast.python(*call), label
+    with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: stream expects a stream"):
+        c_fast((1.0, x, y, n), None, None, 0, "default")
+    y[...] = 0
+    block = (128,)
+    saxpy(2.0, x, y, n, grid=8, block=block)  # declined (block not seen yet), checked and memoised by the general path
+    assert c_fast((2.0, x, y, n), 8, block, 0, None) is True
+    assert _cuda.last_launch() == ("Saxpy", (8, 1, 1), (128, 1, 1), 0)  # named if a later CUDA call faults
+    np.testing.assert_array_equal(cp.asnumpy(y), np.full(n, 4.0, np.float32))
