@@ -138,6 +138,7 @@ static void note(PyObject *name, const unsigned int grid[3], const unsigned int 
 /* Shared by every Launcher, set once from Python by configure() and set_array_types(). */
 static PyObject *cuda_module, *by_numpy, *by_torch, *own_type, *cupy_type, *cupy_stream, *torch_type,
     *torch_stream;
+static PyObject *launcher_type, *zero, *s_launch_general, *option_names[4];
 static PyObject *s_dtype, *s_c_contiguous, *s_ndim, *s_data, *s_ptr, *s_device_id, *s_size, *s_is_contiguous,
     *s_data_ptr, *s_get_device, *s_numel, *s_shape, *s_current_device, *s_id;
 
@@ -307,20 +308,22 @@ static int pack_scalar(const Spec *sp, PyObject *v, char *dst, long long *as_int
     return 1;
 }
 
-static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwargs) {
-    PyObject *argt, *grid, *block, *shared, *stream;
-    if (kwargs != NULL || PyTuple_Size(args) != 5) {
-        PyErr_SetString(PyExc_TypeError, "Launcher(args, grid, block, shared_mem, stream)");
-        return NULL;
+/* Check and launch: Py_True launched, Py_False declined (no CUDA call made), NULL raised.
+ * argv holds the kernel's nargs positional arguments. */
+static PyObject *launcher_run(Launcher *self, PyObject *const *argv, Py_ssize_t nargs, PyObject *grid, PyObject *block,
+                              PyObject *shared, PyObject *stream) {
+    if (entry == NULL) { /* no device yet, or CUFORGE_LAUNCHER=bindings: the Python twin */
+        PyObject *argt = PyTuple_New(nargs);
+        if (argt == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            Py_INCREF(argv[i]);
+            PyTuple_SetItem(argt, i, argv[i]);
+        }
+        PyObject *r = PyObject_CallFunctionObjArgs(self->py_fast, argt, grid, block, shared, stream, NULL);
+        Py_DECREF(argt);
+        return r;
     }
-    argt = PyTuple_GetItem(args, 0);
-    grid = PyTuple_GetItem(args, 1);
-    block = PyTuple_GetItem(args, 2);
-    shared = PyTuple_GetItem(args, 3);
-    stream = PyTuple_GetItem(args, 4);
-    if (entry == NULL) /* no device yet, or CUFORGE_LAUNCHER=bindings: the Python twin */
-        return PyObject_Call(self->py_fast, args, NULL);
-    if (!PyTuple_Check(argt) || PyTuple_Size(argt) != self->nparams) Py_RETURN_FALSE;
+    if (nargs != self->nparams) Py_RETURN_FALSE;
 
     unsigned long long buf[MAX_PARAM_BYTES / 8];
     void *ptrs[MAX_PARAMS];
@@ -329,7 +332,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwargs)
     for (int i = 0; i < self->nparams; i++) { /* scalars first, as the Python twin does */
         const Spec *sp = &self->spec[i];
         ptrs[i] = (char *)buf + sp->offset;
-        if (sp->kind != P_ARRAY && !pack_scalar(sp, PyTuple_GetItem(argt, i), ptrs[i], &ints[i])) {
+        if (sp->kind != P_ARRAY && !pack_scalar(sp, argv[i], ptrs[i], &ints[i])) {
             PyErr_Clear();
             Py_RETURN_FALSE;
         }
@@ -338,7 +341,7 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwargs)
         const Spec *sp = &self->spec[i];
         if (sp->kind != P_ARRAY) continue;
         void *p;
-        int ok = check_array(sp, PyTuple_GetItem(argt, i), &p, &devices[narrays], &sizes[i], &origin);
+        int ok = check_array(sp, argv[i], &p, &devices[narrays], &sizes[i], &origin);
         if (ok <= 0) {
             PyErr_Clear();
             Py_RETURN_FALSE;
@@ -438,6 +441,116 @@ static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwargs)
     }
     Py_RETURN_TRUE;
 }
+
+/* launcher(args, grid, block, shared_mem, stream), as the Python twin is called */
+static PyObject *launcher_call(Launcher *self, PyObject *args, PyObject *kwargs) {
+    PyObject *argv[MAX_PARAMS];
+    if (kwargs != NULL || PyTuple_Size(args) != 5) {
+        PyErr_SetString(PyExc_TypeError, "Launcher(args, grid, block, shared_mem, stream)");
+        return NULL;
+    }
+    PyObject *argt = PyTuple_GetItem(args, 0);
+    if (!PyTuple_Check(argt) || PyTuple_Size(argt) > MAX_PARAMS) Py_RETURN_FALSE;
+    Py_ssize_t n = PyTuple_Size(argt);
+    for (Py_ssize_t i = 0; i < n; i++) argv[i] = PyTuple_GetItem(argt, i);
+    return launcher_run(self, argv, n, PyTuple_GetItem(args, 1), PyTuple_GetItem(args, 2), PyTuple_GetItem(args, 3),
+                        PyTuple_GetItem(args, 4));
+}
+
+/* The C part of a cuforge.Kernel: its launch function (_fast, set by kernel.py), read here
+ * without a dict lookup. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *fast;
+} KernelBase;
+
+/* Calling a Kernel: kernel(*args, grid=None, block=None, shared_mem=0, stream=None, **kwargs).
+ * Kernel derives from KernelBase, whose tp_call this is: CPython calls it directly, with no
+ * Python frame or method lookup between the call and the checks. */
+static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    PyObject *opt[4] = {Py_None, Py_None, zero, Py_None}; /* grid, block, shared_mem, stream */
+    PyObject *named = NULL;                                /* kernel arguments passed by name */
+    PyObject *argv[MAX_PARAMS];
+    Py_ssize_t nargs = PyTuple_Size(args), pos = 0;
+    PyObject *k, *v;
+    while (kwargs != NULL && PyDict_Next(kwargs, &pos, &k, &v)) {
+        int j = 0;
+        while (j < 4 && k != option_names[j] && PyUnicode_Compare(k, option_names[j]) != 0) j++;
+        if (j < 4) {
+            opt[j] = v;
+            continue;
+        }
+        if (named == NULL && (named = PyDict_New()) == NULL) return NULL;
+        if (PyDict_SetItem(named, k, v) < 0) {
+            Py_DECREF(named);
+            return NULL;
+        }
+    }
+    if (named == NULL) {
+        PyObject *fast = ((KernelBase *)self)->fast, *r;
+        if (fast == NULL) {
+            PyErr_SetString(PyExc_TypeError, "a cuforge.Kernel was called before it was initialised");
+            return NULL;
+        }
+        Py_INCREF(fast); /* the call below may replace self._fast */
+        if ((PyObject *)Py_TYPE(fast) == launcher_type && nargs <= MAX_PARAMS) {
+            for (Py_ssize_t i = 0; i < nargs; i++) argv[i] = PyTuple_GetItem(args, i);
+            r = launcher_run((Launcher *)fast, argv, nargs, opt[0], opt[1], opt[2], opt[3]);
+        } else { /* the Python twin (no C twin for this signature), or the general path only */
+            r = PyObject_CallFunctionObjArgs(fast, args, opt[0], opt[1], opt[2], opt[3], NULL);
+        }
+        Py_DECREF(fast);
+        if (r == NULL) return NULL;
+        int launched = r == Py_True;
+        Py_DECREF(r);
+        if (launched) Py_RETURN_NONE;
+        if ((named = PyDict_New()) == NULL) return NULL;
+    }
+    /* Declined, or arguments by name: the general path checks again and explains what is wrong. */
+    PyObject *r = PyObject_CallMethodObjArgs(self, s_launch_general, args, named, opt[0], opt[1], opt[2], opt[3], NULL);
+    Py_DECREF(named);
+    return r;
+}
+
+static int kernel_base_traverse(KernelBase *self, visitproc visit, void *arg) {
+    Py_VISIT(self->fast);
+    Py_VISIT(Py_TYPE(self)); /* instances of heap types hold their type */
+    return 0;
+}
+
+static int kernel_base_clear(KernelBase *self) {
+    Py_CLEAR(self->fast);
+    return 0;
+}
+
+static void kernel_base_dealloc(KernelBase *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    kernel_base_clear(self);
+    freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef kernel_base_members[] = {
+    {"_fast", T_OBJECT, offsetof(KernelBase, fast), 0, "the kernel's launch function (see _fastpath.py)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot kernel_base_slots[] = {
+    {Py_tp_call, kernel_call},
+    {Py_tp_members, kernel_base_members},
+    {Py_tp_traverse, kernel_base_traverse},
+    {Py_tp_clear, kernel_base_clear},
+    {Py_tp_dealloc, kernel_base_dealloc},
+    {Py_tp_doc, "Calls a cuforge.Kernel from C (see _claunch.c)."},
+    {0, NULL},
+};
+
+static PyType_Spec kernel_base_spec = {
+    "cuforge._claunch.KernelBase", sizeof(KernelBase), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    kernel_base_slots,
+};
 
 static int launcher_traverse(Launcher *self, visitproc visit, void *arg) {
     Py_VISIT(self->name);
@@ -624,6 +737,12 @@ static struct PyModuleDef module = {
     if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
 
 PyMODINIT_FUNC PyInit__claunch(void) {
+    INTERN(s_launch_general, "_launch_general");
+    INTERN(option_names[0], "grid");
+    INTERN(option_names[1], "block");
+    INTERN(option_names[2], "shared_mem");
+    INTERN(option_names[3], "stream");
+    if ((zero = PyLong_FromLong(0)) == NULL) return NULL;
     INTERN(s_dtype, "dtype");
     INTERN(s_c_contiguous, "_c_contiguous");
     INTERN(s_ndim, "ndim");
@@ -645,6 +764,14 @@ PyMODINIT_FUNC PyInit__claunch(void) {
     PyObject *t = PyType_FromSpec(&launcher_spec);
     if (t == NULL || PyModule_AddObject(m, "Launcher", t) < 0) {
         Py_XDECREF(t);
+        Py_DECREF(m);
+        return NULL;
+    }
+    launcher_type = t;
+    Py_INCREF(t); /* kept: the module's reference went to its dict */
+    PyObject *base = PyType_FromSpec(&kernel_base_spec);
+    if (base == NULL || PyModule_AddObject(m, "KernelBase", base) < 0) {
+        Py_XDECREF(base);
         Py_DECREF(m);
         return NULL;
     }

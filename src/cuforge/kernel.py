@@ -258,10 +258,30 @@ def _substitute(ann: Any, values: dict[str, Any]) -> Any:
     return ann
 
 
-class Kernel:
+_KernelBase: Any = _cuda._claunch.KernelBase if _cuda._claunch is not None else object
+
+
+class Kernel(_KernelBase):
     """A declared kernel: call it to launch, ``.compile()`` to build without launching.
 
     Created by :func:`kernel`, or as one instantiation of a family (``Axpy[cf.float32, 256]``).
+
+    ``kernel(*args, grid=None, block=None, shared_mem=0, stream=None, **kwargs)`` checks the
+    arguments against the declared signature, then launches asynchronously.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        The kernel's arguments, by position or by parameter name.
+    grid, block : int or tuple of ints, optional
+        Override the launch rule (default: a 1-D grid covering the largest array, or the
+        class's ``grid``/``block``).
+    shared_mem : int
+        Dynamic shared memory in bytes.
+    stream : stream-like, optional
+        A cuda.core, CuPy or PyTorch stream, anything with ``__cuda_stream__``, or an int
+        handle. Default: the current CuPy/PyTorch stream when the arrays come from them,
+        else the legacy default stream.
     """
 
     __module__ = "cuforge"
@@ -431,24 +451,15 @@ class Kernel:
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:  # fmt: skip
-        """Check the arguments against the declared signature, then launch asynchronously.
-
-        Parameters
-        ----------
-        *args, **kwargs
-            The kernel's arguments, by position or by parameter name.
-        grid, block : int or tuple of ints, optional
-            Override the launch rule (default: a 1-D grid covering the largest array, or the
-            class's ``grid``/``block``).
-        shared_mem : int
-            Dynamic shared memory in bytes.
-        stream : stream-like, optional
-            A cuda.core, CuPy or PyTorch stream, anything with ``__cuda_stream__``, or an int
-            handle. Default: the current CuPy/PyTorch stream when the arrays come from them,
-            else the legacy default stream.
-        """
+        """Check the arguments, then launch asynchronously (see the class docstring). Where the
+        C extension is built, ``_claunch.KernelBase`` makes this call instead."""
         if not kwargs and self._fast(args, grid, block, shared_mem, stream):
             return  # the generated function checked and launched (see _fastpath)
+        self._launch_general(args, kwargs, grid, block, shared_mem, stream)
+
+    def _launch_general(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
+                        shared_mem: Any, stream: Any) -> None:  # fmt: skip
+        """Every launch the fast path declines: bind, check (raising on bad input), launch."""
         r = self._resolve(args, kwargs, grid, block, shared_mem, stream)
         if r is None:
             return  # nothing to do: the sizing array is empty
@@ -566,6 +577,12 @@ class Kernel:
         from ._display import kernel_html
 
         return kernel_html(self)
+
+
+if _cuda._claunch is not None:
+    # KernelBase makes the same call in C (see _claunch.c): without this Python method, calls
+    # reach it with no Python frame or method lookup between the call and the checks.
+    del Kernel.__call__
 
 
 def _device_target(cc: int) -> str:

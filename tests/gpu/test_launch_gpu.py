@@ -331,3 +331,35 @@ def test_c_launch_function_accepts_and_declines_exactly_what_its_python_twin_doe
     assert c_fast((2.0, x, y, n), 8, block, 0, None) is True
     assert _cuda.last_launch() == ("Saxpy", (8, 1, 1), (128, 1, 1), 0)  # named if a later CUDA call faults
     np.testing.assert_array_equal(cp.asnumpy(y), np.full(n, 4.0, np.float32))
+
+
+def test_without_the_extension_the_python_path_launches():
+    """A cuforge installed where no C compiler was present: generated Python checks and
+    cuda.bindings launches, same results."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.modules["cuforge._claunch"] = None
+import numpy as np, cuforge as cf
+from cuforge import _cuda
+
+@cf.kernel
+class Saxpy:
+    a: cf.float32
+    x: cf.In[cf.float32]
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+
+x, y = cf.to_device(np.arange(1000, dtype=np.float32)), cf.zeros(1000, cf.float32)
+for _ in range(3):
+    Saxpy(2.0, x, y, 1000)
+Saxpy(2.0, x, y, n=1000, grid=(4,), block=(256,))
+assert _cuda.launcher == "bindings" and _cuda.last_launch() == ("Saxpy", (4, 1, 1), (256, 1, 1), 0)
+np.testing.assert_array_equal(y.to_numpy(), 8 * np.arange(1000, dtype=np.float32))
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

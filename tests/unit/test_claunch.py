@@ -35,3 +35,42 @@ def test_without_an_entry_point_it_answers_not_initialized():
     code = "import cuforge._claunch as c; print(c.launch(0, (1, 1, 1), (32, 1, 1), 0, 0, 0))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "3"  # CUDA_ERROR_NOT_INITIALIZED
+
+
+WITHOUT_EXTENSION = """
+import sys
+sys.modules["cuforge._claunch"] = None  # as if no C compiler was present at install
+import numpy as np
+import cuforge as cf
+from cuforge import _cuda
+assert _cuda._claunch is None and cf.Kernel.__bases__ == (object,) and "__call__" in vars(cf.Kernel)
+
+@cf.kernel
+class Saxpy:
+    a: cf.float32
+    x: cf.In[cf.float32]
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+
+assert Saxpy._fast.__name__ == "fast"  # the generated Python launch function
+try:
+    Saxpy(1.0, np.ones(4), np.ones(4, np.float32), 4)
+except cf.ArgumentTypeError as exc:
+    print(exc)
+"""
+
+
+def test_without_the_extension_python_checks_the_same_calls():
+    out = subprocess.run([sys.executable, "-c", WITHOUT_EXTENSION], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        "Saxpy: argument 'x' expects In[float32], got a float64 array (numpy.ndarray); "
+        "cast with x.astype(numpy.float32) or declare the parameter with cf.float64"
+    )
+
+
+def test_with_the_extension_kernels_are_called_from_c():
+    import cuforge as cf
+
+    assert cf.Kernel.__bases__ == (claunch.KernelBase,) and "__call__" not in vars(cf.Kernel)
