@@ -113,6 +113,7 @@ typedef struct {
     unsigned long long uhi;       /* P_UINT range */
     double limit;                 /* P_F32/P_F64: largest magnitude */
     PyObject *dtype;              /* P_ARRAY: the cuforge DType expected */
+    PyObject *seen;               /* P_ARRAY: the library's dtype object last found to be it */
 } Spec;
 
 #if defined(_MSC_VER)
@@ -148,6 +149,8 @@ typedef struct {
     Spec spec[MAX_PARAMS];
     PyObject *name, *by_device, *dims, *grid_key, *block_key, *stream_fn, *on_error, *py_fast;
     unsigned int block_default[3];
+    long long function_device; /* the device of function, the kernel's handle there (-1: none yet) */
+    void *function;
     int grid_rule; /* -2: a grid function (decline when grid is None), -1: largest array, k: parameter k */
     unsigned long long grid_max;
     PyObject *last_grid, *last_block;          /* the last grid= and block= arguments seen */
@@ -181,10 +184,12 @@ static int lookup_dims(Launcher *self, PyObject *arg, PyObject *key, PyObject **
     return 1;
 }
 
+/* Pointers, sizes and ordinals are read with PyLong_AsSsize_t: PyLong_AsLongLong takes a slow
+ * byte-array route for every value past 2**30 (each pointer). */
 static PyObject *attr_int(PyObject *o, PyObject *name, long long *out) {
     PyObject *v = PyObject_GetAttr(o, name);
     if (v == NULL) return NULL;
-    *out = PyLong_AsLongLong(v);
+    *out = PyLong_AsSsize_t(v);
     Py_DECREF(v);
     return (*out == -1 && PyErr_Occurred()) ? NULL : Py_None;
 }
@@ -195,27 +200,34 @@ static PyObject *call_int(PyObject *o, PyObject *name, long long *out) {
     PyObject *v = PyObject_CallNoArgs(m);
     Py_DECREF(m);
     if (v == NULL) return NULL;
-    *out = PyLong_AsLongLong(v);
+    *out = PyLong_AsSsize_t(v);
     Py_DECREF(v);
     return (*out == -1 && PyErr_Occurred()) ? NULL : Py_None;
 }
 
 /* Whether mapping[key] is expected (a dtype check through _BY_NUMPY or the torch table). */
-static int dtype_is(PyObject *mapping, PyObject *obj, PyObject *expected) {
+static int dtype_is(PyObject *mapping, PyObject *obj, Spec *sp) {
     PyObject *dt = PyObject_GetAttr(obj, s_dtype);
     if (dt == NULL) return -1;
+    if (dt == sp->seen) { /* NumPy's and PyTorch's builtin dtypes are singletons */
+        Py_DECREF(dt);
+        return 1;
+    }
     PyObject *found = mapping == NULL ? dt : PyDict_GetItemWithError(mapping, dt);
-    int ok = found == expected;
-    Py_DECREF(dt);
+    int ok = found == sp->dtype;
+    if (ok)
+        SET(sp->seen, dt); /* takes dt's reference */
+    else
+        Py_DECREF(dt);
     return (found == NULL && PyErr_Occurred()) ? -1 : ok;
 }
 
 /* One array argument: 1 accepted (ptr, device, size, origin set), 0 declined, -1 error. */
-static int check_array(const Spec *sp, PyObject *v, void **ptr, long long *device, long long *size, int *origin) {
+static int check_array(Spec *sp, PyObject *v, void **ptr, long long *device, long long *size, int *origin) {
     PyTypeObject *t = Py_TYPE(v);
     long long ndim, p;
     if ((PyObject *)t == cupy_type) {
-        int ok = dtype_is(by_numpy, v, sp->dtype);
+        int ok = dtype_is(by_numpy, v, sp);
         if (ok <= 0) return ok;
         PyObject *c = PyObject_GetAttr(v, s_c_contiguous);
         if (c == NULL) return -1;
@@ -234,7 +246,7 @@ static int check_array(const Spec *sp, PyObject *v, void **ptr, long long *devic
         if (r == NULL || attr_int(v, s_size, size) == NULL) return -1;
         if (*origin == 0) *origin = 1;
     } else if ((PyObject *)t == own_type) {
-        int ok = dtype_is(NULL, v, sp->dtype);
+        int ok = dtype_is(NULL, v, sp);
         if (ok <= 0) return ok;
         if (sp->ndim >= 0) {
             PyObject *shape = PyObject_GetAttr(v, s_shape);
@@ -246,7 +258,7 @@ static int check_array(const Spec *sp, PyObject *v, void **ptr, long long *devic
         if (attr_int(v, s_ptr, &p) == NULL || attr_int(v, s_device_id, device) == NULL || attr_int(v, s_size, size) == NULL)
             return -1;
     } else if ((PyObject *)t == torch_type) {
-        int ok = dtype_is(by_torch, v, sp->dtype);
+        int ok = dtype_is(by_torch, v, sp);
         if (ok <= 0) return ok;
         PyObject *m = PyObject_GetAttr(v, s_is_contiguous);
         if (m == NULL) return -1;
@@ -338,7 +350,7 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *argv, Py_ssize_t 
         }
     }
     for (int i = 0; i < self->nparams; i++) {
-        const Spec *sp = &self->spec[i];
+        Spec *sp = &self->spec[i];
         if (sp->kind != P_ARRAY) continue;
         void *p;
         int ok = check_array(sp, argv[i], &p, &devices[narrays], &sizes[i], &origin);
@@ -379,16 +391,20 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *argv, Py_ssize_t 
     }
     for (int i = 0; i < narrays; i++)
         if (devices[i] != did) Py_RETURN_FALSE;
-    PyObject *key = PyLong_FromLongLong(did);
-    if (key == NULL) return NULL;
-    PyObject *found = PyDict_GetItemWithError(self->by_device, key); /* borrowed */
-    Py_DECREF(key);
-    if (found == NULL) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_FALSE; /* first launch on this device: the general path compiles and loads */
+    if (did != self->function_device) { /* kernel.py never changes a _by_device entry once made */
+        PyObject *key = PyLong_FromLongLong(did);
+        if (key == NULL) return NULL;
+        PyObject *found = PyDict_GetItemWithError(self->by_device, key); /* borrowed */
+        Py_DECREF(key);
+        if (found == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_FALSE; /* first launch on this device: the general path compiles and loads */
+        }
+        void *f = PyLong_AsVoidPtr(PyTuple_GetItem(found, 0));
+        if (f == NULL && PyErr_Occurred()) return NULL;
+        self->function = f, self->function_device = did;
     }
-    void *function = PyLong_AsVoidPtr(PyTuple_GetItem(found, 0));
-    if (function == NULL && PyErr_Occurred()) return NULL;
+    void *function = self->function;
 
     unsigned int g[3], b[3];
     if (block == Py_None)
@@ -563,7 +579,10 @@ static int launcher_traverse(Launcher *self, visitproc visit, void *arg) {
     Py_VISIT(self->py_fast);
     Py_VISIT(self->last_grid);
     Py_VISIT(self->last_block);
-    for (int i = 0; i < self->nparams; i++) Py_VISIT(self->spec[i].dtype);
+    for (int i = 0; i < self->nparams; i++) {
+        Py_VISIT(self->spec[i].dtype);
+        Py_VISIT(self->spec[i].seen);
+    }
     return 0;
 }
 
@@ -578,7 +597,10 @@ static int launcher_clear(Launcher *self) {
     Py_CLEAR(self->py_fast);
     Py_CLEAR(self->last_grid);
     Py_CLEAR(self->last_block);
-    for (int i = 0; i < self->nparams; i++) Py_CLEAR(self->spec[i].dtype);
+    for (int i = 0; i < self->nparams; i++) {
+        Py_CLEAR(self->spec[i].dtype);
+        Py_CLEAR(self->spec[i].seen);
+    }
     return 0;
 }
 
@@ -637,6 +659,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->grid_rule = grid_rule;
     self->grid_max = grid_max;
     self->last_grid = self->last_block = NULL;
+    self->function_device = -1;
     if (unpack3(block_default, self->block_default) < 0) goto fail;
     return (PyObject *)self;
 fail:

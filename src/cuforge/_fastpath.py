@@ -44,10 +44,27 @@ def build(kernel: Kernel) -> Any:
     launcher is built and handles the signature, else the generated Python function; None when
     the signature has parameters neither handles (complex or bfloat16 scalars): those always
     take the general path."""
-    fast = _build_python(kernel)
-    if fast is None or _claunch is None:
-        return fast
-    return _c_launcher(kernel, fast) or fast
+    if _claunch is not None:
+        launcher = _c_launcher(kernel, _Twin(kernel))
+        if launcher is not None:
+            return launcher
+    return _build_python(kernel)
+
+
+class _Twin:
+    """The Python twin of a C launch function, generated on its first call: compiling it costs
+    about a millisecond per kernel, which a warm start should not pay while the C one serves."""
+
+    __slots__ = ("_fn", "_kernel")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel, self._fn = kernel, None
+
+    def __call__(self, args: tuple[Any, ...], grid: Any, block: Any, shared_mem: Any, stream: Any) -> bool:
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = _build_python(self._kernel)
+        return fn(args, grid, block, shared_mem, stream)  # type: ignore[no-any-return]
 
 
 def _c_launcher(kernel: Kernel, py_fast: Any) -> Any:
