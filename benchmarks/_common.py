@@ -1,10 +1,24 @@
-"""What the benchmark scripts share: printing a result table and saving it as JSON."""
+"""What the benchmark scripts share: timing contenders in turns, printing a result table and
+saving it as JSON."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
+
+
+def take_turns(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+    """The median of ``rounds`` timings of each contender, the contenders taking turns round by
+    round: a slow spell of the machine (host timings here drift 20-40% between runs) then falls
+    on all of them alike, and the ratios between them hold."""
+    runs: dict[str, list[float]] = {name: [] for name in timers}
+    for _ in range(rounds):
+        for name, time_once in timers.items():
+            runs[name].append(time_once())
+    return {name: statistics.median(r) for name, r in runs.items()}
 
 
 def report(results: dict[str, Any], width: int = 48, unit: str = "") -> None:

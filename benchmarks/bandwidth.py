@@ -4,21 +4,22 @@
 
 saxpy (float32, 2^28 elements: 3 x 1 GiB of traffic) as the example writes it and
 vectorised with float4; the reduction family (sum of 2^28 float32); each against a copy
-moving the same bytes and against CuPy (ElementwiseKernel, cupy.sum). CUDA events, median
-of 20 timed runs after warm-up; GB/s = bytes read and written / time.
+moving the same bytes and against CuPy (ElementwiseKernel, cupy.sum). Each figure is the
+median of 9 rounds, timed with CUDA events around 10 back-to-back calls (so the GPU's time
+is measured, not the host's time to issue the first call), the contenders taking turns
+round by round; GB/s = bytes read and written / time.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import statistics
 import sys
 
 import cuforge as cf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import report
+from _common import report, take_turns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -52,19 +53,25 @@ class SaxpyVec4:
     """
 
 
-def timed(cp, fn, repeat: int = 20) -> float:
-    """Median seconds of fn() measured with CUDA events."""
-    for _ in range(3):
-        fn()
+def measure(cp, cases: dict, rounds: int = 9, calls: int = 10) -> dict:
+    """Median seconds per call of each case, timed with CUDA events around ``calls`` calls."""
     start, stop = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for _ in range(repeat):
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(out)
+
+    def timer(fn):
+        for _ in range(3):
+            fn()
+
+        def once() -> float:
+            start.record()
+            for _ in range(calls):
+                fn()
+            stop.record()
+            stop.synchronize()
+            return cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls
+
+        return once
+
+    return take_turns({name: timer(fn) for name, fn in cases.items()}, rounds)
 
 
 def main() -> dict:
@@ -77,30 +84,33 @@ def main() -> dict:
     src = cp.empty(3 * N // 2, dtype=cp.float32)
     dst = cp.empty_like(src)
     out = cp.zeros(1, dtype=cp.float32)
-    gbs = {}
-    copy3 = timed(cp, lambda: cp.copyto(dst, src))  # reads 1.5N floats, writes 1.5N: 3N floats
-    gbs["device-to-device copy (same bytes as saxpy)"] = 3 * N * 4 / copy3 / 1e9
-    gbs["cuforge saxpy (examples/saxpy.py)"] = 3 * N * 4 / timed(cp, lambda: saxpy(2.0, x, y, N)) / 1e9
-    gbs["cuforge saxpy, float4"] = 3 * N * 4 / timed(cp, lambda: SaxpyVec4(2.0, x, y, N // 4)) / 1e9
-    ew = cp.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y", "bench_saxpy")
-    gbs["cupy ElementwiseKernel saxpy"] = 3 * N * 4 / timed(cp, lambda: ew(cp.float32(2.0), x, y, y)) / 1e9
     half = cp.empty(N // 2, dtype=cp.float32)
     half_dst = cp.empty_like(half)
-    gbs["device-to-device copy (same bytes as the sum)"] = N * 4 / timed(cp, lambda: cp.copyto(half_dst, half)) / 1e9
+    ew = cp.ElementwiseKernel("float32 a, float32 x, float32 y", "float32 z", "z = a * x + y", "bench_saxpy")
 
     def our_sum():
         out.fill(0)
         Sum[cf.float32, 256](x, out, N)
 
-    gbs["cuforge Sum<float, 256> (examples/reduction.py)"] = N * 4 / timed(cp, our_sum) / 1e9
-
     def tuned_sum():
         out.fill(0)
         Sum(x, out, N)  # the family call: T inferred, BLOCK autotuned once and remembered
 
-    gbs["cuforge Sum, autotuned (examples/reduction.py)"] = N * 4 / timed(cp, tuned_sum) / 1e9
+    saxpy_bytes, sum_bytes = 3 * N * 4, N * 4  # saxpy reads x and y and writes y; the sum reads x
+    cases = {  # name: (bytes moved per call, call)
+        "device-to-device copy (same bytes as saxpy)": (saxpy_bytes, lambda: cp.copyto(dst, src)),
+        "cuforge saxpy (examples/saxpy.py)": (saxpy_bytes, lambda: saxpy(2.0, x, y, N)),
+        "cuforge saxpy, float4": (saxpy_bytes, lambda: SaxpyVec4(2.0, x, y, N // 4)),
+        "cupy ElementwiseKernel saxpy": (saxpy_bytes, lambda: ew(cp.float32(2.0), x, y, y)),
+        "device-to-device copy (same bytes as the sum)": (sum_bytes, lambda: cp.copyto(half_dst, half)),
+        "cuforge Sum<float, 256> (examples/reduction.py)": (sum_bytes, our_sum),
+        "cuforge Sum, autotuned (examples/reduction.py)": (sum_bytes, tuned_sum),
+        "cupy.sum": (sum_bytes, lambda: cp.sum(x)),
+    }
+    seconds = measure(cp, {name: fn for name, (_, fn) in cases.items()})
+    gbs = {name: nbytes / seconds[name] / 1e9 for name, (nbytes, _) in cases.items()}
+    tuned_sum()
     got = float(out[0])
-    gbs["cupy.sum"] = N * 4 / timed(cp, lambda: cp.sum(x)) / 1e9
     ref = float(cp.sum(x.astype(cp.float64)))
     return {"GB/s": gbs, "sum_relative_error": abs(got - ref) / ref}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import statistics
 import struct
 import sys
 import time
@@ -26,7 +25,7 @@ import cuforge as cf
 from cuforge import _cuda
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import report
+from _common import report, take_turns
 
 N, REPEATS = 20_000, 7
 SRC = 'extern "C" __global__ void empty4(float a, const float* x, float* y, long long n) {}'
@@ -42,22 +41,23 @@ class Empty4:
 
 
 def measure(cases: dict[str, tuple[Callable[[], object], Callable[[], object]]]) -> dict[str, float]:
-    """Median microseconds per launch of each case, the cases taking turns: every round times
-    one loop of each, so a slow spell of the host (these figures drift 20-40% between runs)
-    falls on all of them alike and the ratios between them hold."""
-    for launch, sync in cases.values():
+    """Median microseconds per launch of each (launch, synchronise) case."""
+
+    def timer(launch: Callable[[], object], sync: Callable[[], object]) -> Callable[[], float]:
         for _ in range(2000):
             launch()
         sync()
-    runs: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(REPEATS):
-        for name, (launch, sync) in cases.items():
+
+        def once() -> float:
             t = time.perf_counter()
             for _ in range(N):
                 launch()
             sync()
-            runs[name].append((time.perf_counter() - t) / N * 1e6)
-    return {name: statistics.median(r) for name, r in runs.items()}
+            return (time.perf_counter() - t) / N * 1e6
+
+        return once
+
+    return take_turns({name: timer(*case) for name, case in cases.items()}, REPEATS)
 
 
 def main() -> dict:
