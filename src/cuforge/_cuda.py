@@ -163,9 +163,14 @@ def bind_launcher(kind: str | None = None) -> None:
     ptds = bool(int(os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM") or 0))
     flags = drv.CUdriverProcAddress_flags
     flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if ptds else flags.CU_GET_PROC_ADDRESS_LEGACY_STREAM
-    address = check(drv.cuGetProcAddress(b"cuLaunchKernel", 12000, flag), "cuGetProcAddress(cuLaunchKernel)")[0]
-    if not address:
-        raise LaunchError("cuGetProcAddress found no cuLaunchKernel for the CUDA 12.0 ABI; update the NVIDIA driver")
+    err, address, _ = drv.cuGetProcAddress(b"cuLaunchKernel", 12000, flag)
+    if int(err) != 0 or not address:  # a driver older than CUDA 12.0
+        if kind == "c":
+            raise LaunchError(f"CUFORGE_LAUNCHER=c, but cuGetProcAddress found no cuLaunchKernel for the CUDA 12.0 "
+                              f"ABI ({error_text(err)}); update the NVIDIA driver or unset CUFORGE_LAUNCHER")  # fmt: skip
+        _claunch.set_entry(0)
+        launch, launcher = _bindings_launch, "bindings"
+        return
     _claunch.set_entry(int(address))
     launch, launcher = _claunch.launch, "c"
 

@@ -363,3 +363,35 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_per_thread_default_stream_setting_is_followed_by_the_c_launcher():
+    """With CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1, stream 0 is the per-thread default
+    stream for cuda.bindings, and cuforge's C launcher binds the matching entry point."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("cuforge._claunch", reason="cuforge's C launcher is not built here")
+    code = """
+import numpy as np, cuforge as cf
+from cuforge import _cuda
+
+@cf.kernel
+class Scale:
+    a: cf.float32
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] *= a;"
+
+y = cf.to_device(np.ones(4096, np.float32))
+for _ in range(3):
+    Scale(2.0, y, 4096, stream=0)
+Scale(2.0, y, 4096, stream=0)
+assert _cuda.launcher == "c"
+np.testing.assert_array_equal(y.to_numpy(), np.full(4096, 16.0, np.float32))
+print("ok")
+"""
+    env = dict(os.environ, CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
