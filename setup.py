@@ -2,7 +2,7 @@
 
 It is built against the stable ABI, so one binary serves CPython 3.10 and later. Where no C
 compiler is present the build is skipped with a warning and cuforge launches through
-cuda.bindings and generated Python checks (about 3 us slower per launch).
+cuda.bindings and generated Python checks (about 2-3 us slower per launch).
 """
 
 from setuptools import Extension, setup

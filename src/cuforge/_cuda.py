@@ -139,8 +139,8 @@ def _make_current(device_id: int) -> DeviceInfo:
 def bind_launcher(kind: str | None = None) -> None:
     """Bind :data:`launch` to the driver's cuLaunchKernel: called from C when cuforge's
     extension is built (``kind`` "c"), else through cuda.bindings' Python wrapper
-    ("bindings", about 1.5 us slower per launch); ``kind`` None reads ``CUFORGE_LAUNCHER``
-    ("auto": C when built).
+    ("bindings", about 2-3 us slower per checked launch, its checks then in Python); ``kind``
+    None reads ``CUFORGE_LAUNCHER`` ("auto": C when built).
 
     The C launcher calls the entry point cuGetProcAddress gives for the CUDA 12.0 ABI of
     cuLaunchKernel (the signature _claunch.c spells out), picked as cuda.bindings picks its
