@@ -164,12 +164,6 @@ typedef struct {
     unsigned int last_grid_dims[3], last_block_dims[3]; /* and their checked values */
 } Launcher;
 
-/* A checked 3-tuple of ints (made by _launch.dims) as unsigned ints. */
-static int unpack3(PyObject *t, unsigned int out[3]) {
-    for (Py_ssize_t i = 0; i < 3; i++) out[i] = (unsigned int)PyLong_AsUnsignedLong(PyTuple_GetItem(t, i));
-    return PyErr_Occurred() ? -1 : 0;
-}
-
 /* The checked dims for a grid= or block= argument: 1 found, 0 decline. The last argument
  * seen is found by identity; others through the values _launch.dims memoised for them. */
 static int lookup_dims(Launcher *self, PyObject *arg, PyObject *key, PyObject **last, unsigned int cached[3],
@@ -179,7 +173,7 @@ static int lookup_dims(Launcher *self, PyObject *arg, PyObject *key, PyObject **
         if (k == NULL) return 0;
         PyObject *found = PyDict_GetItemWithError(self->dims, k); /* borrowed; fails for unhashable args */
         Py_DECREF(k);
-        if (found == NULL || unpack3(found, cached) < 0) {
+        if (found == NULL || dims3(found, "grid or block", cached) < 0) {
             PyErr_Clear();
             SET(*last, NULL); /* cached[] no longer holds *last's dims */
             return 0;
@@ -575,17 +569,14 @@ static PyType_Spec kernel_base_spec = {
     kernel_base_slots,
 };
 
+/* The Python objects a Launcher holds, for traverse and clear alike. */
+#define LAUNCHER_OBJECTS(X) \
+    X(name) X(by_device) X(dims) X(grid_key) X(block_key) X(stream_fn) X(on_error) X(py_fast) X(last_grid) X(last_block)
+
 static int launcher_traverse(Launcher *self, visitproc visit, void *arg) {
-    Py_VISIT(self->name);
-    Py_VISIT(self->by_device);
-    Py_VISIT(self->dims);
-    Py_VISIT(self->grid_key);
-    Py_VISIT(self->block_key);
-    Py_VISIT(self->stream_fn);
-    Py_VISIT(self->on_error);
-    Py_VISIT(self->py_fast);
-    Py_VISIT(self->last_grid);
-    Py_VISIT(self->last_block);
+#define VISIT(field) Py_VISIT(self->field);
+    LAUNCHER_OBJECTS(VISIT)
+#undef VISIT
     for (int i = 0; i < self->nparams; i++) {
         Py_VISIT(self->spec[i].dtype);
         Py_VISIT(self->spec[i].seen);
@@ -594,16 +585,9 @@ static int launcher_traverse(Launcher *self, visitproc visit, void *arg) {
 }
 
 static int launcher_clear(Launcher *self) {
-    Py_CLEAR(self->name);
-    Py_CLEAR(self->by_device);
-    Py_CLEAR(self->dims);
-    Py_CLEAR(self->grid_key);
-    Py_CLEAR(self->block_key);
-    Py_CLEAR(self->stream_fn);
-    Py_CLEAR(self->on_error);
-    Py_CLEAR(self->py_fast);
-    Py_CLEAR(self->last_grid);
-    Py_CLEAR(self->last_block);
+#define CLEAR(field) Py_CLEAR(self->field);
+    LAUNCHER_OBJECTS(CLEAR)
+#undef CLEAR
     for (int i = 0; i < self->nparams; i++) {
         Py_CLEAR(self->spec[i].dtype);
         Py_CLEAR(self->spec[i].seen);
@@ -667,7 +651,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->grid_max = grid_max;
     self->last_grid = self->last_block = NULL;
     self->function_device = -1;
-    if (unpack3(block_default, self->block_default) < 0) goto fail;
+    if (dims3(block_default, "block_default", self->block_default) < 0) goto fail;
     return (PyObject *)self;
 fail:
     Py_DECREF(self);

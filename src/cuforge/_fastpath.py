@@ -51,6 +51,16 @@ def build(kernel: Kernel) -> Any:
     return _build_python(kernel)
 
 
+def _grid_source(kernel: Kernel) -> int:
+    """What a launch without grid= sizes its grid by, for both launch functions: -1 the largest
+    array, k the value or size of parameter k, -2 a grid function (the general path calls it).
+    kernel.py has refused a default rule with no array to size by."""
+    rule = kernel._decl.grid
+    if rule is None:
+        return -1
+    return kernel.signature.names.index(rule) if isinstance(rule, str) else -2
+
+
 class _Twin:
     """The Python twin of a C launch function, generated on its first call: compiling it costs
     about a millisecond per kernel, which a warm start should not pay while the C one serves."""
@@ -87,14 +97,9 @@ def _c_launcher(kernel: Kernel, py_fast: Any) -> Any:
             return None
     if len(params) > _C_MAX_PARAMS or kernel._packer.size > _C_MAX_BYTES:
         return None
-    rule = kernel._decl.grid
-    names = kernel.signature.names
-    grid_rule = -1 if rule is None and params else names.index(rule) if isinstance(rule, str) else -2
-    if rule is None and not any(p.is_array for p in params):
-        grid_rule = -2  # nothing to size a grid by: the general path says so
     return _claunch.Launcher(
         tuple(specs), kernel.label, kernel._by_device, _launch._DIMS, id(_launch.GRID_LIMIT),
-        id(_launch.BLOCK_LIMIT), kernel._block, grid_rule, _launch.GRID_LIMIT[0], _launch.stream_handle,
+        id(_launch.BLOCK_LIMIT), kernel._block, _grid_source(kernel), _launch.GRID_LIMIT[0], _launch.stream_handle,
         functools.partial(_launch.raise_launch_error, kernel=kernel.label), py_fast,
     )  # fmt: skip
 
@@ -184,14 +189,12 @@ def _build_python(kernel: Kernel) -> Any:
         "    if found is None: return False",  # first launch on this device: compile and load there
         *_dims_lines("block", "blk", "BLOCK_ID", "LAST_BLOCK", "        blk = BLOCK"),
     ]
-    rule = kernel._decl.grid
-    if rule is None and arrays:
+    sized_by = _grid_source(kernel)
+    if sized_by == -1:
         sizes = ", ".join(f"s{p.index}" for p, _ in arrays)
         count = f"max({sizes})" if len(arrays) > 1 else sizes
-    elif isinstance(rule, str) and not isinstance(kernel.signature.params[kernel.signature.names.index(rule)].type, ArrayType):
-        count = f"a{kernel.signature.names.index(rule)}"
-    elif isinstance(rule, str):
-        count = f"s{kernel.signature.names.index(rule)}"
+    elif sized_by >= 0:
+        count = f"{'s' if params[sized_by].is_array else 'a'}{sized_by}"
     else:
         count = ""  # a grid function: the general path calls it
     default_grid = (
