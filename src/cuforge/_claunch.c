@@ -574,6 +574,7 @@ static PyType_Spec kernel_base_spec = {
     X(name) X(by_device) X(dims) X(grid_key) X(block_key) X(stream_fn) X(on_error) X(py_fast) X(last_grid) X(last_block)
 
 static int launcher_traverse(Launcher *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self)); /* instances of heap types hold their type */
 #define VISIT(field) Py_VISIT(self->field);
     LAUNCHER_OBJECTS(VISIT)
 #undef VISIT
