@@ -1,8 +1,8 @@
-"""The optional C launcher (src/cuforge/_claunch.c); everything else is in pyproject.toml.
+"""The optional C launcher (src/cuforge/_csrc/); everything else is in pyproject.toml.
 
-It is built against the stable ABI, so one binary serves CPython 3.10 and later. Where no C
-compiler is present the build is skipped with a warning and cuforge launches through
-cuda.bindings and generated Python checks (about 2-3 us slower per launch).
+It is built against the stable ABI, so one abi3 wheel serves CPython 3.10 and later. Where no
+C compiler is present the build is skipped with a warning and the general Python path serves
+every call, launching through cuda.bindings (see README: "Without a C compiler").
 """
 
 from setuptools import Extension, setup
@@ -11,7 +11,8 @@ setup(
     ext_modules=[
         Extension(
             "cuforge._claunch",
-            ["src/cuforge/_claunch.c"],
+            ["src/cuforge/_csrc/driver.c", "src/cuforge/_csrc/check.c", "src/cuforge/_csrc/launcher.c"],
+            depends=["src/cuforge/_csrc/claunch.h"],
             py_limited_api=True,
             optional=True,
         )

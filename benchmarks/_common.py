@@ -3,7 +3,9 @@ saving it as JSON."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import statistics
 import sys
 from collections.abc import Callable
@@ -28,3 +30,12 @@ def report(results: dict[str, Any], width: int = 48, unit: str = "") -> None:
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as fh:
             json.dump(results, fh, indent=1)
+
+
+def example(name: str) -> Any:
+    """The module examples/NAME.py (its kernels: the benchmarks time what the examples show)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module

@@ -12,25 +12,17 @@ round by round; GB/s = bytes read and written / time.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
 import cuforge as cf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import report, take_turns
+from _common import example, report, take_turns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 N = 1 << 28
-
-
-def _example(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", os.path.join(HERE, "..", "examples", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @cf.kernel
@@ -77,8 +69,8 @@ def measure(cp, cases: dict, rounds: int = 9, calls: int = 10) -> dict:
 def main() -> dict:
     import cupy as cp
 
-    saxpy = _example("saxpy").Saxpy
-    Sum = _example("reduction").Sum
+    saxpy = example("saxpy").Saxpy
+    Sum = example("reduction").Sum
     x = cp.random.random(N, dtype=cp.float32)
     y = cp.random.random(N, dtype=cp.float32)
     src = cp.empty(3 * N // 2, dtype=cp.float32)

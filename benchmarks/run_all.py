@@ -22,6 +22,7 @@ import bandwidth  # noqa: E402
 import family_compile  # noqa: E402
 import import_time  # noqa: E402
 import launch_overhead  # noqa: E402
+import threads  # noqa: E402
 import warm_start  # noqa: E402
 
 
@@ -60,11 +61,19 @@ def targets(r: dict) -> dict:
             bw["cuforge Sum, autotuned (examples/reduction.py)"], bw["cupy.sum"]
         ),
         "import cuforge <= 0.5x import cupy": _ratio(start["import"]["import cuforge (ms)"], start["import"]["import cupy (ms)"]),
+        "no-extension launch <= 2.5x cuda.core (same process)": _ratio(
+            launch.get("cuforge checked, no C extension (cupy arrays)"), launch.get("cuda.core launch (same process)")
+        ),
     }
-    limits = {0: 1.1, 1: 1.0, 2: 1.0, 3: 0.2, 4: 5.0, 5: 0.95, 6: 0.90, 7: 1.0, 8: 0.5}
+    th = r["threads"]
+    for n in (1, 4, 32):
+        best = min(th[f"{n} threads: {peer} (us per launch)"] for peer in ("cupy RawKernel", "cuda.core launch"))
+        cuforge = th[f"{n} threads: cuforge (us per launch)"]
+        t[f"{n} threads: cuforge <= best peer (first launches included)"] = _ratio(cuforge, best)
+    limits = {0: 1.1, 1: 1.0, 2: 1.0, 3: 0.2, 4: 5.0, 5: 0.95, 6: 0.90, 7: 1.0, 8: 0.5, 9: 2.5, 10: 1.0, 11: 1.0, 12: 1.0}
     out = {}
     for i, (name, value) in enumerate(t.items()):
-        lower_is_better = i in (0, 1, 2, 3, 8)
+        lower_is_better = i in (0, 1, 2, 3, 8, 9, 10, 11, 12)
         held = value is not None and (value <= limits[i] if lower_is_better else value >= limits[i])
         out[name] = {"ratio": value, "limit": limits[i], "holds": held}
     return out
@@ -107,6 +116,7 @@ def main(outdir: str) -> dict:
     os.makedirs(outdir, exist_ok=True)
     r = {"machine": _machine()}
     r["launch_us"] = launch_overhead.main()
+    r["threads"] = threads.main()
     r["bandwidth"] = bandwidth.main()
     r["family_compile"] = family_compile.main()
     r["startup"] = {"warm start": warm_start.main(), "import": import_time.main()}

@@ -12,17 +12,20 @@ from ._config import set_cache as set_cache
 from ._cuda import gpu_available as gpu_available
 from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
-from ._disk import CacheStats as CacheStats
-from ._disk import cache_stats as cache_stats
 from ._launch import PreparedLaunch as PreparedLaunch
+from ._stats import CacheStats as CacheStats
+from ._stats import cache_stats as cache_stats
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError
 from .errors import ArgumentTypeError as ArgumentTypeError
+from .errors import CellCompileError as CellCompileError
 from .errors import CompileError as CompileError
+from .errors import ConfigError as ConfigError
 from .errors import CuforgeError as CuforgeError
 from .errors import DeclarationError as DeclarationError
 from .errors import LaunchError as LaunchError
 from .errors import NoDeviceError as NoDeviceError
+from .errors import ParseError as ParseError
 from .errors import SignatureMismatchError as SignatureMismatchError
 from .errors import TemplateError as TemplateError
 from .family import Autotune as Autotune
@@ -82,7 +85,9 @@ __all__ = [
     "cache_stats",
     "CacheStats",
     "CompiledKernel",
+    "CellCompileError",
     "CompileError",
+    "ConfigError",
     "CompileOptions",
     "complex128",
     "complex64",
@@ -106,6 +111,7 @@ __all__ = [
     "kernel",
     "LaunchError",
     "NoDeviceError",
+    "ParseError",
     "PreparedLaunch",
     "Out",
     "registry",

@@ -1,22 +1,182 @@
-"""cuforge's own small device array, for users who have neither CuPy nor PyTorch.
+"""Arrays as launches see them, and cuforge's own small device array.
 
-Memory comes from cuda.core's device memory resource; copies are plain driver memcpys.
-A DeviceArray exposes ``__cuda_array_interface__``, so CuPy, PyTorch and Numba can wrap it.
+:class:`ArrayArg` is the one record of an array argument: every array library is read into
+it by an extractor here (NumPy, CuPy, PyTorch, cuforge's :class:`DeviceArray`, anything with
+``__cuda_array_interface__`` or DLPack), and the checks read its fields by name. The C
+launcher reads CuPy arrays, PyTorch tensors and DeviceArrays itself and asks
+:func:`array_arg` for everything else.
+
+:class:`DeviceArray` is for users who have neither CuPy nor PyTorch: memory from cuda.core's
+device memory resource, copies by plain driver memcpys, and ``__cuda_array_interface__`` so
+CuPy, PyTorch and Numba can wrap it.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _cuda
 from .errors import ArgumentTypeError
-from .types import DType, dtype_of
+from .types import _BY_NUMPY, DType, dtype_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DeviceArray", "empty", "scratch_copy", "to_device", "zeros"]
+__all__ = ["HOST", "UNKNOWN_DEVICE", "ArrayArg", "DeviceArray", "array_arg", "empty", "scratch_copy", "to_device", "zeros"]
+
+HOST = -1  # ArrayArg.device of memory on the host (a NumPy array, a CPU tensor)
+UNKNOWN_DEVICE = -2  # device memory whose device CUDA is asked at launch (__cuda_array_interface__)
+
+
+class ArrayArg(NamedTuple):
+    """One array argument, as the checks see it."""
+
+    ptr: int
+    dtype: DType | None  # None: an element type cuforge has no name for
+    shape: tuple[int, ...]
+    contiguous: bool  # C-contiguous
+    device: int  # the device ordinal, HOST or UNKNOWN_DEVICE
+    readonly: bool
+    origin: str  # "cuforge", "numpy", "cupy", "torch", "cai" or "dlpack"
+
+
+# The extractors build ArrayArgs with tuple.__new__: NamedTuple's own __new__ is a Python
+# function, and extraction runs on every launch of the general path.
+_new = tuple.__new__
+
+
+def _c_contiguous(shape: tuple[int, ...], strides: Any, itemsize: int) -> bool:
+    if strides is None:
+        return True
+    expected = itemsize
+    for dim, stride in zip(reversed(shape), reversed(strides)):
+        if dim > 1 and stride != expected:
+            return False
+        expected *= dim
+    return True
+
+
+def _from_own(a: DeviceArray) -> ArrayArg:
+    return _new(ArrayArg, (a.ptr, a.dtype, a.shape, True, a.device_id, False, "cuforge"))
+
+
+def _from_numpy(a: np.ndarray) -> ArrayArg:
+    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    return _new(ArrayArg, (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy"))
+
+
+def _from_cupy(a: Any) -> ArrayArg:
+    mem = a.data
+    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    return _new(ArrayArg, (mem.ptr, dt, a.shape, a._c_contiguous, mem.device_id, False, "cupy"))
+
+
+def _from_cupy_like(a: Any) -> ArrayArg:  # a CuPy array type without ndarray's _c_contiguous
+    mem = a.data
+    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    return _new(ArrayArg, (mem.ptr, dt, a.shape, bool(a.flags.c_contiguous), mem.device_id, False, "cupy"))
+
+
+_torch_dtypes: dict[Any, DType] = {}
+
+
+def _from_torch(t: Any) -> ArrayArg:
+    if not _torch_dtypes:
+        import torch
+
+        for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                     "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):  # fmt: skip
+            if hasattr(torch, name):
+                _torch_dtypes[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
+    device = t.get_device()
+    return _new(ArrayArg, (t.data_ptr(), _torch_dtypes.get(t.dtype), tuple(t.shape), t.is_contiguous(),
+                           device if device >= 0 else HOST, False, "torch"))  # fmt: skip
+
+
+def _from_cai(a: Any) -> ArrayArg:
+    cai = a.__cuda_array_interface__
+    ptr, readonly = cai["data"]
+    shape = tuple(cai["shape"])
+    import numpy as np
+
+    try:
+        npdt = np.dtype(cai["typestr"])
+    except TypeError:
+        npdt = None
+    dt = dtype_of(npdt) if npdt is not None else None
+    contiguous = _c_contiguous(shape, cai.get("strides"), npdt.itemsize if npdt is not None else 1)
+    return ArrayArg(ptr or 0, dt, shape, contiguous, UNKNOWN_DEVICE, bool(readonly), "cai")
+
+
+def _from_dlpack(a: Any) -> ArrayArg:
+    from cuda.core.utils import StridedMemoryView
+
+    view = StridedMemoryView(a, stream_ptr=-1)
+    shape = tuple(view.shape)
+    itemsize = view.dtype.itemsize if view.dtype is not None else 1
+    strides = None if view.strides is None else tuple(s * itemsize for s in view.strides)
+    device = view.device_id if view.is_device_accessible else HOST
+    return ArrayArg(view.ptr, dtype_of(view.dtype), shape, _c_contiguous(shape, strides, itemsize), device,
+                    bool(getattr(view, "readonly", False)), "dlpack")  # fmt: skip
+
+
+class _Libraries:
+    """CuPy's and PyTorch's array types and current-stream functions, once met (so neither
+    library is imported here); the C launcher is told them as they are found."""
+
+    cupy: type | None = None
+    torch: type | None = None
+    cupy_stream: Callable[[], Any] | None = None  # cupy.cuda.get_current_stream
+    torch_stream: Callable[[int], int] | None = None  # torch._C._cuda_getCurrentRawStream
+
+    def publish(self) -> None:
+        if _cuda._claunch is not None:
+            _cuda._claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
+
+
+LIBRARIES = _Libraries()
+_EXTRACTORS: dict[type, Callable[[Any], ArrayArg] | None] = {}
+
+
+def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
+    root = tp.__module__.split(".")[0]
+    np = sys.modules.get("numpy")
+    if tp is DeviceArray:
+        found: Any = _from_own
+    elif np is not None and issubclass(tp, np.ndarray):
+        found = _from_numpy
+    elif root == "cupy" and hasattr(tp, "data") and hasattr(tp, "__cuda_array_interface__"):
+        found = _from_cupy if hasattr(tp, "_c_contiguous") else _from_cupy_like
+        LIBRARIES.cupy_stream = sys.modules["cupy"].cuda.get_current_stream
+        if tp.__name__ == "ndarray" and hasattr(tp, "_c_contiguous"):
+            LIBRARIES.cupy = tp  # the C launcher reads these itself
+        LIBRARIES.publish()
+    elif root == "torch" and hasattr(tp, "data_ptr"):
+        found = _from_torch
+        LIBRARIES.torch_stream = sys.modules["torch"]._C._cuda_getCurrentRawStream
+        if tp.__name__ == "Tensor":
+            LIBRARIES.torch = tp
+        LIBRARIES.publish()
+    elif hasattr(tp, "__cuda_array_interface__"):
+        found = _from_cai
+    elif hasattr(tp, "__dlpack__"):
+        found = _from_dlpack
+    else:
+        found = None
+    _EXTRACTORS[tp] = found
+    return found
+
+
+def array_arg(value: Any) -> ArrayArg | None:
+    """What the checks see of an array-like value, or None for anything else."""
+    tp = type(value)
+    ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
+    if ext is None and hasattr(value, "__cuda_array_interface__"):  # set on the instance
+        ext = _from_cai
+    return ext(value) if ext is not None else None
 
 
 def _resolve_dtype(dtype: Any, where: str) -> DType:
@@ -144,14 +304,12 @@ def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
 
     if isinstance(value, np.ndarray):
         return to_device(value)
-    from ._launch import array_info
-
-    info = array_info(value)
-    if info is None:
+    arg = array_arg(value)
+    if arg is None:
         raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
-    copy = DeviceArray(info[2], dtype)
+    copy = DeviceArray(arg.shape, dtype)
     if copy.nbytes:
         driver = _cuda._driver()
-        _cuda.check(driver.cuMemcpyDtoD(copy.ptr, info[0], copy.nbytes), "cuMemcpyDtoD")
+        _cuda.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
         _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
     return copy

@@ -2,8 +2,8 @@
 
 Keys hash a versioned tuple of everything that changes the binary (rendered source, name
 expressions, NVRTC flags, in-memory headers, NVRTC version, cuforge version). The
-persistent disk layer (a separate piece) plugs in where ``kernel.compile_together`` finds a
-key missing: a disk hit fills the memory layer the same way a compile does.
+persistent disk layer (``_disk``) plugs in where :func:`compile_together` finds a key
+missing: a disk hit fills the memory layer the same way a compile does.
 """
 
 from __future__ import annotations
@@ -16,6 +16,11 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from . import _compile, _config, _cuda, _disk
+from ._stats import counters
+from .errors import DeclarationError, NoDeviceError
+from .options import CompileOptions, check_arch, to_flags
 
 KEY_SCHEMA = 1
 
@@ -126,8 +131,6 @@ class MemoryCache:
         """The cached value for ``key``, or None (counts a hit when found)."""
         found = self._items.get(key)
         if found is not None:
-            from ._disk import counters
-
             counters.add(memory_hits=1)
         return found
 
@@ -145,3 +148,119 @@ class MemoryCache:
 
 
 memory = MemoryCache()
+
+
+# ---------------------------------------------------------------- compiling through the caches
+
+
+_targets: dict[int, str] = {}
+
+
+def device_target(cc: int) -> str:
+    """The arch for a device, without loading NVRTC when the disk cache already knows which
+    archs this NVRTC supports (a warm start then makes no NVRTC call at all). Remembered per
+    process: threads launching for the first time ask at once."""
+    found = _targets.get(cc)
+    if found is None:
+        found = _targets[cc] = _device_target(cc)
+    return found
+
+
+def _device_target(cc: int) -> str:
+    disk = _disk.current()
+    name = f"nvrtc-archs:{_compile.nvrtc_identity()}"
+    record = disk.get_json(name) if disk is not None else None
+    if record is not None and isinstance(record.get("archs"), list):
+        return _compile.target_for(cc, tuple(record["archs"]))
+    archs = _compile.supported_archs()
+    if disk is not None:
+        disk.put_json(name, {"archs": list(archs)})
+    return _compile.target_for(cc, archs)
+
+
+def default_arch(who: str) -> str:
+    """The arch to compile for when none is given: the current GPU's, else CUFORGE_ARCH."""
+    try:
+        return device_target(_cuda.current_device().cc)
+    except NoDeviceError as exc:
+        arch = _config.arch()
+        if not arch:
+            raise NoDeviceError(
+                f"{who}: {exc}; pass arch='sm_90' (or set CUFORGE_ARCH=sm_90) to compile without a GPU"
+            ) from None
+        return arch
+
+
+def compile_together(
+    kernels: list[Any], arch: str | None, options: CompileOptions | None, *, who: str
+) -> list[_compile.CompiledKernel]:
+    """Compile kernels of one declaration in ONE NVRTC program (one prelude, one unit each,
+    one name expression each); kernels already in the memory cache are not compiled again."""
+    first = kernels[0]
+    arch = check_arch(arch if arch is not None else default_arch(who))
+    opts = first.options if options is None else options
+    if not isinstance(opts, CompileOptions):
+        raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
+    include = _compile.cuda_include_dir()
+    flags = to_flags(opts, arch, (include,) if include else ())
+    keys = [k._key(flags, opts) for k in kernels]
+    found = [memory.get(key) for key in keys]
+    if any(f is None for f in found):
+        missing = [key for key, f in zip(keys, found) if f is None]
+        with memory.gates(missing):  # one compile per key in this process
+            disk = _disk.current()
+            if not _from_disk(kernels, keys, arch, disk):
+                lock = disk.locks(missing, _config.cache_lock_seconds()) if disk else contextlib.nullcontext()
+                with lock:  # one compile per key across processes
+                    if not _from_disk(kernels, keys, arch, disk, recheck=True):
+                        _compile_missing(kernels, keys, arch, flags, disk)
+    results = [f if f is not None else memory.peek(key) for f, key in zip(found, keys)]
+    for k, ck in zip(kernels, results):
+        k._compiled[ck.arch, ck.flags] = ck
+    return results
+
+
+def _from_disk(kernels: list[Any], keys: list[str], arch: str, disk: _disk.DiskCache | None, *, recheck: bool = False) -> bool:
+    """Fill the memory cache from disk where it can; True when nothing is left to compile."""
+    done = True
+    for k, key in zip(kernels, keys):
+        if memory.peek(key) is not None:
+            continue
+        stored = disk.load(key, recheck=recheck) if disk is not None else None
+        if stored is None or k.name_expression not in stored.lowered:
+            done = False
+            continue
+        memory.put(key, _compile.CompiledKernel(k, arch, stored, k.name_expression, k.render()))
+    return done
+
+
+def _compile_missing(
+    kernels: list[Any], keys: list[str], arch: str, flags: tuple[str, ...], disk: _disk.DiskCache | None
+) -> None:
+    pending = {key: k for k, key in zip(kernels, keys) if memory.peek(key) is None}
+    todo = list(pending.values())
+    if not todo:
+        return
+    first = todo[0]
+    prelude = first._pieces()[0]
+    units, line_sources = [], {}
+    for k in todo:
+        _, unit, lines = k._pieces()
+        units.append(unit)
+        line_sources.update(lines)
+    headers: dict[str, str] = {}
+    for k in todo:
+        headers.update(k._headers())
+    result = _compile.compile_program(
+        prelude + "".join(units),
+        headers=headers,
+        program_name=f"{first.name}.cu",
+        name_expressions=tuple(dict.fromkeys(k.name_expression for k in todo)),
+        flags=flags,
+        kernel=first.label if len(todo) == 1 else f"{first.name} ({len(todo)} instantiations)",
+        line_sources=line_sources,
+    )
+    for key, k in pending.items():
+        memory.put(key, _compile.CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
+        if disk is not None:
+            disk.store(key, result)

@@ -12,13 +12,16 @@ import functools
 import glob
 import os
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _config
-from .errors import CompileError, NoDeviceError
+from . import _config, _cuda
+from ._elf import cubin_resources
+from ._stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
+from .errors import CompileError, CuforgeError, NoDeviceError
 
 _LOG_LINE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)")
 
@@ -78,7 +81,7 @@ def _find_cuda_include(configured: str) -> str | None:
 
 def cuda_include_dir() -> str | None:
     """Directory of the CUDA runtime headers (cuda_fp16.h, cuda_bf16.h, cuComplex.h)."""
-    return _find_cuda_include(str(_config.get("cuda_include")))
+    return _find_cuda_include(_config.cuda_include())
 
 
 def _fingerprint(path: str) -> str:
@@ -194,7 +197,6 @@ def compile_program(
         }
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    from ._disk import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 
     counters.add(compiles=1, compile_seconds=time.perf_counter() - start)
     return CompileResult(
@@ -236,3 +238,118 @@ def format_failure(kernel: str, flags: tuple[str, ...], log: str, sources: Mappi
     if not log:
         out.append("  (NVRTC printed no log)")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- compiled kernels and their modules
+
+
+class CompiledKernel:
+    """One kernel compiled for one arch: the binary, its symbol, source and log.
+
+    Attributes
+    ----------
+    kernel : str
+        The kernel's name.
+    arch : str
+        ``sm_XY`` for a cubin, ``compute_XY`` for PTX.
+    code_type : str
+        ``"cubin"`` or ``"ptx"``.
+    code : bytes
+        The binary image.
+    lowered_name : str
+        The symbol NVRTC reported for the kernel through ``nvrtcGetLoweredName``.
+    name_expression : str
+        The C++ expression that was looked up.
+    source : str
+        The rendered CUDA C++ that was compiled.
+    log : str
+        NVRTC's log (warnings).
+    flags : tuple of str
+        The NVRTC flags used.
+    compile_seconds : float
+        Time NVRTC took (when it was compiled, for one read from the disk cache).
+    from_cache : bool
+        True when read from the persistent cache rather than compiled in this process.
+    """
+
+    __module__ = "cuforge"
+
+    def __init__(self, kernel: Any, arch: str, result: CompileResult, expr: str, source: str):
+        self.kernel = kernel.label
+        self._result = result  # shared by every kernel compiled in the same NVRTC program
+        self.arch = arch
+        self.code_type = result.code_type
+        self.code = result.code
+        self.name_expression = expr
+        self.lowered_name = result.lowered[expr]
+        self.source = source
+        self.log = result.log
+        self.flags = result.flags
+        self.compile_seconds = result.seconds
+        self.from_cache = result.from_disk
+        self._loaded: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def cubin(self) -> bytes:
+        """The ELF cubin (raises if this kernel was compiled to PTX)."""
+        if self.code_type != "cubin":
+            raise CuforgeError(f"{self.kernel} was compiled to PTX for {self.arch}; use .ptx, or compile with arch='sm_XY'")
+        return self.code
+
+    @property
+    def ptx(self) -> str:
+        """The PTX text (raises if this kernel was compiled to a cubin)."""
+        if self.code_type != "ptx":
+            raise CuforgeError(
+                f"{self.kernel} was compiled to a cubin for {self.arch}; use .cubin, or compile with arch='compute_XY'"
+            )
+        return self.code.decode()
+
+    def resources(self) -> dict[str, int]:
+        """Registers, stack and shared memory per thread/block read from the cubin (no GPU needed)."""
+        if self.code_type != "cubin":
+            return {}
+        return cubin_resources(self.code, self.lowered_name)
+
+    @property
+    def registers(self) -> int | None:
+        """Registers per thread, from the cubin's metadata (None for PTX)."""
+        return self.resources().get("registers")
+
+    def function(self, device: int) -> Any:
+        """The cuda.core Kernel loaded on ``device`` (loaded once per device)."""
+        fn = self._loaded.get(device)
+        if fn is None:
+            with self._lock:
+                fn = self._loaded.get(device)
+                if fn is None:
+                    module = _module(self._result, device)
+                    fn = self._loaded[device] = _cuda.get_kernel(module, self.lowered_name)
+        return fn
+
+    def _repr_html_(self) -> str:
+        from ._display import compiled_html
+
+        return compiled_html(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"<cuforge.CompiledKernel {self.kernel} {self.code_type} for {self.arch}, "
+            f"{len(self.code)} bytes, symbol {self.lowered_name}>"
+        )
+
+
+_modules: dict[tuple[int, int], tuple[CompileResult, Any]] = {}
+_modules_lock = threading.Lock()
+
+
+def _module(result: CompileResult, device: int) -> Any:
+    """The loaded module of one NVRTC program on ``device``: a batch compiled together is
+    loaded once, however many of its kernels are used."""
+    key = (id(result), device)
+    with _modules_lock:
+        found = _modules.get(key)
+        if found is None:
+            found = _modules[key] = (result, _cuda.load_module(result.code, result.code_type))
+    return found[1]

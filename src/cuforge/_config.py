@@ -18,7 +18,7 @@ CUFORGE_CACHE_MAX_MB    size cap of the disk cache in MiB (default 256); least
                         recently used entries are evicted past it
 CUFORGE_CACHE_LOCK_S    how long a process waits for another compiling the same
                         kernel before compiling it itself (default 60)
-CUFORGE_LAUNCHER        how launches reach cuLaunchKernel: auto (cuforge's C
+CUFORGE_LAUNCHER        how launches reach the driver: auto (cuforge's C
                         extension when it was built, else cuda.bindings), c, or
                         bindings
 ======================  =========================================================
@@ -32,7 +32,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "ensure_dir", "get", "scope", "set_cache"]
+from .errors import ConfigError
+
+__all__ = [
+    "arch", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "cuda_include", "ensure_dir", "get",
+    "launcher", "scope", "set_cache", "template_path",
+]  # fmt: skip
 
 _DEFAULTS: dict[str, Any] = {
     "template_path": "",
@@ -88,16 +93,47 @@ def ensure_dir(path: Path) -> Path:
     return path
 
 
+def _number(name: str) -> float:
+    value = get(name)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"CUFORGE_{name.upper()} expects a number, got {value!r}; fix or unset it") from None
+
+
+def arch() -> str:
+    """CUFORGE_ARCH: the arch to compile for where no GPU says which ('' when unset)."""
+    return str(get("arch")).strip()
+
+
+def launcher() -> str:
+    """CUFORGE_LAUNCHER: ``auto``, ``c`` or ``bindings``."""
+    value = str(get("launcher")).strip().lower()
+    if value not in ("auto", "c", "bindings"):
+        raise ConfigError(f"CUFORGE_LAUNCHER expects auto, c or bindings, got {value!r}; unset it to launch from C when built")
+    return value
+
+
+def template_path() -> list[str]:
+    """CUFORGE_TEMPLATE_PATH as a list of directories."""
+    return [p for p in str(get("template_path")).split(os.pathsep) if p]
+
+
+def cuda_include() -> str:
+    """CUFORGE_CUDA_INCLUDE ('' when unset: cuda.pathfinder finds the headers)."""
+    return str(get("cuda_include"))
+
+
 def cache_enabled() -> bool:
     return str(get("cache")).strip().lower() not in ("0", "false", "no", "off", "")
 
 
 def cache_max_bytes() -> int:
-    return int(float(get("cache_max_mb")) * 1024 * 1024)
+    return int(_number("cache_max_mb") * 1024 * 1024)
 
 
 def cache_lock_seconds() -> float:
-    return float(get("cache_lock_s"))
+    return _number("cache_lock_s")
 
 
 def set_cache(*, enabled: bool | None = None, path: str | os.PathLike[str] | None = None, max_mb: float | None = None) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import types as t
+from .errors import ParseError
 
 _SCALARS: dict[str, t.DType] = {
     "bool": t.bool_,
@@ -38,10 +39,6 @@ _HEAD = re.compile(
     r"(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
     r"(?P<name>[A-Za-z_]\w*)\s*\("
 )
-
-
-class ParseError(ValueError):
-    """A declaration cuforge cannot map; the message names the kernel and parameter."""
 
 
 @dataclass

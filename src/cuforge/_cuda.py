@@ -8,6 +8,7 @@ reported once as :class:`NoDeviceError` and remembered.
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ class DeviceInfo:
 _lock = threading.Lock()
 _tls: threading.local = threading.local()
 _devices: dict[int, Any] = {}
+_infos: dict[int, DeviceInfo] = {}
 _failure: str | None = None
 _last_launch: tuple[str, Any, Any, int] | None = None
 
@@ -53,10 +55,13 @@ last_launch: Any = _claunch.last_launch if _claunch is not None else _last_launc
 
 driver: Any = None  # cuda.bindings.driver, bound on first use so the launch path skips the import
 
-# launch(function, grid, block, shared_mem, stream, params) -> CUresult as an int: the driver's
-# cuLaunchKernel with addresses for handles, bound when the first device is made current.
+# launch(function, grid, block, shared_mem, stream, params, attrs=None) -> CUresult as an int:
+# the driver's cuLaunchKernelEx with addresses for handles, bound when the first device is
+# made current.
 launch: Any = None
-launcher: str = ""  # which one: "c" (cuforge._claunch) or "bindings" (cuda.bindings)
+# which one: "c" (cuforge._claunch, cuLaunchKernelEx), "c-legacy" (cuLaunchKernel, a driver
+# before CUDA 12.0) or "bindings" (cuda.bindings)
+launcher: str = ""
 
 
 def _driver() -> Any:
@@ -128,56 +133,109 @@ def _make_current(device_id: int) -> DeviceInfo:
     _driver()
     if launch is None:
         bind_launcher()
-    major, minor = dev.compute_capability
-    info = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
+    info = _infos.get(device_id)
+    if info is None:  # described once per process: a new thread's first launch only sets the context
+        major, minor = dev.compute_capability
+        info = _infos[device_id] = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
+        if device_id == 0 and launcher == "c":
+            _hand_context_to_c()
     _tls.device = info
     if _claunch is not None:
         _claunch.set_thread_device(info.id)
     return info
 
 
+def _hand_context_to_c() -> None:
+    """Tell the C launcher device 0's primary context (now current) and how to make it current
+    in a new thread (see _csrc/driver.c)."""
+    drv = _driver()
+    ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    flag = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+    found = [drv.cuGetProcAddress(name, 12000, flag) for name in (b"cuCtxGetCurrent", b"cuCtxSetCurrent")]
+    if all(int(err) == 0 and address for err, address, _ in found):
+        _claunch.set_context(int(found[0][1]), int(found[1][1]), int(ctx))
+
+
 def bind_launcher(kind: str | None = None) -> None:
-    """Bind :data:`launch` to the driver's cuLaunchKernel: called from C when cuforge's
-    extension is built (``kind`` "c"), else through cuda.bindings' Python wrapper
-    ("bindings", about 2-3 us slower per checked launch, its checks then in Python); ``kind``
-    None reads ``CUFORGE_LAUNCHER`` ("auto": C when built).
+    """Bind :data:`launch` to the driver's launch: called from C when cuforge's extension is
+    built (``kind`` "c"), else through cuda.bindings' Python wrapper ("bindings": every call
+    then takes the general Python path, 2-3 us slower); ``kind`` None reads
+    ``CUFORGE_LAUNCHER`` ("auto": C when built).
 
     The C launcher calls the entry point cuGetProcAddress gives for the CUDA 12.0 ABI of
-    cuLaunchKernel (the signature _claunch.c spells out), picked as cuda.bindings picks its
-    own: ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1`` makes stream 0 the per-thread
-    default stream in both.
+    cuLaunchKernelEx (cuLaunchKernel where the driver predates it), picked as cuda.bindings
+    picks its own: ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM=1`` makes stream 0 the
+    per-thread default stream in both.
     """
     global launch, launcher
-    kind = kind or _config.get("launcher")
-    if kind not in ("auto", "c", "bindings"):
-        raise LaunchError(f"CUFORGE_LAUNCHER expects auto, c or bindings, got {kind!r}; unset it to launch from C when built")
+    kind = kind or _config.launcher()
     if kind == "c" and _claunch is None:
         raise LaunchError("CUFORGE_LAUNCHER=c, but cuforge's C launcher is not built; "
-                          "reinstall cuforge where a C compiler is present")  # fmt: skip
+                          "reinstall cuforge from a wheel, or where a C compiler is present")  # fmt: skip
     drv = _driver()
     if _claunch is None or kind == "bindings":
         if _claunch is not None:
-            _claunch.set_entry(0)  # the C launch functions then hand every call to their Python twins
+            _claunch.set_entry(0, True)  # the C Launchers then decline every call to the general path
         launch, launcher = _bindings_launch, "bindings"
         return
     ptds = bool(int(os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM") or 0))
     flags = drv.CUdriverProcAddress_flags
     flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if ptds else flags.CU_GET_PROC_ADDRESS_LEGACY_STREAM
-    err, address, _ = drv.cuGetProcAddress(b"cuLaunchKernel", 12000, flag)
-    if int(err) != 0 or not address:  # a driver older than CUDA 12.0
-        if kind == "c":
-            raise LaunchError(f"CUFORGE_LAUNCHER=c, but cuGetProcAddress found no cuLaunchKernel for the CUDA 12.0 "
-                              f"ABI ({error_text(err)}); update the NVIDIA driver or unset CUFORGE_LAUNCHER")  # fmt: skip
-        _claunch.set_entry(0)
-        launch, launcher = _bindings_launch, "bindings"
-        return
-    _claunch.set_entry(int(address))
-    launch, launcher = _claunch.launch, "c"
+    for name, ex in ((b"cuLaunchKernelEx", True), (b"cuLaunchKernel", False)):
+        err, address, _ = drv.cuGetProcAddress(name, 12000, flag)
+        if int(err) == 0 and address:
+            _claunch.set_entry(int(address), ex)
+            launch, launcher = _claunch.launch, "c" if ex else "c-legacy"
+            return
+    if kind == "c":  # a driver older than CUDA 12.0
+        raise LaunchError(f"CUFORGE_LAUNCHER=c, but cuGetProcAddress found no launch entry point for the CUDA 12.0 "
+                          f"ABI ({error_text(err)}); update the NVIDIA driver or unset CUFORGE_LAUNCHER")  # fmt: skip
+    _claunch.set_entry(0, True)
+    launch, launcher = _bindings_launch, "bindings"
 
 
-def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stream: int, params: int) -> int:
+def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stream: int, params: int,
+                     attrs: bytes | None = None) -> int:  # fmt: skip
     """The same call as ``_claunch.launch``, through cuda.bindings."""
-    return driver.cuLaunchKernel(function, *grid, *block, shared_mem, stream, params, 0)[0]  # type: ignore[no-any-return]
+    if not attrs:
+        return driver.cuLaunchKernel(function, *grid, *block, shared_mem, stream, params, 0)[0]  # type: ignore[no-any-return]
+    cfg = driver.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes, cfg.hStream = shared_mem, driver.CUstream(stream)
+    cfg.attrs = [_bindings_attribute(attrs[i : i + 72]) for i in range(0, len(attrs), 72)]
+    cfg.numAttrs = len(attrs) // 72
+    return driver.cuLaunchKernelEx(cfg, function, params, 0)[0]  # type: ignore[no-any-return]
+
+
+def _bindings_attribute(record: bytes) -> Any:
+    attr = driver.CUlaunchAttribute()
+    ident = int.from_bytes(record[:4], "little")
+    attr.id = driver.CUlaunchAttributeID(ident)
+    if ident == _ATTR_CLUSTER_DIMENSION:
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = struct.unpack_from("<3I", record, 8)
+    else:  # cooperative, programmatic stream serialization: an int
+        setattr(attr.value, _ATTR_INT_FIELDS[ident], struct.unpack_from("<i", record, 8)[0])
+    return attr
+
+
+# CUlaunchAttributeID values (cuda.h, stable since CUDA 12.0) and the value field each sets.
+_ATTR_COOPERATIVE, _ATTR_CLUSTER_DIMENSION, _ATTR_PROGRAMMATIC_SERIALIZATION = 2, 4, 6
+_ATTR_INT_FIELDS = {_ATTR_COOPERATIVE: "cooperative", _ATTR_PROGRAMMATIC_SERIALIZATION: "programmaticStreamSerializationAllowed"}
+
+
+def launch_attributes(*, cooperative: bool = False, cluster: tuple[int, int, int] | None = None,
+                      programmatic_serialization: bool = False) -> bytes | None:  # fmt: skip
+    """The launch-attribute list handed to cuLaunchKernelEx, as CUlaunchAttribute records
+    (72 bytes each: the id, padding, a 64-byte value); None when no attribute is set."""
+    records = []
+    if cooperative:
+        records.append(struct.pack("<I4xi60x", _ATTR_COOPERATIVE, 1))
+    if cluster is not None:
+        records.append(struct.pack("<I4x3I52x", _ATTR_CLUSTER_DIMENSION, *cluster))
+    if programmatic_serialization:
+        records.append(struct.pack("<I4xi60x", _ATTR_PROGRAMMATIC_SERIALIZATION, 1))
+    return b"".join(records) or None
 
 
 def load_module(code: bytes, code_type: str) -> Any:

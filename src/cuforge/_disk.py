@@ -35,64 +35,16 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import _config
 from ._compile import CompileResult
+from ._stats import counters
 from ._version import __version__
 
 log = logging.getLogger("cuforge.cache")
 ENTRY_SCHEMA = 1
-
-
-@dataclass(frozen=True)
-class CacheStats:
-    """Process-wide cache counters (see :func:`cuforge.cache_stats`)."""
-
-    __module__ = "cuforge"
-
-    memory_hits: int
-    disk_hits: int
-    compiles: int
-    compile_seconds: float
-    disk_errors: int
-    disk_writes: int
-
-
-class _Counters:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.reset()
-
-    def reset(self) -> None:
-        self.memory_hits = self.disk_hits = self.compiles = self.disk_errors = self.disk_writes = 0
-        self.compile_seconds = 0.0
-
-    def add(self, **deltas: float) -> None:
-        with self.lock:
-            for name, delta in deltas.items():
-                setattr(self, name, getattr(self, name) + delta)
-
-
-counters = _Counters()
-
-
-def cache_stats(reset: bool = False) -> CacheStats:
-    """Counters of this process: memory and disk hits, NVRTC compiles and their seconds,
-    disk errors (damaged or unreadable entries, failed writes) and disk writes.
-
-    ``reset=True`` returns the counts and sets them to zero.
-    """
-    with counters.lock:
-        snap = CacheStats(
-            counters.memory_hits, counters.disk_hits, counters.compiles,
-            counters.compile_seconds, counters.disk_errors, counters.disk_writes,
-        )  # fmt: skip
-        if reset:
-            counters.reset()
-    return snap
 
 
 def _digest(data: bytes) -> str:

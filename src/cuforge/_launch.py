@@ -1,460 +1,197 @@
-"""Launch-time argument checks, packing, and the one driver call.
+"""The general launch path, launch configuration, and the launch itself.
 
-Per-parameter checkers are built once, when a kernel is defined; a launch runs one checker
-per argument, packs the values into a per-thread parameter buffer laid out by the C ABI,
-and calls ``cuLaunchKernel`` once. All checks run before any CUDA call, so they behave the
-same (and are tested) on a machine without a GPU.
+A kernel call goes first to the C launcher (``_csrc/``), which accepts the common cases
+and launches them. Whatever it declines comes here (and every call does where the extension
+is not built): :func:`check_and_pack` binds and checks the arguments with the per-parameter
+checkers of ``_checks`` (no CUDA call), and :func:`launch_checked` finds the device, stages
+host NumPy arrays, picks the stream and makes the one driver call. The rules that both paths
+follow — the grid/block limits, the default grid, the default stream — are defined here,
+once; the C launcher reads their data from here.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import inspect
 import math
-import operator
 import struct
-import sys
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from . import _cuda
-from ._arrays import DeviceArray
-from ._signature import Param, Signature
-from .errors import ArgumentError, ArgumentTypeError, LaunchError
-from .types import _BY_NUMPY, ArrayType, DType, bfloat16, dtype_of
+from ._arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
+from ._checks import describe, numpy_scalar, scalar_to_bytes
+from ._signature import ParamSpec
+from .errors import ArgumentError, ArgumentTypeError, DeclarationError, LaunchError
+from .types import _BY_NUMPY
 
-# An array argument, as the checks see it:
-# (pointer, DType or None, shape, C-contiguous, device ordinal (-1 host, None unknown), read-only, origin)
-ArrayInfo = tuple[int, Any, tuple[int, ...], bool, Any, bool, str]
+GRID_LIMIT = (2**31 - 1, 65535, 65535)
+BLOCK_LIMIT = (1024, 1024, 64)
+SHARED_MEM_MAX = 2**32 - 1  # the driver takes an unsigned int
 
-HOST, UNKNOWN_DEVICE = -1, None
+# ---------------------------------------------------------------- grid and block
 
-if TYPE_CHECKING:
-    import numpy as np
-
-
-def _numpy_scalar(value: Any, kinds: str = "") -> bool:
-    """Whether ``value`` is a NumPy scalar (of one of ``kinds``: 'b', 'iu', 'f', 'c', ...).
-
-    NumPy is looked up, never imported: without it no NumPy value can exist.
-    """
-    np = sys.modules.get("numpy")
-    if np is None or not isinstance(value, np.generic):
-        return False
-    return not kinds or value.dtype.kind in kinds
+_DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
 
 
-def type_name(value: Any) -> str:
-    tp = type(value)
-    root = tp.__module__.split(".")[0]
-    return tp.__qualname__ if root == "builtins" else f"{root}.{tp.__qualname__}"
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, (bool, int, float, complex, str)) or value is None:
-        text = repr(value)
-        return f"{type_name(value)} {text if len(text) < 40 else text[:37] + '...'}"
-    return f"a {type_name(value)}"
-
-
-# ---------------------------------------------------------------- array extraction
-
-
-def _c_contiguous(shape: tuple[int, ...], strides: Any, itemsize: int) -> bool:
-    if strides is None:
-        return True
-    expected = itemsize
-    for dim, stride in zip(reversed(shape), reversed(strides)):
-        if dim > 1 and stride != expected:
-            return False
-        expected *= dim
-    return True
-
-
-def _from_own(a: DeviceArray) -> ArrayInfo:
-    return (a.ptr, a.dtype, a.shape, True, a.device_id, False, "cuforge")
-
-
-def _from_numpy(a: np.ndarray) -> ArrayInfo:
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
-    return (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy")
-
-
-def _from_cupy(a: Any) -> ArrayInfo:
-    mem = a.data
-    contiguous = getattr(a, "_c_contiguous", None)
-    if contiguous is None:
-        contiguous = a.flags.c_contiguous
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
-    return (mem.ptr, dt, a.shape, contiguous, mem.device_id, False, "cupy")
-
-
-_torch_dtypes: dict[Any, DType] = {}
-
-
-def _from_torch(t: Any) -> ArrayInfo:
-    if not _torch_dtypes:
-        import torch
-
-        for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                     "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):  # fmt: skip
-            if hasattr(torch, name):
-                _torch_dtypes[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
-    device = t.get_device()
-    return (t.data_ptr(), _torch_dtypes.get(t.dtype), tuple(t.shape), t.is_contiguous(),
-            device if device >= 0 else "cpu-tensor", False, "torch")  # fmt: skip
-
-
-def _from_cai(a: Any) -> ArrayInfo:
-    cai = a.__cuda_array_interface__
-    ptr, readonly = cai["data"]
-    shape = tuple(cai["shape"])
-    import numpy as np
-
+def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Normalise a grid or block to 3 positive ints within ``limit`` (valid ones are memoised:
+    a launch that passes the same grid= every time pays for one dict lookup)."""
     try:
-        npdt = np.dtype(cai["typestr"])
-    except TypeError:
-        npdt = None
-    dt = dtype_of(npdt) if npdt is not None else None
-    contiguous = _c_contiguous(shape, cai.get("strides"), npdt.itemsize if npdt is not None else 1)
-    return (ptr or 0, dt, shape, contiguous, UNKNOWN_DEVICE, bool(readonly), "cai")
+        return _DIMS[value, id(limit)]
+    except (KeyError, TypeError):
+        pass
+    out = _dims(value, what, kernel, limit)
+    if isinstance(value, (int, tuple)) and len(_DIMS) < 4096:
+        _DIMS[value, id(limit)] = out
+    return out
 
 
-def _from_dlpack(a: Any) -> ArrayInfo:
-    from cuda.core.utils import StridedMemoryView
-
-    view = StridedMemoryView(a, stream_ptr=-1)
-    shape = tuple(view.shape)
-    itemsize = view.dtype.itemsize if view.dtype is not None else 1
-    strides = None if view.strides is None else tuple(s * itemsize for s in view.strides)
-    device = view.device_id if view.is_device_accessible else "host-dlpack"
-    return (view.ptr, dtype_of(view.dtype), shape, _c_contiguous(shape, strides, itemsize), device,
-            bool(getattr(view, "readonly", False)), "dlpack")  # fmt: skip
-
-
-class _Never:
-    """Matches no array type."""
-
-
-class _FastTypes:
-    """The array types the generated launch functions check inline (see ``_fastpath``), and
-    how they find those libraries' current streams: set when the general path first meets
-    them, so neither CuPy nor PyTorch is imported here."""
-
-    cupy: type = _Never
-    torch: type = _Never
-    cupy_stream: Callable[[], Any]  # cupy.cuda.get_current_stream
-    torch_stream: Callable[[int], int]  # torch._C._cuda_getCurrentRawStream
+def _dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
+    if _is_int(value):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
+        raise ArgumentError(f"{kernel}: {what} expects an int or a tuple of 1 to 3 ints, got {describe(value)}")
+    out = []
+    for i, v in enumerate(value):
+        if not _is_int(v) or not 1 <= v <= limit[i]:
+            raise ArgumentError(
+                f"{kernel}: {what}[{i}] expects an int from 1 to {limit[i]}, got {v!r} (in {what}={tuple(value)!r})"
+            )
+        out.append(int(v))
+    while len(out) < 3:
+        out.append(1)
+    if limit is BLOCK_LIMIT and out[0] * out[1] * out[2] > 1024:
+        raise ArgumentError(
+            f"{kernel}: {what}={tuple(value)!r} has {out[0] * out[1] * out[2]} threads; a block holds at most 1024"
+        )
+    return out[0], out[1], out[2]
 
 
-FAST_TYPES = _FastTypes()
+def _is_int(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or numpy_scalar(v, "iu")
 
 
-def _publish_fast_types() -> None:
-    """Tell the C launch functions (when built) the types the Python ones now check."""
-    if _cuda._claunch is not None:
-        ft = FAST_TYPES
-        known = ft.cupy is not _Never, ft.torch is not _Never
-        _cuda._claunch.set_array_types(ft.cupy if known[0] else None, getattr(ft, "cupy_stream", None),
-                                       ft.torch if known[1] else None, getattr(ft, "torch_stream", None))  # fmt: skip
+class GridRule:
+    """Where a launch without grid= gets its grid: ``source`` -1 is the largest array, k the
+    value or size of parameter k, -2 the class's grid function (called by ``function``)."""
+
+    __slots__ = ("function", "kernel", "source")
+
+    def __init__(self, kernel: str, rule: Any, specs: tuple[ParamSpec, ...]):
+        self.kernel = kernel
+        self.function: Callable[[tuple[Any, ...], tuple[int, int, int]], Any] | None = None
+        names = [s.name for s in specs]
+        if rule is None:
+            if not any(s.is_array for s in specs):
+                raise DeclarationError(
+                    f"{kernel}: with no array parameter there is nothing to size the grid by; set grid = "
+                    f"'<a size parameter>' or a function on the class, or pass grid= at launch"
+                )
+            self.source = -1
+        elif isinstance(rule, str):
+            if rule not in names:
+                raise DeclarationError(f"{kernel}: grid = {rule!r} names no parameter; the parameters are {', '.join(names)}")
+            spec = specs[names.index(rule)]
+            if not spec.is_array and not spec.dtype.is_integer:
+                raise DeclarationError(f"{kernel}: grid = {rule!r} must name an integer or array parameter, not {spec.type_name}")
+            self.source = spec.index
+        else:
+            self.source = -2
+            self.function = _grid_function(kernel, rule, names)
+
+    def __call__(self, args: tuple[Any, ...], arrays: list[tuple[int, ArrayArg]], block: tuple[int, int, int]) -> Any:
+        """The grid, or None when the sizing count is 0 (nothing to launch)."""
+        if self.function is not None:
+            return self.function(args, block)
+        if self.source == -1:
+            count = max(math.prod(arg.shape) for _, arg in arrays)
+        else:
+            found = [arg for i, arg in arrays if i == self.source]
+            count = math.prod(found[0].shape) if found else int(args[self.source])
+        if count <= 0:
+            return None
+        return dims(-(-count // block[0]), "grid", self.kernel, GRID_LIMIT)
 
 
-_EXTRACTORS: dict[type, Callable[[Any], ArrayInfo] | None] = {DeviceArray: _from_own}
+def _grid_function(kernel: str, rule: Any, names: list[str]) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:
+    fn = rule.__func__ if isinstance(rule, staticmethod) else rule
+    if not callable(fn):
+        raise DeclarationError(f"{kernel}: grid must be a parameter name or a function, got {rule!r}")
+    wanted = list(inspect.signature(fn).parameters)
+    unknown = [w for w in wanted if w not in names and w != "block"]
+    if unknown:
+        raise DeclarationError(
+            f"{kernel}: the grid function asks for {', '.join(unknown)}, which are not parameters ({', '.join(names)}) or 'block'"
+        )
+    picks = [(w, names.index(w) if w in names else -1) for w in wanted]
+
+    def by_function(args: tuple[Any, ...], block: tuple[int, int, int]) -> Any:
+        grid = fn(**{w: (block if i < 0 else args[i]) for w, i in picks})
+        return dims(grid, "grid (from the class's grid function)", kernel, GRID_LIMIT)
+
+    return by_function
 
 
-def _extractor(tp: type) -> Callable[[Any], ArrayInfo] | None:
-    root = tp.__module__.split(".")[0]
-    np = sys.modules.get("numpy")
-    if np is not None and issubclass(tp, np.ndarray):
-        found: Any = _from_numpy
-    elif root == "cupy" and hasattr(tp, "data") and hasattr(tp, "__cuda_array_interface__"):
-        found = _from_cupy
-        if tp.__name__ == "ndarray" and hasattr(tp, "_c_contiguous"):
-            FAST_TYPES.cupy_stream = sys.modules["cupy"].cuda.get_current_stream
-            FAST_TYPES.cupy = tp
-            _publish_fast_types()
-    elif root == "torch" and hasattr(tp, "data_ptr"):
-        found = _from_torch
-        if tp.__name__ == "Tensor":
-            FAST_TYPES.torch_stream = sys.modules["torch"]._C._cuda_getCurrentRawStream
-            FAST_TYPES.torch = tp
-            _publish_fast_types()
-    elif hasattr(tp, "__cuda_array_interface__"):
-        found = _from_cai
-    elif hasattr(tp, "__dlpack__"):
-        found = _from_dlpack
+# ---------------------------------------------------------------- streams
+
+
+def stream_handle(stream: Any, kernel: str) -> int:
+    """The CUstream handle of a stream-like object (no CUDA call)."""
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        handle = stream
+    elif (proto := getattr(stream, "__cuda_stream__", None)) is not None:
+        handle = int(proto()[1])
     else:
-        found = None
-    _EXTRACTORS[tp] = found
-    return found
-
-
-def array_info(value: Any) -> ArrayInfo | None:
-    """What the checks see of an array-like value, or None for anything else."""
-    tp = type(value)
-    ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
-    if ext is None and hasattr(value, "__cuda_array_interface__"):
-        ext = _from_cai
-    return ext(value) if ext is not None else None
-
-
-def array_dtype(value: Any) -> DType | None:
-    info = array_info(value)
-    return info[1] if info is not None else None
-
-
-def array_shape(value: Any) -> tuple[int, ...]:
-    info = array_info(value)
-    return info[2] if info is not None else ()
-
-
-def array_origin(value: Any) -> str | None:
-    info = array_info(value)
-    return info[6] if info is not None else None
-
-
-describe_value = _describe
-
-
-def array_checker(kernel: str, param: Param) -> Callable[[Any, list[Any]], int]:
-    """A function checking one array argument without CUDA calls: it appends
-    (parameter index, ArrayInfo) to its second argument and returns the pointer."""
-    at: ArrayType = param.type
-    want: DType = at.dtype
-    decl = repr(at)
-    name = param.name
-    index = param.index
-
-    def fail(message: str, cls: type[Exception] = ArgumentTypeError) -> Exception:
-        return cls(f"{kernel}: argument '{name}' expects {decl}, {message}")
-
-    ndim = at.ndim
-    writes = at.writes
-
-    def check(value: Any, infos: list[Any]) -> int:
-        ext = _EXTRACTORS.get(value.__class__)
-        if ext is not None:
-            info = ext(value)
-            # One expression for the common case; every failure is sorted out in explain().
-            if (info[1] is want and info[3] and (ndim is None or len(info[2]) == ndim)
-                    and not (writes and info[5]) and info[4].__class__ is not str):  # fmt: skip
-                infos.append((index, info))
-                return info[0]
-        return explain(value, infos)
-
-    def explain(value: Any, infos: list[Any]) -> int:
-        info = array_info(value)
-        if info is None:
-            raise fail(
-                f"got {_describe(value)}; pass a device array (CuPy, PyTorch, cuforge.DeviceArray, "
-                f"anything with __cuda_array_interface__ or DLPack) or a NumPy array"
+        for attr in ("cuda_stream", "ptr", "handle"):  # torch, cupy, cuda.core
+            h = getattr(stream, attr, None)
+            if h is not None:
+                handle = int(h)
+                break
+        else:
+            raise ArgumentTypeError(
+                f"{kernel}: stream expects a stream (cuda.core, CuPy, PyTorch, anything with __cuda_stream__, "
+                f"or an int handle), got {describe(stream)}"
             )
-        if info[1] is not want:
-            got = info[1].name if info[1] is not None else _foreign_dtype(value)
-            raise fail(
-                f"got a {got} array ({type_name(value)}); cast with {name}.astype(numpy.{want.name}) "
-                f"or declare the parameter with cf.{want.name if info[1] is None else info[1].name}"
-            )
-        if ndim is not None and len(info[2]) != ndim:
-            raise fail(f"got a {len(info[2])}-d array of shape {info[2]}; reshape it to {ndim}-d")
-        if not info[3]:
-            raise fail(
-                f"got a non-C-contiguous array ({type_name(value)}, shape {info[2]}); pass a contiguous "
-                f"copy ({name}.copy(), numpy.ascontiguousarray({name}) or tensor.contiguous())"
-            )
-        if info[5] and writes:
-            raise fail(f"got a read-only array ({type_name(value)}); the kernel writes to it, pass a writable one")
-        if isinstance(info[4], str):
-            raise fail(f"got a {info[4].replace('-', ' ')} in host memory; move it to the GPU first (.cuda() or cf.to_device)")
-        infos.append((index, info))
-        return info[0]
-
-    return check
+    if not 0 <= handle < 2**64:
+        raise ArgumentTypeError(f"{kernel}: stream expects a CUstream handle (0 to 2**64-1), got {handle}")
+    return handle
 
 
-def _foreign_dtype(value: Any) -> str:
-    dt = getattr(value, "dtype", None)
-    return str(dt) if dt is not None else "unsupported"
-
-
-# ---------------------------------------------------------------- scalar checks
-
-_INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1), "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
-}  # fmt: skip
-_FLOAT_CODES = {"float16": "e", "float32": "f", "float64": "d"}
-_F32_MAX = 3.4028234663852886e38
-
-
-def _round_trip(code: str, value: float) -> float:
-    return struct.unpack(code, struct.pack(code, value))[0]
-
-
-def _bf16_bits(value: float) -> int:
-    """IEEE round-to-nearest-even of a float to bfloat16, as its 16 bits (inf on overflow)."""
-    if value != value:
-        return 0x7FC0
-    try:
-        bits = struct.unpack("<I", struct.pack("<f", value))[0]
-    except OverflowError:
-        return 0x7F80 if value > 0 else 0xFF80
-    bits += 0x7FFF + ((bits >> 16) & 1)
-    return (bits >> 16) & 0xFFFF
-
-
-def _bf16_value(bits: int) -> float:
-    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
-
-
-def scalar_checker(kernel: str, param: Param) -> Callable[[Any, Any], Any]:
-    """A function converting one scalar argument to the value packed for its C type (its
-    second argument, the launch's array list, is unused: all checkers share one call form)."""
-    dt: DType = param.type
-    name = param.name
-
-    def fail(got: Any, fix: str, cls: type[Exception] = ArgumentTypeError) -> Exception:
-        return cls(f"{kernel}: argument '{name}' expects {dt.name}, got {_describe(got)}; {fix}")
-
-    if dt.is_integer:
-        lo, hi = _INT_RANGES[dt.name]
-
-        def check_int(v: Any, _: Any = None) -> int:
-            if type(v) is int and lo <= v <= hi:
-                return v
-            try:
-                iv = operator.index(v)
-            except TypeError:
-                if isinstance(v, (float, complex)) or _numpy_scalar(v, "fc"):
-                    raise fail(v, f"pass an int (int({v!r}) if truncation is intended)") from None
-                raise fail(v, f"pass a Python int or numpy.{dt.name}") from None
-            if not lo <= iv <= hi:
-                raise fail(v, f"{dt.name} holds {lo}..{hi}; declare a wider type or pass a smaller value", ArgumentError)
-            return iv
-
-        return check_int
-
-    if dt.kind == "b":
-
-        def check_bool(v: Any, _: Any = None) -> bool:
-            if type(v) is bool:
-                return v
-            if _numpy_scalar(v, "b"):
-                return bool(v)
-            if type(v) is int and v in (0, 1):
-                return bool(v)
-            raise fail(v, "pass True or False")
-
-        return check_bool
-
-    if dt.is_float:
-        return _float_checker(dt, fail)
-
-    exact_code = "f" if dt.name == "complex64" else "d"
-
-    def check_complex(v: Any, _: Any = None) -> complex:
-        if isinstance(v, (str, bytes)) or v is None or isinstance(v, bool):
-            raise fail(v, "pass a Python complex or numpy.complex value")
-        try:
-            c = complex(v)
-        except TypeError:
-            raise fail(v, "pass a Python complex or numpy.complex value") from None
-        if (isinstance(v, int) or _numpy_scalar(v)) and exact_code == "f":
-            if _round_trip("f", c.real) != c.real or _round_trip("f", c.imag) != c.imag:
-                raise fail(v, "the value is not exact in complex64; convert with numpy.complex64(...) first", ArgumentError)
-        elif exact_code == "f" and max(abs(c.real), abs(c.imag)) > _F32_MAX and math.isfinite(abs(c)):
-            raise fail(v, "the value overflows complex64", ArgumentError)
-        return c
-
-    return check_complex
-
-
-def _float_checker(dt: DType, fail: Callable[..., Exception]) -> Callable[[Any, Any], Any]:
-    is_bf16 = dt is bfloat16
-    code = "f" if is_bf16 else _FLOAT_CODES[dt.name]
-    limit = {"float16": 65504.0, "float32": _F32_MAX, "bfloat16": 3.3895313892515355e38}.get(dt.name, math.inf)
-
-    def slow(v: Any) -> Any:
-        if isinstance(v, (str, bytes, complex, bool)) or v is None or _numpy_scalar(v, "cb"):
-            raise fail(v, f"pass a Python float or numpy.{dt.name}")
-        if not is_bf16 and _numpy_scalar(v) and v.dtype.name == dt.name:
-            return float(v)
-        integral = isinstance(v, int) or _numpy_scalar(v, "iu")
-        if integral or _numpy_scalar(v, "f"):
-            f = float(v)
-            exact = (_bf16_value(_bf16_bits(f)) == f) if is_bf16 else (_round_trip(code, f) == f)
-            if not exact or (integral and int(f) != int(v)):
-                raise fail(v, f"the value is not exact in {dt.name}; convert it explicitly first", ArgumentError)
-            return _bf16_bits(f) if is_bf16 else f
-        if type(v) is float:
-            if math.isfinite(v):
-                try:
-                    packed = _round_trip(code, v)
-                except (OverflowError, struct.error):
-                    packed = math.inf
-                if is_bf16 and math.isinf(_bf16_value(_bf16_bits(v))):
-                    packed = math.inf
-                if math.isinf(packed):
-                    raise fail(v, f"the value overflows {dt.name} (largest finite {limit:g})", ArgumentError)
-            return _bf16_bits(v) if is_bf16 else v
-        raise fail(v, f"pass a Python float or numpy.{dt.name}")
-
-    if is_bf16:
-
-        def check_bf16(v: Any, _: Any = None) -> int:
-            return slow(v)  # type: ignore[no-any-return]
-
-        return check_bf16
-
-    def check_float(v: Any, _: Any = None) -> Any:
-        if type(v) is float and -limit <= v <= limit:
-            return v
-        return slow(v)
-
-    return check_float
+def default_stream(arrays: list[tuple[int, ArrayArg]], device: int) -> int:
+    """The current CuPy or PyTorch stream when the arrays come from one, else the legacy default."""
+    for _, arg in arrays:
+        if arg.origin == "torch":
+            return int(LIBRARIES.torch_stream(device))  # type: ignore[misc]  # set when a tensor was met
+        if arg.origin == "cupy":
+            return int(LIBRARIES.cupy_stream().ptr)  # type: ignore[misc]  # set when a CuPy array was met
+    return 0
 
 
 # ---------------------------------------------------------------- packing
-
-_PACK_CODES = {
-    "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
-    "uint32": "I", "uint64": "Q", "float16": "e", "bfloat16": "H", "float32": "f", "float64": "d",
-    "complex64": "ff", "complex128": "dd",
-}  # fmt: skip
 
 
 class Packer:
     """Packs checked values into a per-thread C-ABI parameter buffer.
 
-    ``cuLaunchKernel`` copies the parameters when it is called, so one buffer per thread is
-    reused by every launch of the kernel from that thread.
+    The driver copies the parameters when it is called, so one buffer per thread is reused by
+    every launch of the kernel from that thread.
     """
 
     __slots__ = ("_tls", "complex_at", "offsets", "size", "struct")
 
-    def __init__(self, signature: Signature):
+    def __init__(self, specs: tuple[ParamSpec, ...]):
         fmt, pos = "=", 0
-        layout = signature.layout()
-        for p, (offset, _) in zip(signature.params, layout):
-            fmt += "x" * (offset - pos) + ("Q" if p.is_array else _PACK_CODES[p.dtype.name])
-            pos = offset + p.size
+        for s in specs:
+            fmt += "x" * (s.offset - pos) + s.pack
+            pos = s.offset + s.size
         self.struct = struct.Struct(fmt)
-        self.offsets = tuple(offset for offset, _ in layout)
+        self.offsets = tuple(s.offset for s in specs)
         self.size = max(self.struct.size, 8)
-        self.complex_at = tuple(i for i, p in enumerate(signature.params) if not p.is_array and p.dtype.is_complex)
+        self.complex_at = tuple(s.index for s in specs if s.dtype.is_complex and not s.is_array)
         self._tls = threading.local()
-
-    def buffers(self) -> tuple[Any, int]:
-        """This thread's (parameter buffer, address of its void* array)."""
-        bufs = getattr(self._tls, "bufs", None) or self.thread_buffers()
-        return bufs[0], bufs[2]
-
-    def thread_buffers(self) -> tuple[Any, Any, int]:
-        """This thread's buffers (made on its first launch): see ``_new_buffer``."""
-        bufs = self._tls.bufs = self._new_buffer()
-        return bufs
 
     def _new_buffer(self) -> tuple[Any, Any, int]:
         """(parameter buffer, void* array pointing at each parameter in it, that array's address)."""
@@ -478,17 +215,181 @@ class Packer:
             flat += (v.real, v.imag) if i in self.complex_at else (v,)
         return flat
 
+    def to_bytes(self, values: list[Any]) -> bytes:
+        """The packed parameters (what the C launcher's check_and_pack reports, for tests)."""
+        return self.struct.pack(*self._flat(values))
+
     def pack(self, values: list[Any]) -> int:
-        """Pack ``values`` and return the address to pass as ``kernelParams``."""
+        """Pack ``values`` into this thread's buffer and return the address for ``kernelParams``."""
+        bufs = getattr(self._tls, "bufs", None)
+        if bufs is None:
+            bufs = self._tls.bufs = self._new_buffer()
         if self.complex_at:
             values = self._flat(values)
-        buf, addr = self.buffers()
-        self.struct.pack_into(buf, 0, *values)
-        return addr
+        self.struct.pack_into(bufs[0], 0, *values)
+        return bufs[2]  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------- the general path
+
+
+class Checked(NamedTuple):
+    """A call bound and checked, before any CUDA call."""
+
+    args: tuple[Any, ...]
+    values: list[Any]  # what is packed for each parameter (an array's pointer)
+    arrays: list[tuple[int, ArrayArg]]  # (parameter index, array) of each array parameter
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+    stream: int | None  # None: the default for the arrays' library (see default_stream)
+
+
+def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """Arguments by position and by name, in parameter order."""
+    names = [s.name for s in kernel._specs]
+    label = kernel.label
+    if len(args) > len(names):
+        raise ArgumentError(f"{label}: takes {len(names)} arguments ({', '.join(names)}), got {len(args)} positional")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise ArgumentError(
+                f"{label}: unexpected argument {key!r}; the parameters are {', '.join(names)}"
+                f" (launch options: grid, block, shared_mem, stream)"
+            )
+        if key in bound:
+            raise ArgumentError(f"{label}: argument '{key}' given twice (by position and by name)")
+        bound[key] = value
+    missing = [n for n in names if n not in bound]
+    if missing:
+        raise ArgumentError(
+            f"{label}: missing argument{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}; the signature is {kernel.signature.describe(label)}"
+        )
+    return tuple(bound[n] for n in names)
+
+
+def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
+                   shared_mem: Any, stream: Any) -> Checked | None:  # fmt: skip
+    """Bind and check a call (raising on bad input, no CUDA call); None when the sizing
+    array is empty, so there is nothing to launch."""
+    if kwargs or len(args) != len(kernel._checks):
+        args = bind(kernel, args, kwargs)
+    arrays: list[tuple[int, ArrayArg]] = []  # filled by the array checks
+    values = [check(a, arrays) for check, a in zip(kernel._checks, args)]
+    label = kernel.label
+    if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_MEM_MAX:
+        raise ArgumentError(f"{label}: shared_mem expects an int from 0 to {SHARED_MEM_MAX} (bytes), got {shared_mem!r}")
+    sh = None if stream is None else stream_handle(stream, label)
+    blk = kernel._block if block is None else dims(block, "block", label, BLOCK_LIMIT)
+    grd = kernel._grid(args, arrays, blk) if grid is None else dims(grid, "grid", label, GRID_LIMIT)
+    if grd is None:
+        return None  # every option was checked all the same
+    return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh))  # NamedTuple's __new__ is Python
+
+
+def place(kernel: Any, c: Checked) -> tuple[int, int, bool]:
+    """The CUDA part of a launch before the call: (function handle, stream, whether host
+    NumPy arrays must be staged); raises if an array lives on another device."""
+    device = _cuda.current_device()
+    found = kernel._by_device.get(device.id)
+    handle = found[0] if found is not None else kernel._function(device)
+    staged = misplaced = False
+    for _, arg in c.arrays:
+        if arg.device != device.id:
+            if arg.device == HOST:  # NumPy's: the checks refused other host memory
+                staged = True
+            else:
+                misplaced = True
+    if misplaced:  # another device, or memory of unknown origin: look closer, raise if wrong
+        check_devices(kernel.label, kernel._specs, c.arrays, device.id)
+    stream = c.stream if c.stream is not None else default_stream(c.arrays, device.id)
+    return handle, stream, staged
+
+
+def launch_checked(kernel: Any, c: Checked) -> None:
+    """Launch a checked call (staging host NumPy arrays: copy in, launch, copy back, wait).
+
+    The common case is spelled out here rather than through :func:`place`: where the C
+    extension is not built, every launch runs this."""
+    device = getattr(_cuda._tls, "device", None) or _cuda.current_device()
+    did = device.id
+    found = kernel._by_device.get(did)
+    handle = found[0] if found is not None else kernel._function(device)
+    for _, arg in c.arrays:
+        if arg.device != did:  # host arrays to stage, or memory elsewhere: look closer
+            handle, stream, staged = place(kernel, c)
+            if staged:
+                stage_and_launch(kernel, c, handle, stream)
+                return
+            break
+    stream = c.stream if c.stream is not None else default_stream(c.arrays, did)
+    _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)  # named if a later CUDA call reports a fault
+    err = _cuda.launch(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), kernel._attrs)
+    if err:  # a CUresult: CUDA_SUCCESS is 0
+        raise_launch_error(err, c.grid, c.block, c.shared_mem, kernel.label)
+
+
+def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
+    driver = _cuda._driver()
+    values = list(c.values)
+    staged: list[tuple[int, int, int]] = []
+    try:
+        for i, arg in c.arrays:
+            if arg.device != HOST:
+                continue
+            nbytes = c.args[i].nbytes
+            ptr = _cuda.check(driver.cuMemAlloc(max(nbytes, 1)), "cuMemAlloc")
+            staged.append((i, int(ptr), nbytes))
+            if nbytes:
+                _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arg.ptr, nbytes, stream), "cuMemcpyHtoDAsync")
+            values[i] = int(ptr)
+        _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
+        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(values), kernel.label, kernel._attrs)
+        for i, ptr, nbytes in staged:
+            if kernel._specs[i].writes and nbytes:
+                _cuda.check(driver.cuMemcpyDtoHAsync(c.args[i].ctypes.data, ptr, nbytes, stream), "cuMemcpyDtoHAsync")
+        _cuda.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")
+    finally:
+        for _, ptr, _ in staged:
+            driver.cuMemFree(ptr)
+
+
+def check_devices(kernel: str, specs: tuple[ParamSpec, ...], arrays: list[tuple[int, ArrayArg]], device: int) -> None:
+    """Every array must live on ``device`` (host NumPy arrays are staged, so they pass)."""
+    for i, arg in arrays:
+        where = arg.device
+        if where == UNKNOWN_DEVICE:
+            found = _cuda.pointer_device(arg.ptr) if arg.ptr else device
+            if found is None:
+                raise ArgumentTypeError(
+                    f"{kernel}: argument '{specs[i].name}' expects device memory, but CUDA does not know "
+                    f"pointer {arg.ptr:#x} ({arg.origin}); pass memory allocated by CUDA"
+                )
+            where = found
+        if where != HOST and where != device:
+            raise ArgumentTypeError(
+                f"{kernel}: argument '{specs[i].name}' is on device {where}, but the launch runs on device "
+                f"{device}; copy it there or call cuforge.set_device({where})"
+            )
+
+
+def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
+               stream: int, params_addr: int, kernel: str, attrs: bytes | None = None) -> None:  # fmt: skip
+    err = _cuda.launch(handle, grid, block, shared_mem, stream, params_addr, attrs)
+    if err:  # a CUresult: CUDA_SUCCESS is 0
+        raise_launch_error(err, grid, block, shared_mem, kernel)
+
+
+def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel: str) -> None:
+    raise LaunchError(
+        f"{kernel}: the launch (grid={grid}, block={block}, shared_mem={shared_mem}) failed: {_cuda.error_text(err)}"
+    )
 
 
 class PreparedLaunch:
-    """One launch, checked and packed once: calling it is a single ``cuLaunchKernel``.
+    """One launch, checked and packed once: calling it is a single driver call.
 
     Made by :meth:`Kernel.prepare`. It keeps the arguments alive and owns its parameter
     buffer, so it can be called from any thread that has the device's context current.
@@ -497,12 +398,11 @@ class PreparedLaunch:
     __module__ = "cuforge"
     __slots__ = ("_buf", "_call", "_keep", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
 
-    def __init__(self, kernel: str, handle: int, packer: Packer, values: list[Any], grid: tuple[int, int, int],
-                 block: tuple[int, int, int], shared_mem: int, stream: int, keep: Any) -> None:  # fmt: skip
-        self._buf, self._ptrs, addr = packer.standalone(values)
-        self._keep = keep
-        self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel, grid, block, shared_mem, stream
-        self._call = functools.partial(_cuda.launch, handle, grid, block, shared_mem, stream, addr)
+    def __init__(self, kernel: Any, c: Checked, handle: int, stream: int) -> None:
+        self._buf, self._ptrs, addr = kernel._packer.standalone(c.values)
+        self._keep = c.args
+        self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel.label, c.grid, c.block, c.shared_mem, stream
+        self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr, kernel._attrs)
 
     def __call__(self) -> None:
         err = self._call()
@@ -513,111 +413,22 @@ class PreparedLaunch:
         return f"<cuforge.PreparedLaunch {self.kernel} grid={self.grid} block={self.block} stream={self.stream:#x}>"
 
 
-# ---------------------------------------------------------------- launch configuration
+# ---------------------------------------------------------------- the C launcher
+
+_claunch = _cuda._claunch
+if _claunch is not None:
+    _claunch.configure(_cuda, _BY_NUMPY, _torch_dtypes, DeviceArray, array_arg, dims, _DIMS, GRID_LIMIT, BLOCK_LIMIT,
+                       stream_handle)  # fmt: skip
+    _claunch.set_error_handler(raise_launch_error)
 
 
-_DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
-
-
-def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
-    """Normalise a grid or block to 3 positive ints within ``limit`` (valid ones are memoised:
-    a launch that passes the same grid= every time pays for one dict lookup)."""
-    try:
-        return _DIMS[value, id(limit)]
-    except (KeyError, TypeError):
-        pass
-    out = _dims(value, what, kernel, limit)
-    if isinstance(value, (int, tuple)) and len(_DIMS) < 4096:
-        _DIMS[value, id(limit)] = out
-    return out
-
-
-def _dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
-    if _is_int(value):
-        value = (value,)
-    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
-        raise ArgumentError(f"{kernel}: {what} expects an int or a tuple of 1 to 3 ints, got {_describe(value)}")
-    out = []
-    for i, v in enumerate(value):
-        if not _is_int(v) or not 1 <= v <= limit[i]:
-            raise ArgumentError(
-                f"{kernel}: {what}[{i}] expects an int from 1 to {limit[i]}, got {v!r} (in {what}={tuple(value)!r})"
-            )
-        out.append(int(v))
-    while len(out) < 3:
-        out.append(1)
-    if limit is BLOCK_LIMIT and out[0] * out[1] * out[2] > 1024:
-        raise ArgumentError(
-            f"{kernel}: {what}={tuple(value)!r} has {out[0] * out[1] * out[2]} threads; a block holds at most 1024"
-        )
-    return out[0], out[1], out[2]
-
-
-def _is_int(v: Any) -> bool:
-    return (isinstance(v, int) and not isinstance(v, bool)) or _numpy_scalar(v, "iu")
-
-
-GRID_LIMIT = (2**31 - 1, 65535, 65535)
-BLOCK_LIMIT = (1024, 1024, 64)
-
-
-def stream_handle(stream: Any, kernel: str) -> int:
-    """The CUstream handle of a stream-like object (no CUDA call)."""
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        return stream
-    proto = getattr(stream, "__cuda_stream__", None)
-    if proto is not None:
-        return int(proto()[1])
-    for attr in ("cuda_stream", "ptr", "handle"):  # torch, cupy, cuda.core
-        h = getattr(stream, attr, None)
-        if h is not None:
-            return int(h)
-    raise ArgumentTypeError(
-        f"{kernel}: stream expects a stream (cuda.core, CuPy, PyTorch, anything with __cuda_stream__, "
-        f"or an int handle), got {_describe(stream)}"
-    )
-
-
-def default_stream(infos: list[Any], device: int) -> int:
-    """The current CuPy or PyTorch stream when the arrays come from one, else the legacy default."""
-    for _, info in infos:
-        if info[6] == "torch":
-            import torch
-
-            return int(torch._C._cuda_getCurrentRawStream(device))
-        if info[6] == "cupy":
-            import cupy
-
-            return int(cupy.cuda.get_current_stream().ptr)
-    return 0
-
-
-def check_devices(kernel: str, params: tuple[Param, ...], infos: list[Any], device: int) -> None:
-    """Every array must live on ``device`` (host NumPy arrays are staged, so they pass)."""
-    for i, info in infos:
-        where = info[4]
-        if where is UNKNOWN_DEVICE:
-            where = _cuda.pointer_device(info[0]) if info[0] else device
-            if where is None:
-                raise ArgumentTypeError(
-                    f"{kernel}: argument '{params[i].name}' expects device memory, but CUDA does not know "
-                    f"pointer {info[0]:#x} ({info[6]}); pass memory allocated by CUDA"
-                )
-        if where != HOST and where != device:
-            raise ArgumentTypeError(
-                f"{kernel}: argument '{params[i].name}' is on device {where}, but the launch runs on device "
-                f"{device}; copy it there or call cuforge.set_device({where})"
-            )
-
-
-def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
-               stream: int, params_addr: int, kernel: str) -> None:  # fmt: skip
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, params_addr)
-    if err:  # a CUresult: CUDA_SUCCESS is 0
-        raise_launch_error(err, grid, block, shared_mem, kernel)
-
-
-def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel: str) -> None:
-    raise LaunchError(
-        f"{kernel}: cuLaunchKernel(grid={grid}, block={block}, shared_mem={shared_mem}) failed: {_cuda.error_text(err)}"
-    )
+def c_launcher(kernel: Any) -> Any:
+    """The kernel's Launcher in the C extension, or None where the extension is not built or
+    the signature is past its limits (``_claunch.MAX_PARAMS``, ``MAX_PARAM_BYTES``): the
+    general path then takes every call."""
+    if _claunch is None or len(kernel._specs) > _claunch.MAX_PARAMS or kernel._packer.size > _claunch.MAX_PARAM_BYTES:
+        return None
+    grid = kernel._grid
+    converters = tuple(None if s.is_array else scalar_to_bytes(kernel.label, s) for s in kernel._specs)
+    return _claunch.Launcher(kernel.label, kernel._specs, converters, kernel._by_device, grid.source, grid.function,
+                             kernel._block, kernel._attrs)  # fmt: skip

@@ -45,7 +45,7 @@ def environment(dirs: tuple[str, ...] = ()) -> jinja2.Environment:
 
 def search_dirs(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Template directories: a kernel's own, then CUFORGE_TEMPLATE_PATH."""
-    configured = tuple(d for d in str(_config.get("template_path")).split(os.pathsep) if d)
+    configured = tuple(_config.template_path())
     return tuple(os.path.abspath(d) for d in (*extra, *configured))
 
 

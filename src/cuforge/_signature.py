@@ -1,4 +1,9 @@
-"""Resolved kernel parameters: what each annotation means, computed once at definition."""
+"""Resolved kernel parameters: what each annotation means, computed once at definition.
+
+A :class:`Param` is a declared parameter (name, position, annotation); a :class:`ParamSpec`
+is the one record the launch paths read for it: its layout in the parameter buffer and the
+facts its checks need. The C launcher reads the same records (see ``_claunch/``).
+"""
 
 from __future__ import annotations
 
@@ -84,3 +89,48 @@ class Signature:
             out.append((offset, p.size))
             offset += p.size
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """Everything a launch needs to know of one resolved parameter, built once per kernel.
+
+    ``ckind`` is ``a`` for an array, else the dtype's C kind (``DType.ckind``); ``lo``/``hi``
+    bound an integer, ``limit`` is a float's largest finite value, ``ndim`` an array's rank
+    (-1: any). ``pack`` is the ``struct`` code of the value in the buffer (``Q``: a pointer).
+    """
+
+    name: str
+    index: int
+    type: Any  # a DType or an ArrayType
+    dtype: DType
+    is_array: bool
+    ckind: str
+    pack: str
+    offset: int
+    size: int
+    lo: int
+    hi: int
+    limit: float
+    ndim: int
+    writes: bool
+
+    @property
+    def type_name(self) -> str:
+        return repr(self.type) if self.is_array else self.dtype.name
+
+
+def param_specs(signature: Signature) -> tuple[ParamSpec, ...]:
+    """The ParamSpec of each parameter of a resolved signature (no type parameter left)."""
+    specs = []
+    for p, (offset, size) in zip(signature.params, signature.layout()):
+        dt = p.dtype
+        lo, hi = dt.range or (0, 0)
+        arr = p.type if p.is_array else None
+        specs.append(ParamSpec(
+            name=p.name, index=p.index, type=p.type, dtype=dt, is_array=arr is not None,
+            ckind="a" if arr is not None else dt.ckind, pack="Q" if arr is not None else dt.pack,
+            offset=offset, size=size, lo=lo, hi=hi, limit=dt.max_finite or 0.0,
+            ndim=-1 if arr is None or arr.ndim is None else arr.ndim, writes=arr is not None and arr.writes,
+        ))  # fmt: skip
+    return tuple(specs)

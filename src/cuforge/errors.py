@@ -7,23 +7,31 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── DeclarationError (TypeError)     a kernel class is malformed; raised at definition
     ├── TemplateError                    Jinja could not render a body or template
     ├── CompileError                     NVRTC rejected the rendered source (.log, .source, .options)
+    │   └── CellCompileError             ... in a %%cuda cell (shown without a traceback)
     ├── ArgumentError (ValueError)       a launch argument is missing, extra or out of range
     │   └── ArgumentTypeError (TypeError)   a launch argument has the wrong type or dtype
     ├── SignatureMismatchError           a ``source=`` kernel disagrees with its annotations
     ├── NoDeviceError (RuntimeError)     no usable CUDA device or driver
-    └── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
+    ├── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
+    ├── ConfigError (ValueError)         a CUFORGE_* setting has a value cuforge cannot use
+    └── ParseError (ValueError)          a %%cuda cell's __global__ signature cannot be read
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
+    "CellCompileError",
     "CompileError",
+    "ConfigError",
     "CuforgeError",
     "DeclarationError",
     "LaunchError",
     "NoDeviceError",
+    "ParseError",
     "SignatureMismatchError",
     "TemplateError",
 ]
@@ -68,6 +76,14 @@ class CompileError(CuforgeError):
         self.source = source
         self.options = options
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only fields: rebuilt through _rebuild (worker processes send errors back).
+        return _rebuild, (type(self), str(self), self.log, self.source, self.options)
+
+
+def _rebuild(cls: type[CompileError], message: str, log: str, source: str, options: tuple[str, ...]) -> CompileError:
+    return cls(message, log=log, source=source, options=options)
+
 
 class ArgumentError(CuforgeError, ValueError):
     """A launch argument is missing, unexpected, or out of range for its type."""
@@ -95,5 +111,26 @@ class NoDeviceError(CuforgeError, RuntimeError):
 
 class LaunchError(CuforgeError, RuntimeError):
     """A CUDA driver call made for a launch failed."""
+
+    __module__ = "cuforge"
+
+
+class ConfigError(CuforgeError, ValueError):
+    """A CUFORGE_* setting has a value cuforge cannot use."""
+
+    __module__ = "cuforge"
+
+
+class CellCompileError(CompileError):
+    """A ``%%cuda`` cell failed to compile; IPython shows NVRTC's messages, no Python traceback."""
+
+    __module__ = "cuforge"
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"CompileError: {self}"]
+
+
+class ParseError(CuforgeError, ValueError):
+    """A ``%%cuda`` cell's ``__global__`` signature cannot be read."""
 
     __module__ = "cuforge"

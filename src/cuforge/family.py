@@ -16,9 +16,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import _cuda, _disk, _launch
+from . import _cache, _cuda, _disk, _launch
+from ._arrays import array_arg, scratch_copy
+from ._checks import describe
+from ._compile import CompiledKernel
+from ._decl import _Decl
 from .errors import ArgumentTypeError, DeclarationError
-from .kernel import CompiledKernel, Kernel, _Decl, compile_together
+from .kernel import Kernel
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam
 
@@ -54,6 +58,16 @@ def autotune(*, key: Sequence[str] = (), warmup: int = 2, repeat: int = 10, **ca
     source, key).
     """
     return Autotune(key, warmup, repeat, **candidates)
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    arg = array_arg(value)
+    return arg.shape if arg is not None else ()
+
+
+def _origin(value: Any) -> str | None:
+    arg = array_arg(value)
+    return arg.origin if arg is not None else None
 
 
 def _bucket(n: int) -> int:
@@ -167,7 +181,7 @@ class Family:
                 raise DeclarationError(f"{self._decl.label}.precompile(): {k!r} is not an instantiation of this family")
         if not chosen:
             return []
-        return compile_together(chosen, arch, options, who=f"{self._decl.label}.precompile()")
+        return _cache.compile_together(chosen, arch, options, who=f"{self._decl.label}.precompile()")
 
     # ------------------------------------------------------------ launching
 
@@ -191,16 +205,17 @@ class Family:
         return self._instance(self._values(types, {}))
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        return self[()]._bind(args, kwargs)
+        return _launch.bind(self[()], args, kwargs)
 
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
         first: tuple[int, DType] | None = None
         for i in self._type_sources[t.name]:
-            dt = _launch.array_dtype(bound[i])
+            arg = array_arg(bound[i])
+            dt = arg.dtype if arg is not None else None
             name = self._names[i]
             if dt is None or dt not in t.values:
                 allowed = ", ".join(v.name for v in t.values)
-                got = f"an array of {dt.name}" if dt is not None else _launch.describe_value(bound[i])
+                got = f"an array of {dt.name}" if dt is not None else describe(bound[i])
                 raise ArgumentTypeError(
                     f"{self._decl.label}: argument '{name}' sets {t.name}, which allows {allowed}; got {got}; "
                     f"cast it (e.g. {name}.astype(numpy.{t.values[0].name})) or index the family explicitly"
@@ -220,7 +235,7 @@ class Family:
         at = self._autotune
         assert at is not None
         buckets = tuple(
-            _bucket(math.prod(_launch.array_shape(bound[self._names.index(k)])))
+            _bucket(math.prod(_shape(bound[self._names.index(k)])))
             if isinstance(dict(self._decl.params)[k], ArrayType)
             else _bucket(int(bound[self._names.index(k)]))
             for k in at.key
@@ -264,13 +279,12 @@ class Family:
     def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune) -> list[float]:
         """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes."""
         global timing_runs
-        from ._arrays import scratch_copy
 
         params = kernels[0].signature.params
         keep: list[Any] = []
         args = []
         for p, value in zip(params, bound):
-            if p.is_array and (p.type.writes or _launch.array_origin(value) == "numpy"):
+            if p.is_array and (p.type.writes or _origin(value) == "numpy"):
                 copy = scratch_copy(value, p.dtype)
                 keep.append(copy)
                 args.append(copy)

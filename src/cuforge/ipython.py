@@ -18,22 +18,13 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from . import _compile, _config, _cparse, _cuda, _disk, _render
-from .errors import CompileError, DeclarationError, NoDeviceError
-from .kernel import Kernel, _device_target, kernel
+from . import _cache, _compile, _config, _cparse, _cuda, _disk, _render, _stats
+from .errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
+from .kernel import Kernel, kernel
 from .options import CompileOptions, check_arch
 from .types import _BY_NAME, DType
 
 __all__ = ["CellCompileError", "CudaMagics", "KernelTemplate", "load_ipython_extension"]
-
-
-class CellCompileError(CompileError):
-    """A ``%%cuda`` cell failed to compile; IPython shows NVRTC's messages, no Python traceback."""
-
-    __module__ = "cuforge"
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"CompileError: {self}"]
 
 
 class KernelTemplate:
@@ -67,10 +58,11 @@ class KernelTemplate:
 
 
 def _default_arch() -> str:
+    """The GPU's arch, else CUFORGE_ARCH; without either, a UsageError that says how to set one."""
     try:
-        return _device_target(_cuda.current_device().cc)
+        return _cache.default_arch("%%cuda")
     except NoDeviceError:
-        return "sm_90"  # compile-only without a GPU: Hopper, as the project's GPU machines
+        raise UsageError("%%cuda: no GPU to compile for; pass --arch sm_90 or set CUFORGE_ARCH=sm_90") from None
 
 
 @magics_class
@@ -83,7 +75,7 @@ class CudaMagics(Magics):
         return self.shell.user_ns  # type: ignore[no-any-return]
 
     @magic_arguments()
-    @argument("--arch", help="target arch, e.g. sm_90 (default: the GPU's; sm_90 without one)")
+    @argument("--arch", help="target arch, e.g. sm_90 (default: the GPU's; CUFORGE_ARCH without one)")
     @argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="a macro (repeatable)")
     @argument("--std", help="C++ dialect: c++11, c++14, c++17 (default) or c++20")
     @argument("--options", default="", help="further NVRTC flags, as one quoted string")
@@ -149,7 +141,7 @@ class CudaMagics(Magics):
             for expr in args.instantiate:
                 base, targs = _cparse.split_instantiation(expr)
                 wanted.setdefault(base, []).append(targs)
-        except _cparse.ParseError as exc:
+        except ParseError as exc:
             raise UsageError(f"%%cuda: {exc}") from None
         if not parsed:
             raise UsageError("%%cuda: the cell declares no __global__ kernel")
@@ -180,7 +172,7 @@ class CudaMagics(Magics):
                     if p.name in wanted:
                         raise UsageError(f"%%cuda: --instantiate names '{p.name}', which is not a template")
                     bound[binding] = _make(p, source, opts, signatures.get(p.name), None)
-            except (_cparse.ParseError, DeclarationError) as exc:
+            except (ParseError, DeclarationError) as exc:
                 raise UsageError(f"%%cuda: {exc}") from None
         return bound
 
@@ -218,7 +210,7 @@ class CudaMagics(Magics):
         else:
             info = disk.info()
             print(f"cache:   {info['path']}: {info['entries']} entries, {info['bytes'] / 2**20:.2f} MiB")
-        s = _disk.cache_stats()
+        s = _stats.cache_stats()
         print(
             f"counters: memory_hits={s.memory_hits} disk_hits={s.disk_hits} compiles={s.compiles} "
             f"compile_seconds={s.compile_seconds:.3f} disk_errors={s.disk_errors}"
@@ -246,7 +238,7 @@ def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, 
     expr = p.name
     if targs is not None:
         if len(targs) != len(p.template_params):
-            raise _cparse.ParseError(
+            raise ParseError(
                 f"{p.name}<{', '.join(targs)}> gives {len(targs)} template arguments; {p.name} takes "
                 f"{len(p.template_params)} ({', '.join(n for _, n in p.template_params)})"
             )

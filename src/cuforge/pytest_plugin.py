@@ -208,9 +208,9 @@ class CompileCounter:
     """NVRTC compiles and cache hits since the fixture started (see ``cuforge.cache_stats``)."""
 
     def __init__(self) -> None:
-        from . import _disk
+        from . import _stats
 
-        self._stats = _disk.cache_stats
+        self._stats = _stats.cache_stats
         self._start = self._stats()
 
     @property
@@ -291,7 +291,7 @@ class CompileAll(pytest.Collector):
 
 
 class CompileItem(pytest.Item):
-    """Compiles one instantiation for the session's arch (``--cuforge-arch``, the GPU's, or sm_90)."""
+    """Compiles one instantiation for the session's arch (``--cuforge-arch``, the GPU's, or CUFORGE_ARCH)."""
 
     def __init__(self, *, kernel: Any, family: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -302,12 +302,9 @@ class CompileItem(pytest.Item):
         arch = self.config.getoption("cuforge_arch")
         if arch:
             return str(arch)
-        if _gpu_reason(self.config) is None:
-            from . import _cuda
-            from .kernel import _device_target
+        from ._cache import default_arch
 
-            return _device_target(_cuda.current_device().cc)
-        return "sm_90"
+        return default_arch(f"compile {self.kernel.name_expression}")  # the GPU's, else CUFORGE_ARCH
 
     def runtest(self) -> None:
         from .family import Family

@@ -10,6 +10,7 @@ defined, never on the launch path.
 from __future__ import annotations
 
 import operator
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -68,6 +69,11 @@ class DType:
         ``c`` complex.
     header : str or None
         The CUDA header that defines the C++ type, when it is not built in.
+    pack : str
+        The ``struct`` code a scalar of this type is packed with (``"ff"`` for complex64:
+        two floats; ``"H"`` for bfloat16: its 16 bits).
+    max_finite : float or None
+        The largest finite value of a float type (None for the others).
     """
 
     __module__ = "cuforge"
@@ -77,7 +83,27 @@ class DType:
     itemsize: int
     kind: str
     align: int
+    pack: str
     header: str | None = None
+    max_finite: float | None = None
+
+    @property
+    def range(self) -> tuple[int, int] | None:
+        """(lowest, highest) value of an integer type; None for the others."""
+        if self.kind == "i":
+            return -(2 ** (8 * self.itemsize - 1)), 2 ** (8 * self.itemsize - 1) - 1
+        if self.kind == "u":
+            return 0, 2 ** (8 * self.itemsize) - 1
+        return None
+
+    @property
+    def ckind(self) -> str:
+        """How cuforge's C launcher takes a scalar of this type: ``i``/``u`` signed/unsigned
+        integers, ``f``/``d`` float32/float64, ``b`` bool; ``x`` for types it hands to the
+        Python checks to convert (float16, bfloat16, complex)."""
+        if self.kind in "iub":
+            return self.kind
+        return {"float32": "f", "float64": "d"}.get(self.name, "x")
 
     @property
     def is_float(self) -> bool:
@@ -113,26 +139,28 @@ class DType:
     def __repr__(self) -> str:
         return f"cuforge.{self.name}"
 
-    def __reduce__(self) -> str:
-        return self.name
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # By name through dtype_of: the singletons stay singletons (``cf.bool_`` is no
+        # attribute named "bool", so pickling by attribute name cannot work).
+        return dtype_of, (self.name,)
 
 
-bool_ = DType("bool", "bool", 1, "b", 1)
-int8 = DType("int8", "signed char", 1, "i", 1)
-int16 = DType("int16", "short", 2, "i", 2)
-int32 = DType("int32", "int", 4, "i", 4)
-int64 = DType("int64", "long long", 8, "i", 8)
-uint8 = DType("uint8", "unsigned char", 1, "u", 1)
-uint16 = DType("uint16", "unsigned short", 2, "u", 2)
-uint32 = DType("uint32", "unsigned int", 4, "u", 4)
-uint64 = DType("uint64", "unsigned long long", 8, "u", 8)
-float16 = DType("float16", "__half", 2, "f", 2, "cuda_fp16.h")
-bfloat16 = DType("bfloat16", "__nv_bfloat16", 2, "f", 2, "cuda_bf16.h")
-float32 = DType("float32", "float", 4, "f", 4)
-float64 = DType("float64", "double", 8, "f", 8)
+bool_ = DType("bool", "bool", 1, "b", 1, "?")
+int8 = DType("int8", "signed char", 1, "i", 1, "b")
+int16 = DType("int16", "short", 2, "i", 2, "h")
+int32 = DType("int32", "int", 4, "i", 4, "i")
+int64 = DType("int64", "long long", 8, "i", 8, "q")
+uint8 = DType("uint8", "unsigned char", 1, "u", 1, "B")
+uint16 = DType("uint16", "unsigned short", 2, "u", 2, "H")
+uint32 = DType("uint32", "unsigned int", 4, "u", 4, "I")
+uint64 = DType("uint64", "unsigned long long", 8, "u", 8, "Q")
+float16 = DType("float16", "__half", 2, "f", 2, "e", "cuda_fp16.h", 65504.0)
+bfloat16 = DType("bfloat16", "__nv_bfloat16", 2, "f", 2, "H", "cuda_bf16.h", 3.3895313892515355e38)
+float32 = DType("float32", "float", 4, "f", 4, "f", None, 3.4028234663852886e38)
+float64 = DType("float64", "double", 8, "f", 8, "d", None, sys.float_info.max)
 # cuComplex.h's types are float2/double2: the same layout as NumPy's complex64/128.
-complex64 = DType("complex64", "cuFloatComplex", 8, "c", 8, "cuComplex.h")
-complex128 = DType("complex128", "cuDoubleComplex", 16, "c", 16, "cuComplex.h")
+complex64 = DType("complex64", "cuFloatComplex", 8, "c", 8, "ff", "cuComplex.h")
+complex128 = DType("complex128", "cuDoubleComplex", 16, "c", 16, "dd", "cuComplex.h")
 
 SCALAR_TYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,

@@ -253,11 +253,11 @@ def test_both_launchers_launch_and_report_driver_errors(saxpy, kind):
     try:
         _cuda.bind_launcher(kind)
         assert _cuda.launcher == kind
-        saxpy(2.0, x, y, 256)  # the generated fast path
-        saxpy(2.0, x, y, n=256)  # the general path
+        saxpy(2.0, x, y, 256)  # the C launcher (declining everything under "bindings")
+        saxpy(2.0, x, y, n=256)  # by name
         saxpy.prepare(2.0, x, y, 256)()  # a prepared launch
         cf.synchronize()
-        with pytest.raises(cf.LaunchError, match=r"Saxpy: cuLaunchKernel\(grid=\(1, 1, 1\), block=\(32, 1, 1\), "
+        with pytest.raises(cf.LaunchError, match=r"Saxpy: the launch \(grid=\(1, 1, 1\), block=\(32, 1, 1\), "
                                                  r"shared_mem=1048576\) failed: CUDA_ERROR_INVALID_VALUE"):  # fmt: skip
             saxpy(2.0, x, y, 256, grid=1, block=32, shared_mem=1 << 20)  # more shared memory than an SM has
     finally:
@@ -270,72 +270,101 @@ def test_unknown_launcher_setting_is_refused():
 
     with (
         _config.scope(launcher="cython"),
-        pytest.raises(cf.LaunchError, match=r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
+        pytest.raises(cf.ConfigError, match=r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
     ):
         _cuda.bind_launcher()
 
 
-def test_c_launch_function_accepts_and_declines_exactly_what_its_python_twin_does(saxpy):
-    """The C launch function (when built) and the generated Python one agree call by call: both
-    launch, both decline (leaving the general path to raise), or both raise the same error."""
+def test_c_launcher_and_general_path_agree_on_device_arrays(saxpy):
+    """The CPU differential test's calls, with CuPy arrays and PyTorch tensors on the GPU in
+    them: the C launcher's check_and_pack and the general path's agree call by call."""
     cp = pytest.importorskip("cupy")
     torch = pytest.importorskip("torch")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from .. import launch_inputs as li
+
+    if li.KERNELS[0]._fast is None:
+        pytest.skip("cuforge's C launcher is not built here")
+    pool = [cp.ones(7, cp.float32), cp.ones((2, 3), cp.int32), cp.ones(5, cp.float64)[::2], cp.ones(4, cp.int8),
+            torch.ones(6, device="cuda"), torch.ones((3, 2), dtype=torch.int32, device="cuda"),
+            torch.ones(4, dtype=torch.float64, device="cuda"), torch.ones(3), torch.ones(8, device="cuda")[::2]]  # fmt: skip
+
+    @settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(li.calls(arrays=st.sampled_from(pool)))
+    def agree(call):
+        fast, general = li.both(*call)
+        assert fast == general, f"C: {li.show(fast)}\ngeneral: {li.show(general)}"
+
+    agree()
+
+
+def test_c_launcher_launches_what_it_accepts_and_names_the_launch(saxpy):
+    cp = pytest.importorskip("cupy")
     from cuforge import _cuda
 
-    c_fast = saxpy._fast
-    if not hasattr(c_fast, "python"):
+    if saxpy._fast is None:
         pytest.skip("cuforge's C launcher is not built here")
     n = 1000
     x, y = cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
     saxpy(1.0, x, y, n)  # the first launch (general path) loads the kernel on the device
-    tx, ty = torch.ones(n, device="cuda"), torch.zeros(n, device="cuda")
-    dx, dy = cf.to_device(np.ones(n, np.float32)), cf.zeros(n, cf.float32)
-    stream = cp.cuda.Stream(non_blocking=True)
-    cases = {
-        "cupy": ((1.0, x, y, n), None, None, 0, None),
-        "torch": ((1.0, tx, ty, n), None, None, 0, None),
-        "cuforge arrays": ((1.0, dx, dy, n), None, None, 0, None),
-        "mixed libraries": ((1.0, x, ty, n), None, None, 0, None),
-        "grid and block tuples": ((1.0, x, y, n), (4,), (256,), 0, None),
-        "int grid and block": ((1.0, x, y, n), 4, 256, 0, None),
-        "cupy stream": ((1.0, x, y, n), None, None, 0, stream),
-        "int stream": ((1.0, x, y, n), None, None, 0, stream.ptr),
-        "shared memory": ((1.0, x, y, n), None, None, 1024, None),
-        "float64 array": ((1.0, x.astype(cp.float64), y, n), None, None, 0, None),
-        "float64 tensor": ((1.0, tx.double(), ty, n), None, None, 0, None),
-        "strided array": ((1.0, x[::2], y, n), None, None, 0, None),
-        "strided tensor": ((1.0, tx[::2], ty, n), None, None, 0, None),
-        "host array": ((1.0, np.ones(n, np.float32), y, n), None, None, 0, None),
-        "empty arrays": ((1.0, x[:0], y[:0], 0), None, None, 0, None),
-        "int for float32": ((1, x, y, n), None, None, 0, None),
-        "float32 overflow": ((1e39, x, y, n), None, None, 0, None),
-        "nan": ((float("nan"), x, y, n), None, None, 0, None),
-        "int64 overflow": ((1.0, x, y, 2**63), None, None, 0, None),
-        "bool for int64": ((1.0, x, y, True), None, None, 0, None),
-        "numpy scalar": ((np.float32(1.0), x, y, n), None, None, 0, None),
-        "too few": ((1.0, x, y), None, None, 0, None),
-        "list grid": ((1.0, x, y, n), [4], None, 0, None),
-        "unchecked block": ((1.0, x, y, n), None, (4096,), 0, None),
-        "negative shared memory": ((1.0, x, y, n), None, None, -1, None),
-        "float shared memory": ((1.0, x, y, n), None, None, 1.0, None),
-    }
-    saxpy(1.0, x, y, n, grid=4, block=256, stream=0)  # the general path memoises these grids and blocks
-    saxpy(1.0, x, y, n, grid=(4,), block=(256,), stream=0)
-    for label, call in cases.items():
-        assert c_fast(*call) is c_fast.python(*call), label
-    with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: stream expects a stream"):
-        c_fast((1.0, x, y, n), None, None, 0, "default")
-    y[...] = 0
-    block = (128,)
-    saxpy(2.0, x, y, n, grid=8, block=block)  # declined (block not seen yet), checked and memoised by the general path
-    assert c_fast((2.0, x, y, n), 8, block, 0, None) is True
-    assert _cuda.last_launch() == ("Saxpy", (8, 1, 1), (128, 1, 1), 0)  # named if a later CUDA call faults
-    np.testing.assert_array_equal(cp.asnumpy(y), np.full(n, 4.0, np.float32))
+    calls = []
+    original = type(saxpy)._launch_general
+    type(saxpy)._launch_general = lambda self, *a: (calls.append(a), original(self, *a))[1]
+    try:
+        block = (128,)
+        saxpy(2.0, x, y, n, grid=8, block=block)
+        saxpy(np.float32(1.0), x, y, n=n, stream=cp.cuda.Stream(non_blocking=True))  # by hook and by name, still C
+        assert calls == []
+        assert _cuda.last_launch()[0] == "Saxpy"
+        saxpy(1.0, np.ones(n, np.float32), y, n)  # a host array: the general path stages it
+        assert len(calls) == 1
+    finally:
+        type(saxpy)._launch_general = original
+    cp.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(cp.asnumpy(y), np.full(n, 5.0, np.float32))
+
+
+def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
+    """The attribute list reaches the driver: a cooperative launch of more blocks than fit on
+    the GPU at once is refused (a plain launch of the same grid runs), from the C launcher,
+    the general path and a prepared launch alike."""
+    cp = pytest.importorskip("cupy")
+    from cuforge import _cuda, _launch
+
+    n = 1024 * 4096
+    x, y = cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
+    saxpy(1.0, x, y, n, block=1024)  # 4096 blocks of 1024 threads: far more than can be resident at once
+    cp.cuda.runtime.deviceSynchronize()
+    saxpy._attrs = _cuda.launch_attributes(cooperative=True)
+    saxpy._fast = _launch.c_launcher(saxpy)
+    too_large = r"the launch \(grid=\(4096, 1, 1\), block=\(1024, 1, 1\), shared_mem=0\) failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
+    try:
+        with pytest.raises(cf.LaunchError, match=too_large):
+            saxpy(1.0, x, y, n, block=1024)  # the C launcher
+        with pytest.raises(cf.LaunchError, match=too_large):
+            saxpy(1.0, x, y, n=n, block=1024)  # by name: still the C launcher
+        with pytest.raises(cf.LaunchError, match=too_large):
+            saxpy.prepare(1.0, x, y, n, block=1024)()
+        _cuda.bind_launcher("bindings")  # the general path, through cuda.bindings' cuLaunchKernelEx
+        try:
+            with pytest.raises(cf.LaunchError, match=too_large):
+                saxpy(1.0, x, y, n, block=1024)
+        finally:
+            _cuda.bind_launcher()
+        saxpy(1.0, x, y, n, grid=4, block=1024)  # a cooperative grid that fits runs
+        cp.cuda.runtime.deviceSynchronize()
+    finally:
+        saxpy._attrs = None
+        saxpy._fast = _launch.c_launcher(saxpy)
+    out = cp.asnumpy(y)
+    assert (out[: 4 * 1024] == 2.0).all() and (out[4 * 1024 :] == 1.0).all()
 
 
 def test_without_the_extension_the_python_path_launches():
-    """A cuforge installed where no C compiler was present: generated Python checks and
-    cuda.bindings launches, same results."""
+    """A cuforge installed where no C compiler was present: the general path and cuda.bindings
+    launches, same results."""
     import subprocess
     import sys
 

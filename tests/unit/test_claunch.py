@@ -1,4 +1,4 @@
-"""The C launcher's argument handling: everything it refuses, it refuses before calling CUDA."""
+"""The C extension's raw launch, its limits, and cuforge without it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ claunch = pytest.importorskip(
 @pytest.mark.parametrize(
     ("args", "error", "match"),
     [
-        ((0, (1, 1, 1), (32, 1, 1), 0, 0), TypeError, r"launch\(\) takes 6 arguments \(5 given\)"),
+        ((0, (1, 1, 1), (32, 1, 1), 0, 0), TypeError, r"launch\(\) takes 6 or 7 arguments \(5 given\)"),
         ((0, [1, 1, 1], (32, 1, 1), 0, 0, 0), TypeError, r"launch: grid must be a tuple of 3 ints"),
         ((0, (1, 1), (32, 1, 1), 0, 0, 0), TypeError, r"launch: grid must be a tuple of 3 ints"),
         ((0, (1, 1, 1), (32, 1.0, 1), 0, 0, 0), TypeError, r"an integer is required"),
@@ -43,7 +43,8 @@ sys.modules["cuforge._claunch"] = None  # as if no C compiler was present at ins
 import numpy as np
 import cuforge as cf
 from cuforge import _cuda
-assert _cuda._claunch is None and cf.Kernel.__bases__ == (object,) and "__call__" in vars(cf.Kernel)
+from cuforge.kernel import _PythonCall
+assert _cuda._claunch is None and cf.Kernel.__bases__ == (_PythonCall,)
 
 @cf.kernel
 class Saxpy:
@@ -53,7 +54,7 @@ class Saxpy:
     n: cf.int64
     body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
 
-assert Saxpy._fast.__name__ == "fast"  # the generated Python launch function
+assert Saxpy._fast is None  # no C launcher: the general path takes every call
 try:
     Saxpy(1.0, np.ones(4), np.ones(4, np.float32), 4)
 except cf.ArgumentTypeError as exc:
@@ -74,3 +75,27 @@ def test_with_the_extension_kernels_are_called_from_c():
     import cuforge as cf
 
     assert cf.Kernel.__bases__ == (claunch.KernelBase,) and "__call__" not in vars(cf.Kernel)
+
+
+def test_the_c_launcher_exports_its_limits():
+    import cuforge as cf
+
+    assert (claunch.MAX_PARAMS, claunch.MAX_PARAM_BYTES) == (256, 4096)
+
+    # Past MAX_PARAMS the general path takes every call: no Launcher is made.
+    ns = {"__annotations__": {f"p{i}": cf.int32 for i in range(claunch.MAX_PARAMS + 1)}, "body": ";", "grid": "p0"}
+    wide = cf.kernel(type("Wide", (), ns))
+    assert wide._fast is None and isinstance(wide, cf.Kernel)
+
+
+def test_launch_attributes_are_cuLaunchKernelEx_records():
+    from cuforge import _cuda
+
+    assert _cuda.launch_attributes() is None
+    attrs = _cuda.launch_attributes(cooperative=True, cluster=(2, 1, 1), programmatic_serialization=True)
+    assert len(attrs) == 3 * 72  # sizeof(CUlaunchAttribute)
+    assert attrs[:4] == (2).to_bytes(4, "little") and attrs[8:12] == (1).to_bytes(4, "little")  # COOPERATIVE = 1
+    assert attrs[72:76] == (4).to_bytes(4, "little") and attrs[80:92] == b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
+    assert attrs[144:148] == (6).to_bytes(4, "little")
+    with pytest.raises(TypeError, match="attrs must be None or bytes of CUlaunchAttribute records"):
+        claunch.launch(0, (1, 1, 1), (32, 1, 1), 0, 0, 0, b"short")

@@ -13,7 +13,8 @@ import pytest
 
 import cuforge as cf
 from cuforge import _launch
-from cuforge._signature import Param, Signature
+from cuforge._checks import scalar_checker
+from cuforge._signature import Param, Signature, param_specs
 
 from ..conftest import gpu_missing_reason
 
@@ -158,8 +159,8 @@ def test_scalar_errors(saxpy, a, n, cls, match):
 
 
 def _checker(dtype):
-    p = Param("v", 0, dtype)
-    return _launch.scalar_checker("K", p)
+    (spec,) = param_specs(Signature((Param("v", 0, dtype),)))
+    return scalar_checker("K", spec)
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,7 @@ def test_scalar_conversion_errors(dtype, value, cls, match):
         ({"grid": (1, 70000)}, r"grid\[1\] expects an int from 1 to 65535"),
         ({"block": (32, 32, 2)}, r"Saxpy: block=\(32, 32, 2\) has 2048 threads; a block holds at most 1024"),
         ({"block": "256"}, r"block expects an int or a tuple of 1 to 3 ints, got str '256'"),
-        ({"shared_mem": -1}, r"shared_mem expects a non-negative int \(bytes\), got -1"),
+        ({"shared_mem": -1}, r"shared_mem expects an int from 0 to 4294967295 \(bytes\), got -1"),
     ],
 )
 def test_launch_configuration_errors(saxpy, kw, match):
@@ -259,11 +260,12 @@ def test_packer_follows_the_c_abi():
         [("b", cf.bool_), ("d", cf.float64), ("c", cf.int8), ("z", cf.complex128), ("p", cf.In[cf.float32]), ("h", cf.float16)]
     )))  # fmt: skip
     assert sig.layout() == ((0, 1), (8, 8), (16, 1), (32, 16), (48, 8), (56, 2))
-    packer = _launch.Packer(sig)
+    packer = _launch.Packer(param_specs(sig))
     addr = packer.pack([True, 1.5, -3, 1 + 2j, 0xABCDEF, 1.0])
-    buf, addr2 = packer.buffers()
+    buf, _, addr2 = packer._tls.bufs
     assert addr == addr2
     raw = bytes(buf)[:58]
+    assert raw == packer.to_bytes([True, 1.5, -3, 1 + 2j, 0xABCDEF, 1.0])
     assert raw[0] == 1 and struct.unpack_from("=d", raw, 8)[0] == 1.5 and struct.unpack_from("=b", raw, 16)[0] == -3
     assert struct.unpack_from("=dd", raw, 32) == (1.0, 2.0) and struct.unpack_from("=Q", raw, 48)[0] == 0xABCDEF
     assert struct.unpack_from("=e", raw, 56)[0] == 1.0

@@ -49,3 +49,23 @@ def test_array_annotations():
 def test_array_annotation_errors(build, match):
     with pytest.raises(cf.DeclarationError, match=match):
         build()
+
+
+def test_every_public_type_and_value_pickles():
+    import pickle
+
+    import cloudpickle
+
+    for name in cf.__all__:
+        obj = getattr(cf, name)
+        if isinstance(obj, type):
+            assert pickle.loads(pickle.dumps(obj)) is obj, name
+    for dt in cf.types.SCALAR_TYPES:
+        assert pickle.loads(pickle.dumps(dt)) is dt  # singletons stay singletons (cf.bool_ is named "bool")
+        assert cloudpickle.loads(cloudpickle.dumps(dt)) is dt
+    for value in (cf.In[cf.float32, 2], cf.Out[cf.bfloat16], cf.CompileOptions(fast_math=True, defines={"N": 4})):
+        assert pickle.loads(pickle.dumps(value)) == value
+    err = cf.CompileError("K: NVRTC failed", log="log", source="src", options=("-arch=sm_90",))
+    back = pickle.loads(pickle.dumps(err))
+    assert (str(back), back.log, back.source, back.options) == (str(err), "log", "src", ("-arch=sm_90",))
+    assert str(pickle.loads(pickle.dumps(cf.ArgumentTypeError("K: argument 'x' expects ...")))) == "K: argument 'x' expects ..."

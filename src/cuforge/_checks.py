@@ -1,0 +1,263 @@
+"""The checks of one launch argument against its declared parameter, built once per parameter.
+
+Each checker takes one argument and the launch's list of arrays, and returns what is packed
+for it (a scalar converted to its C type, an array's pointer; an array's
+:class:`~cuforge._arrays.ArrayArg` is appended to the list, with the parameter's index), or
+raises an
+:class:`~cuforge.ArgumentError` that names the kernel, the parameter, what was expected, what
+was received and the fix. No check makes a CUDA call, so all of them run (and are tested) on
+a machine without a GPU.
+
+These are the definition of what a launch accepts. The C launcher accepts the common cases
+by itself (exact Python scalars in range, CuPy/PyTorch/cuforge arrays) and hands every other
+argument to these checkers; a Hypothesis test holds the two to the same answers.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import struct
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._arrays import _EXTRACTORS, HOST, ArrayArg, array_arg
+from ._signature import ParamSpec
+from .errors import ArgumentError, ArgumentTypeError
+from .types import bfloat16, float32
+
+
+def numpy_scalar(value: Any, kinds: str = "") -> bool:
+    """Whether ``value`` is a NumPy scalar (of one of ``kinds``: 'b', 'iu', 'f', 'c', ...).
+
+    NumPy is looked up, never imported: without it no NumPy value can exist.
+    """
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, np.generic):
+        return False
+    return not kinds or value.dtype.kind in kinds
+
+
+def type_name(value: Any) -> str:
+    tp = type(value)
+    root = tp.__module__.split(".")[0]
+    return tp.__qualname__ if root == "builtins" else f"{root}.{tp.__qualname__}"
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, (bool, int, float, complex, str)) or value is None:
+        text = repr(value)
+        return f"{type_name(value)} {text if len(text) < 40 else text[:37] + '...'}"
+    return f"a {type_name(value)}"
+
+
+Arrays = list[tuple[int, ArrayArg]]
+
+
+def checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], Any]:
+    """The checker of one parameter (see the module docstring)."""
+    return array_checker(kernel, spec) if spec.is_array else scalar_checker(kernel, spec)
+
+
+# ---------------------------------------------------------------- arrays
+
+
+def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
+    want, ndim, writes, name, index = spec.dtype, spec.ndim, spec.writes, spec.name, spec.index
+
+    def fail(message: str) -> Exception:
+        return ArgumentTypeError(f"{kernel}: argument '{name}' expects {spec.type_name}, {message}")
+
+    def check(value: Any, arrays: Arrays) -> int:
+        ext = _EXTRACTORS.get(value.__class__)
+        if ext is not None:
+            arg = ext(value)
+            ptr, dtype, shape, contiguous, device, readonly, origin = arg  # ArrayArg's fields, unpacked at once
+            # One expression for the common case; every failure is sorted out in explain().
+            if (dtype is want and contiguous and (ndim < 0 or len(shape) == ndim) and not (writes and readonly)
+                    and (device != HOST or origin == "numpy")):  # fmt: skip
+                arrays.append((index, arg))
+                return ptr  # type: ignore[no-any-return]
+        arg = explain(value)
+        arrays.append((index, arg))
+        return arg.ptr
+
+    def explain(value: Any) -> ArrayArg:
+        arg = array_arg(value)
+        if arg is None:
+            raise fail(
+                f"got {describe(value)}; pass a device array (CuPy, PyTorch, cuforge.DeviceArray, "
+                f"anything with __cuda_array_interface__ or DLPack) or a NumPy array"
+            )
+        if arg.dtype is not want:
+            got = arg.dtype.name if arg.dtype is not None else _foreign_dtype(value)
+            raise fail(
+                f"got a {got} array ({type_name(value)}); cast with {name}.astype(numpy.{want.name}) "
+                f"or declare the parameter with cf.{want.name if arg.dtype is None else arg.dtype.name}"
+            )
+        if ndim >= 0 and len(arg.shape) != ndim:
+            raise fail(f"got a {len(arg.shape)}-d array of shape {arg.shape}; reshape it to {ndim}-d")
+        if not arg.contiguous:
+            raise fail(
+                f"got a non-C-contiguous array ({type_name(value)}, shape {arg.shape}); pass a contiguous "
+                f"copy ({name}.copy(), numpy.ascontiguousarray({name}) or tensor.contiguous())"
+            )
+        if arg.readonly and writes:
+            raise fail(f"got a read-only array ({type_name(value)}); the kernel writes to it, pass a writable one")
+        if arg.device == HOST and arg.origin != "numpy":  # host NumPy arrays are staged; nothing else is
+            raise fail(f"got a {arg.origin} array in host memory; move it to the GPU first (.cuda() or cf.to_device)")
+        return arg
+
+    return check
+
+
+def _foreign_dtype(value: Any) -> str:
+    dt = getattr(value, "dtype", None)
+    return str(dt) if dt is not None else "unsupported"
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def _round_trip(code: str, value: float) -> float:
+    return struct.unpack(code, struct.pack(code, value))[0]  # type: ignore[no-any-return]
+
+
+def bf16_bits(value: float) -> int:
+    """IEEE round-to-nearest-even of a float to bfloat16, as its 16 bits (inf on overflow)."""
+    if value != value:
+        return 0x7FC0
+    try:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    except OverflowError:
+        return 0x7F80 if value > 0 else 0xFF80
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16) & 0xFFFF  # type: ignore[no-any-return]
+
+
+def _bf16_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits << 16))[0]  # type: ignore[no-any-return]
+
+
+def scalar_checker(kernel: str, spec: ParamSpec) -> Callable[..., Any]:
+    """A function converting one scalar argument to the value packed for its C type."""
+    dt = spec.dtype
+    name = spec.name
+
+    def fail(got: Any, fix: str, cls: type[Exception] = ArgumentTypeError) -> Exception:
+        return cls(f"{kernel}: argument '{name}' expects {dt.name}, got {describe(got)}; {fix}")
+
+    if dt.is_integer:
+        lo, hi = spec.lo, spec.hi
+
+        def check_int(v: Any, _: Any = None) -> int:
+            if type(v) is int and lo <= v <= hi:
+                return v
+            try:
+                iv = operator.index(v)
+            except TypeError:
+                if isinstance(v, (float, complex)) or numpy_scalar(v, "fc"):
+                    raise fail(v, f"pass an int (int({v!r}) if truncation is intended)") from None
+                raise fail(v, f"pass a Python int or numpy.{dt.name}") from None
+            if not lo <= iv <= hi:
+                raise fail(v, f"{dt.name} holds {lo}..{hi}; declare a wider type or pass a smaller value", ArgumentError)
+            return iv
+
+        return check_int
+
+    if dt.kind == "b":
+
+        def check_bool(v: Any, _: Any = None) -> bool:
+            if type(v) is bool:
+                return v
+            if numpy_scalar(v, "b"):
+                return bool(v)
+            if type(v) is int and v in (0, 1):
+                return bool(v)
+            raise fail(v, "pass True or False")
+
+        return check_bool
+
+    if dt.is_float:
+        return _float_checker(spec, fail)
+    return _complex_checker(spec, fail)
+
+
+def _complex_checker(spec: ParamSpec, fail: Callable[..., Exception]) -> Callable[..., complex]:
+    single = spec.dtype.name == "complex64"
+    limit = float32.max_finite or 0.0
+
+    def check_complex(v: Any, _: Any = None) -> complex:
+        if isinstance(v, (str, bytes)) or v is None or isinstance(v, bool):
+            raise fail(v, "pass a Python complex or numpy.complex value")
+        try:
+            c = complex(v)
+        except TypeError:
+            raise fail(v, "pass a Python complex or numpy.complex value") from None
+        if (isinstance(v, int) or numpy_scalar(v)) and single:
+            if _round_trip("f", c.real) != c.real or _round_trip("f", c.imag) != c.imag:
+                raise fail(v, "the value is not exact in complex64; convert with numpy.complex64(...) first", ArgumentError)
+        elif single and max(abs(c.real), abs(c.imag)) > limit and math.isfinite(abs(c)):
+            raise fail(v, "the value overflows complex64", ArgumentError)
+        return c
+
+    return check_complex
+
+
+def _float_checker(spec: ParamSpec, fail: Callable[..., Exception]) -> Callable[..., Any]:
+    dt = spec.dtype
+    is_bf16 = dt is bfloat16
+    code = "f" if is_bf16 else dt.pack
+    limit = spec.limit
+
+    def slow(v: Any, _: Any = None) -> Any:
+        if isinstance(v, (str, bytes, complex, bool)) or v is None or numpy_scalar(v, "cb"):
+            raise fail(v, f"pass a Python float or numpy.{dt.name}")
+        if not is_bf16 and numpy_scalar(v) and v.dtype.name == dt.name:
+            return float(v)
+        integral = isinstance(v, int) or numpy_scalar(v, "iu")
+        if integral or numpy_scalar(v, "f"):
+            try:
+                f = float(v)
+                fits = abs(f) <= limit or not math.isfinite(f)
+                exact = fits and ((_bf16_value(bf16_bits(f)) == f) if is_bf16 else (_round_trip(code, f) == f))
+            except OverflowError:  # an int past every float
+                fits = exact = False
+            if not fits:
+                raise fail(v, f"the value overflows {dt.name} (largest finite {limit:g})", ArgumentError)
+            if not exact or (integral and int(f) != int(v)):
+                raise fail(v, f"the value is not exact in {dt.name}; convert it explicitly first", ArgumentError)
+            return bf16_bits(f) if is_bf16 else f
+        if type(v) is float:
+            if math.isfinite(v):
+                try:
+                    packed = _round_trip(code, v)
+                except (OverflowError, struct.error):
+                    packed = math.inf
+                if is_bf16 and math.isinf(_bf16_value(bf16_bits(v))):
+                    packed = math.inf
+                if math.isinf(packed):
+                    raise fail(v, f"the value overflows {dt.name} (largest finite {limit:g})", ArgumentError)
+            return bf16_bits(v) if is_bf16 else v
+        raise fail(v, f"pass a Python float or numpy.{dt.name}")
+
+    if is_bf16:
+        return slow
+
+    def check_float(v: Any, _: Any = None) -> Any:
+        if type(v) is float and -limit <= v <= limit:
+            return v
+        return slow(v)
+
+    return check_float
+
+
+def scalar_to_bytes(kernel: str, spec: ParamSpec) -> Callable[[Any], bytes]:
+    """The C launcher's way to take a scalar it does not convert itself (a NumPy scalar, a
+    float16, a value out of its fast range): this parameter's checker, then its packing."""
+    check = scalar_checker(kernel, spec)
+    pack = struct.Struct("=" + spec.pack).pack
+    if spec.dtype.is_complex:
+        return lambda v: pack(*(lambda c: (c.real, c.imag))(check(v)))
+    return lambda v: pack(check(v))

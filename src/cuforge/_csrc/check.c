@@ -1,0 +1,523 @@
+/* check_and_pack(): one call's arguments checked against a kernel's parameters and packed
+ * into its parameter buffer, with no CUDA call.
+ *
+ * The rules are the Python checks' (_checks.py), with their data (ranges, limits, ranks)
+ * read from the same ParamSpec records. This file takes the common cases by itself: Python
+ * int/float/bool scalars in range, CuPy arrays, PyTorch tensors and cuforge DeviceArrays.
+ * Every other scalar goes to the parameter's Python converter and every other array to
+ * _arrays.array_arg, so that what the Python checks accept, this accepts with the same bytes.
+ * What neither takes is declined, and the general path raises its error. A Hypothesis test
+ * (tests/unit/test_launch_paths.py) holds the two to the same answers.
+ */
+#include "claunch.h"
+
+PyObject *cuda_module;
+/* Set once by configure() and set_array_types(). */
+static PyObject *by_numpy, *by_torch, *own_type, *array_arg_fn, *dims_fn, *dims_memo, *grid_limit, *block_limit,
+    *grid_key, *block_key, *stream_fn;
+static PyObject *cupy_type, *cupy_stream, *torch_type, *torch_stream;
+static unsigned long long grid_max;
+static PyObject *s_dtype, *s_c_contiguous, *s_ndim, *s_data, *s_ptr, *s_device_id, *s_size, *s_is_contiguous,
+    *s_data_ptr, *s_get_device, *s_numel, *s_shape, *s_contiguous, *s_device, *s_readonly, *s_origin, *s_cupy,
+    *s_torch, *s_numpy, *s_grid, *s_block, *s_cuda_stream;
+
+#define INTERN(var, text) \
+    if (var == NULL && (var = PyUnicode_InternFromString(text)) == NULL) return -1
+
+static int intern_all(void) {
+    INTERN(s_dtype, "dtype");
+    INTERN(s_c_contiguous, "_c_contiguous");
+    INTERN(s_ndim, "ndim");
+    INTERN(s_data, "data");
+    INTERN(s_ptr, "ptr");
+    INTERN(s_device_id, "device_id");
+    INTERN(s_size, "size");
+    INTERN(s_is_contiguous, "is_contiguous");
+    INTERN(s_data_ptr, "data_ptr");
+    INTERN(s_get_device, "get_device");
+    INTERN(s_numel, "numel");
+    INTERN(s_shape, "shape");
+    INTERN(s_contiguous, "contiguous");
+    INTERN(s_device, "device");
+    INTERN(s_readonly, "readonly");
+    INTERN(s_origin, "origin");
+    INTERN(s_cupy, "cupy");
+    INTERN(s_torch, "torch");
+    INTERN(s_numpy, "numpy");
+    INTERN(s_grid, "grid");
+    INTERN(s_block, "block");
+    INTERN(s_cuda_stream, "__cuda_stream__");
+    return 0;
+}
+
+static void keep(PyObject **dst, PyObject *value) {
+    Py_INCREF(value);
+    SET(*dst, value);
+}
+
+/* configure(cuda_module, by_numpy, by_torch, own_type, array_arg, dims, dims_memo, grid_limit,
+ *           block_limit, stream_handle): the Python side of every Launcher, once. */
+PyObject *py_configure(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *a[10];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]))
+        return NULL;
+    if (intern_all() < 0) return NULL;
+    PyObject **dst[10] = {&cuda_module, &by_numpy,   &by_torch,    &own_type,  &array_arg_fn,
+                          &dims_fn,     &dims_memo,  &grid_limit,  &block_limit, &stream_fn};
+    for (int i = 0; i < 10; i++) keep(dst[i], a[i]);
+    /* _launch.dims memoises valid values under (value, id(limit)) */
+    SET(grid_key, PyLong_FromVoidPtr(grid_limit));
+    SET(block_key, PyLong_FromVoidPtr(block_limit));
+    grid_max = PyLong_AsUnsignedLongLong(PyTuple_GetItem(grid_limit, 0));
+    if (grid_key == NULL || block_key == NULL || PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* set_array_types(cupy_type, cupy_stream, torch_type, torch_stream): None where not met yet */
+PyObject *py_set_array_types(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *a, *b, *c, *d;
+    if (!PyArg_ParseTuple(args, "OOOO", &a, &b, &c, &d)) return NULL;
+    keep(&cupy_type, a), keep(&cupy_stream, b), keep(&torch_type, c), keep(&torch_stream, d);
+    Py_RETURN_NONE;
+}
+
+static int spec_int(PyObject *spec, const char *name, long long *out) {
+    PyObject *v = PyObject_GetAttrString(spec, name);
+    if (v == NULL) return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* Each ParamSpec's fields, read once; converters[i] is parameter i's scalar_to_bytes (None
+ * for arrays). */
+int read_specs(Launcher *self, PyObject *specs, PyObject *converters) {
+    Py_ssize_t n = PyObject_Size(specs);
+    if (n < 0) return -1;
+    if (n > MAX_PARAMS || PyObject_Size(converters) != n) {
+        PyErr_SetString(PyExc_ValueError, "Launcher: too many parameters, or one converter per parameter missing");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Spec *sp = &self->spec[i];
+        PyObject *item = PySequence_GetItem(specs, i);
+        if (item == NULL) return -1;
+        long long size, offset, ndim, writes, lo;
+        PyObject *kind = PyObject_GetAttrString(item, "ckind"), *hi = PyObject_GetAttrString(item, "hi"),
+                 *limit = PyObject_GetAttrString(item, "limit");
+        sp->name = PyObject_GetAttrString(item, "name");
+        sp->dtype = PyObject_GetAttrString(item, "dtype");
+        sp->convert = PySequence_GetItem(converters, i);
+        self->nparams = (int)i + 1; /* from here on launcher_clear releases this Spec */
+        int bad = kind == NULL || hi == NULL || limit == NULL || sp->name == NULL || sp->dtype == NULL ||
+                  sp->convert == NULL || spec_int(item, "size", &size) < 0 || spec_int(item, "offset", &offset) < 0 ||
+                  spec_int(item, "ndim", &ndim) < 0 || spec_int(item, "writes", &writes) < 0 ||
+                  spec_int(item, "lo", &lo) < 0;
+        if (!bad) {
+            const char *k = PyUnicode_AsUTF8AndSize(kind, NULL);
+            sp->kind = k == NULL ? 0 : k[0];
+            sp->hi = PyLong_AsUnsignedLongLong(hi);
+            sp->limit = PyFloat_AsDouble(limit);
+            sp->size = (int)size, sp->offset = (int)offset, sp->ndim = (int)ndim, sp->writes = (int)writes;
+            sp->lo = lo;
+            bad = PyErr_Occurred() != NULL;
+        }
+        Py_DECREF(item);
+        Py_XDECREF(kind), Py_XDECREF(hi), Py_XDECREF(limit);
+        if (bad) return -1;
+        if (sp->offset < 0 || sp->size <= 0 || sp->offset + sp->size > MAX_PARAM_BYTES || sp->offset % sp->size != 0) {
+            PyErr_SetString(PyExc_ValueError, "Launcher: a parameter lies outside the C launcher's buffer");
+            return -1;
+        }
+        if (sp->offset + sp->size > self->size) self->size = sp->offset + sp->size;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ arrays */
+
+/* Pointers, sizes and ordinals are read with PyLong_AsSsize_t: PyLong_AsLongLong takes a slow
+ * byte-array route for every value past 2**30 (each pointer). */
+static int as_ll(PyObject *v, long long *out) {
+    if (v == NULL) return -1;
+    *out = PyLong_AsSsize_t(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int attr_int(PyObject *o, PyObject *name, long long *out) { return as_ll(PyObject_GetAttr(o, name), out); }
+
+static int call_int(PyObject *o, PyObject *name, long long *out) {
+    return as_ll(PyObject_CallMethodObjArgs(o, name, NULL), out);
+}
+
+static int attr_true(PyObject *o, PyObject *name, int call) {
+    PyObject *v = call ? PyObject_CallMethodObjArgs(o, name, NULL) : PyObject_GetAttr(o, name);
+    if (v == NULL) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* Whether obj.dtype is the DType expected, through mapping (None: obj.dtype is a DType). */
+static int dtype_is(PyObject *mapping, PyObject *obj, Spec *sp) {
+    PyObject *dt = PyObject_GetAttr(obj, s_dtype);
+    if (dt == NULL) return -1;
+    if (dt == sp->seen) { /* NumPy's and PyTorch's builtin dtypes are singletons */
+        Py_DECREF(dt);
+        return 1;
+    }
+    PyObject *found = mapping == NULL ? dt : PyDict_GetItemWithError(mapping, dt);
+    int ok = found == sp->dtype;
+    if (ok)
+        SET(sp->seen, dt); /* takes dt's reference */
+    else
+        Py_DECREF(dt);
+    return (found == NULL && PyErr_Occurred()) ? -1 : ok;
+}
+
+typedef struct {
+    long long ptr, device, size;
+    int origin;
+} ArrayFacts;
+
+/* The ArrayArg that _arrays.array_arg makes of any other array: 1 accepted, 0 declined. */
+static int from_array_arg(Spec *sp, PyObject *v, ArrayFacts *a) {
+    PyObject *arg = PyObject_CallFunctionObjArgs(array_arg_fn, v, NULL);
+    if (arg == NULL || arg == Py_None) {
+        Py_XDECREF(arg);
+        return arg == NULL ? -1 : 0;
+    }
+    int ok = -1;
+    long long readonly;
+    PyObject *dt = PyObject_GetAttr(arg, s_dtype), *shape = PyObject_GetAttr(arg, s_shape),
+             *origin = PyObject_GetAttr(arg, s_origin);
+    if (dt == NULL || shape == NULL || origin == NULL) goto done;
+    if (dt != sp->dtype || (sp->ndim >= 0 && PyObject_Size(shape) != sp->ndim)) {
+        ok = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    int contiguous = attr_true(arg, s_contiguous, 0);
+    if (contiguous <= 0 || attr_int(arg, s_readonly, &readonly) < 0 || (readonly && sp->writes)) {
+        ok = contiguous < 0 || PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if (attr_int(arg, s_ptr, &a->ptr) < 0 || attr_int(arg, s_device, &a->device) < 0) goto done;
+    if (a->device == -1 && PyUnicode_Compare(origin, s_numpy) != 0) { /* host memory not NumPy's: refused */
+        ok = 0;
+        goto done;
+    }
+    a->size = 1;
+    for (Py_ssize_t i = 0, n = PyTuple_Size(shape); i < n; i++) {
+        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GetItem(shape, i));
+        if (d == -1 && PyErr_Occurred()) goto done;
+        a->size *= d;
+    }
+    a->origin = PyUnicode_Compare(origin, s_cupy) == 0 ? 1 : PyUnicode_Compare(origin, s_torch) == 0 ? 2 : 0;
+    ok = 1;
+done:
+    Py_DECREF(arg);
+    Py_XDECREF(dt), Py_XDECREF(shape), Py_XDECREF(origin);
+    return ok;
+}
+
+/* One array argument: 1 accepted (facts set), 0 declined, -1 error. */
+static int check_array(Spec *sp, PyObject *v, ArrayFacts *a) {
+    PyObject *t = (PyObject *)Py_TYPE(v);
+    long long ndim;
+    int ok;
+    if (t == cupy_type) {
+        if ((ok = dtype_is(by_numpy, v, sp)) <= 0 || (ok = attr_true(v, s_c_contiguous, 0)) <= 0) return ok;
+        if (sp->ndim >= 0) {
+            if (attr_int(v, s_ndim, &ndim) < 0) return -1;
+            if (ndim != sp->ndim) return 0;
+        }
+        PyObject *mem = PyObject_GetAttr(v, s_data);
+        if (mem == NULL) return -1;
+        ok = attr_int(mem, s_ptr, &a->ptr) == 0 && attr_int(mem, s_device_id, &a->device) == 0;
+        Py_DECREF(mem);
+        if (!ok || attr_int(v, s_size, &a->size) < 0) return -1;
+        a->origin = 1;
+    } else if (t == own_type) {
+        if ((ok = dtype_is(NULL, v, sp)) <= 0) return ok;
+        if (sp->ndim >= 0) {
+            PyObject *shape = PyObject_GetAttr(v, s_shape);
+            if (shape == NULL) return -1;
+            ndim = PyObject_Size(shape);
+            Py_DECREF(shape);
+            if (ndim != sp->ndim) return ndim < 0 ? -1 : 0;
+        }
+        if (attr_int(v, s_ptr, &a->ptr) < 0 || attr_int(v, s_device_id, &a->device) < 0 || attr_int(v, s_size, &a->size) < 0)
+            return -1;
+        a->origin = 0;
+    } else if (t == torch_type) {
+        if ((ok = dtype_is(by_torch, v, sp)) <= 0 || (ok = attr_true(v, s_is_contiguous, 1)) <= 0) return ok;
+        if (sp->ndim >= 0) {
+            if (attr_int(v, s_ndim, &ndim) < 0) return -1;
+            if (ndim != sp->ndim) return 0;
+        }
+        if (call_int(v, s_data_ptr, &a->ptr) < 0 || call_int(v, s_get_device, &a->device) < 0 ||
+            call_int(v, s_numel, &a->size) < 0)
+            return -1;
+        if (a->device < 0) return 0; /* a CPU tensor: the general path explains */
+        a->origin = 2;
+    } else {
+        return from_array_arg(sp, v, a);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ scalars */
+
+/* One scalar argument packed at dst: 1 accepted, 0 declined, -1 error. as_int gets an
+ * integer's value (a grid sized by the parameter reads it). */
+static int pack_scalar(const Spec *sp, PyObject *v, char *dst, long long *as_int) {
+    int native = 0;
+    if ((sp->kind == 'i' || sp->kind == 'u') && PyLong_CheckExact(v)) {
+        long long x;
+        int overflow;
+        if (sp->kind == 'i') {
+            x = PyLong_AsLongLongAndOverflow(v, &overflow);
+            native = !overflow && !(x == -1 && PyErr_Occurred()) && x >= sp->lo && (x < 0 || (unsigned long long)x <= sp->hi);
+        } else {
+            unsigned long long u = PyLong_AsUnsignedLongLong(v);
+            native = !(u == (unsigned long long)-1 && PyErr_Occurred()) && u <= sp->hi;
+            x = (long long)u;
+        }
+        PyErr_Clear();
+        if (native) {
+            *as_int = x;
+            switch (sp->size) {
+            case 1: *(int8_t *)dst = (int8_t)x; break;
+            case 2: *(int16_t *)dst = (int16_t)x; break;
+            case 4: *(int32_t *)dst = (int32_t)x; break;
+            default: *(int64_t *)dst = (int64_t)x; break;
+            }
+            return 1;
+        }
+    } else if (sp->kind == 'b' && (v == Py_True || v == Py_False)) {
+        *(unsigned char *)dst = v == Py_True;
+        return 1;
+    } else if ((sp->kind == 'f' || sp->kind == 'd') && PyFloat_CheckExact(v)) {
+        double d = PyFloat_AsDouble(v);
+        if (d >= -sp->limit && d <= sp->limit) { /* NaN and inf go to the Python checks */
+            if (sp->kind == 'f')
+                *(float *)dst = (float)d;
+            else
+                *(double *)dst = d;
+            return 1;
+        }
+    }
+    /* Anything else: the parameter's Python checks convert it, or refuse it. */
+    PyObject *packed = PyObject_CallFunctionObjArgs(sp->convert, v, NULL);
+    if (packed == NULL) return 0; /* refused: the general path raises the same error */
+    int ok = PyBytes_Check(packed) && PyBytes_Size(packed) == sp->size;
+    if (ok) {
+        memcpy(dst, PyBytes_AsString(packed), (size_t)sp->size);
+        if (sp->kind == 'i' || sp->kind == 'u') {
+            long long x = 0;
+            switch (sp->size) {
+            case 1: x = sp->kind == 'i' ? (long long)*(int8_t *)dst : (long long)*(uint8_t *)dst; break;
+            case 2: x = sp->kind == 'i' ? (long long)*(int16_t *)dst : (long long)*(uint16_t *)dst; break;
+            case 4: x = sp->kind == 'i' ? (long long)*(int32_t *)dst : (long long)*(uint32_t *)dst; break;
+            default: x = *(int64_t *)dst; break;
+            }
+            *as_int = x;
+        }
+    }
+    Py_DECREF(packed);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ launch options */
+
+/* The checked 3 dims of a grid= or block= argument: 1 found, 0 declined. The last argument
+ * seen is found by identity, others among the values _launch.dims memoised, the rest by
+ * _launch.dims itself (which memoises them). */
+static int lookup_dims(Launcher *self, PyObject *arg, PyObject *what, PyObject *key, PyObject *limit, PyObject **last,
+                       unsigned int cached[3], unsigned int out[3]) {
+    if (arg != *last) {
+        PyObject *found = NULL, *k = PyTuple_Pack(2, arg, key);
+        if (k == NULL) return -1;
+        PyObject *memo = PyDict_GetItemWithError(dims_memo, k); /* borrowed; fails for unhashable args */
+        Py_DECREF(k);
+        if (memo != NULL) {
+            Py_INCREF(memo);
+            found = memo;
+        } else {
+            PyErr_Clear();
+            found = PyObject_CallFunctionObjArgs(dims_fn, arg, what, self->name, limit, NULL);
+        }
+        if (found == NULL || dims3(found, "grid or block", cached) < 0) {
+            Py_XDECREF(found);
+            PyErr_Clear();
+            SET(*last, NULL); /* cached[] no longer holds *last's dims */
+            return 0;
+        }
+        Py_DECREF(found);
+        if (PyTuple_Check(arg) || PyLong_Check(arg)) { /* immutable: safe to know again by identity */
+            Py_INCREF(arg);
+            SET(*last, arg);
+        } else {
+            SET(*last, NULL);
+        }
+    }
+    out[0] = cached[0], out[1] = cached[1], out[2] = cached[2];
+    return 1;
+}
+
+/* stream.__cuda_stream__()[1] when it is an int (the protocol's usual answer), else NULL. */
+static PyObject *protocol_handle(PyObject *stream) {
+    PyObject *pair = PyObject_CallMethodObjArgs(stream, s_cuda_stream, NULL), *h = NULL;
+    if (pair != NULL && PyTuple_Check(pair) && PyTuple_Size(pair) == 2 && PyLong_CheckExact(PyTuple_GetItem(pair, 1))) {
+        h = PyTuple_GetItem(pair, 1);
+        Py_INCREF(h);
+    }
+    Py_XDECREF(pair);
+    PyErr_Clear();
+    return h;
+}
+
+/* A stream= argument as a handle: 1 done, 0 declined. Ints and the __cuda_stream__ protocol
+ * (cuda.core, CuPy) are read here; anything else by _launch.stream_handle. */
+static int stream_of(Launcher *self, PyObject *stream, void **out) {
+    PyObject *h = PyLong_CheckExact(stream) ? (Py_INCREF(stream), stream) : protocol_handle(stream);
+    if (h == NULL) h = PyObject_CallFunctionObjArgs(stream_fn, stream, self->name, NULL);
+    if (h == NULL) return 0;
+    unsigned long long v = PyLong_AsUnsignedLongLong(h);
+    Py_DECREF(h);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) return 0;
+    *out = (void *)(uintptr_t)v;
+    return 1;
+}
+
+/* Positional args, then arguments by name, into argv in parameter order: 1 bound, 0 declined. */
+static int bind(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *named, PyObject **argv) {
+    int n = self->nparams;
+    if (nargs > n) return 0;
+    for (int i = 0; i < n; i++) argv[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (named != NULL && PyDict_Next(named, &pos, &k, &v)) {
+        int j = 0;
+        while (j < n && k != self->spec[j].name && PyUnicode_Compare(k, self->spec[j].name) != 0) j++;
+        if (j == n || argv[j] != NULL) return 0; /* unknown, or given twice */
+        argv[j] = v;
+    }
+    PyErr_Clear();
+    for (int i = 0; i < n; i++)
+        if (argv[i] == NULL) return 0;
+    return 1;
+}
+
+static int grid_from_rule(Launcher *self, PyObject **argv, const long long *sizes, const long long *ints,
+                          Packed *out) {
+    const unsigned int *b = out->dims.block;
+    long long count = -1;
+    if (self->grid_rule == -2) { /* the class's grid function */
+        PyObject *argt = PyTuple_New(self->nparams), *blk = NULL, *g = NULL;
+        if (argt == NULL) return -1;
+        for (int i = 0; i < self->nparams; i++) {
+            Py_INCREF(argv[i]);
+            PyTuple_SetItem(argt, i, argv[i]);
+        }
+        blk = Py_BuildValue("(III)", b[0], b[1], b[2]);
+        if (blk != NULL) g = PyObject_CallFunctionObjArgs(self->grid_fn, argt, blk, NULL);
+        Py_DECREF(argt);
+        Py_XDECREF(blk);
+        int r = g != NULL && dims3(g, "grid", out->dims.grid) == 0;
+        Py_XDECREF(g);
+        PyErr_Clear();
+        return r ? ACCEPT : DECLINE;
+    }
+    if (self->grid_rule == -1) {
+        for (int i = 0; i < self->nparams; i++)
+            if (self->spec[i].kind == 'a' && sizes[i] > count) count = sizes[i];
+    } else {
+        int k = self->grid_rule;
+        count = self->spec[k].kind == 'a' ? sizes[k] : ints[k];
+        if (self->spec[k].kind == 'u' && count < 0) return DECLINE; /* a uint64 past 2**63: past the limit */
+    }
+    if (count <= 0) return NOTHING;
+    unsigned long long n = ((unsigned long long)count + b[0] - 1) / b[0];
+    if (n > grid_max) return DECLINE; /* the general path names the limit */
+    out->dims.grid[0] = (unsigned int)n, out->dims.grid[1] = out->dims.grid[2] = 1;
+    return ACCEPT;
+}
+
+int check_and_pack(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *named, PyObject *grid,
+                   PyObject *block, PyObject *shared, PyObject *stream, Packed *out) {
+    PyObject *argv[MAX_PARAMS];
+    long long sizes[MAX_PARAMS], ints[MAX_PARAMS];
+    if (named == NULL && nargs == self->nparams) {
+        for (Py_ssize_t i = 0; i < nargs; i++) argv[i] = args[i];
+    } else if (!bind(self, args, nargs, named, argv)) {
+        return DECLINE;
+    }
+    out->origin = 0, out->narrays = 0;
+    memset(out->buf, 0, (size_t)self->size); /* padding too: the bytes are compared in tests */
+    for (int i = 0; i < self->nparams; i++) { /* scalars first, as the Python checks run in order */
+        Spec *sp = &self->spec[i];
+        out->ptrs[i] = (char *)out->buf + sp->offset;
+        if (sp->kind == 'a') continue;
+        int ok = pack_scalar(sp, argv[i], out->ptrs[i], &ints[i]);
+        if (ok <= 0) goto decline;
+    }
+    for (int i = 0; i < self->nparams; i++) {
+        Spec *sp = &self->spec[i];
+        if (sp->kind != 'a') continue;
+        ArrayFacts a;
+        int ok = check_array(sp, argv[i], &a);
+        if (ok <= 0) goto decline;
+        *(void **)out->ptrs[i] = (void *)(intptr_t)a.ptr;
+        sizes[i] = a.size;
+        out->devices[out->narrays++] = a.device;
+        if (out->origin == 0) out->origin = a.origin;
+    }
+    if (!PyLong_CheckExact(shared)) goto decline;
+    unsigned long smem = PyLong_AsUnsignedLong(shared);
+    if ((smem == (unsigned long)-1 && PyErr_Occurred()) || smem > UINT_MAX) goto decline;
+    out->dims.smem = (unsigned int)smem;
+    out->have_stream = stream != Py_None;
+    out->dims.stream = NULL;
+    if (out->have_stream && !stream_of(self, stream, &out->dims.stream)) goto decline;
+    if (block == Py_None) {
+        memcpy(out->dims.block, self->block_default, sizeof self->block_default);
+    } else if (lookup_dims(self, block, s_block, block_key, block_limit, &self->last_block, self->last_block_dims,
+                           out->dims.block) <= 0) {
+        goto decline;
+    }
+    if (grid == Py_None) {
+        int r = grid_from_rule(self, argv, sizes, ints, out);
+        if (r != ACCEPT) return r;
+    } else if (lookup_dims(self, grid, s_grid, grid_key, grid_limit, &self->last_grid, self->last_grid_dims,
+                           out->dims.grid) <= 0) {
+        goto decline;
+    }
+    if (self->attrs == Py_None) {
+        out->dims.attrs = NULL, out->dims.nattrs = 0;
+    } else {
+        out->dims.attrs = PyBytes_AsString(self->attrs);
+        out->dims.nattrs = (unsigned int)(PyBytes_Size(self->attrs) / 72);
+    }
+    return ACCEPT;
+decline:
+    PyErr_Clear();
+    return DECLINE;
+}
+
+/* The current stream of the library the first CuPy/PyTorch array came from, as an int. */
+PyObject *current_stream(int origin, long long device) {
+    if (origin == 1) {
+        PyObject *s = PyObject_CallNoArgs(cupy_stream);
+        PyObject *h = s == NULL ? NULL : PyObject_GetAttr(s, s_ptr);
+        Py_XDECREF(s);
+        return h;
+    }
+    PyObject *d = PyLong_FromLongLong(device);
+    PyObject *h = d == NULL ? NULL : PyObject_CallFunctionObjArgs(torch_stream, d, NULL);
+    Py_XDECREF(d);
+    return h;
+}

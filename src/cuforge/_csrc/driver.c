@@ -1,0 +1,182 @@
+/* The driver's launch entry points, the raw launch, and the record of the latest launch.
+ *
+ * _cuda.py finds the entry point with cuGetProcAddress (so the legacy or per-thread default
+ * stream follows cuda.bindings' setting) and hands its address to set_entry(). Launches go
+ * through cuLaunchKernelEx with a launch-attribute list, which is how the cooperative flag,
+ * cluster dimensions and programmatic stream serialization reach the driver; a driver older
+ * than CUDA 12.0 gets cuLaunchKernel, and a launch with attributes then answers
+ * CUDA_ERROR_NOT_SUPPORTED. The driver is called with the GIL released, as cuda.core and
+ * CuPy call it from Cython.
+ */
+#include "claunch.h"
+
+/* The CUDA 12.0 ABI of cuLaunchKernelEx's configuration (cuda.h: CUlaunchConfig). */
+typedef struct {
+    unsigned int grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem;
+    void *stream;
+    const void *attrs;
+    unsigned int nattrs;
+} CuLaunchConfig;
+
+typedef int (*launch_kernel_ex_fn)(const CuLaunchConfig *config, void *f, void **params, void **extra);
+typedef int (*launch_kernel_fn)(void *f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                unsigned int by, unsigned int bz, unsigned int shared_mem, void *stream, void **params,
+                                void **extra);
+
+static launch_kernel_ex_fn entry_ex = NULL;
+static launch_kernel_fn entry_legacy = NULL;
+
+int has_entry(void) { return entry_ex != NULL || entry_legacy != NULL; }
+
+/* set_entry(address, ex): cuLaunchKernelEx's address (ex true) or cuLaunchKernel's; 0 unsets. */
+PyObject *py_set_entry(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *address;
+    int ex;
+    if (!PyArg_ParseTuple(args, "Op", &address, &ex)) return NULL;
+    void *p = PyLong_AsVoidPtr(address);
+    if (p == NULL && PyErr_Occurred()) return NULL;
+    entry_ex = ex ? (launch_kernel_ex_fn)p : NULL;
+    entry_legacy = ex ? NULL : (launch_kernel_fn)p;
+    Py_RETURN_NONE;
+}
+
+int launch_ex(void *function, const LaunchDims *d, void **params) {
+    int err;
+    if (entry_ex != NULL) {
+        CuLaunchConfig cfg = {d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
+                              d->smem,    d->stream,  d->attrs,   d->nattrs};
+        /* The launch blocks while the driver's queue is full: let other threads run meanwhile. */
+        Py_BEGIN_ALLOW_THREADS
+        err = entry_ex(&cfg, function, params, NULL);
+        Py_END_ALLOW_THREADS
+    } else if (entry_legacy != NULL) {
+        if (d->nattrs) return CUDA_ERROR_NOT_SUPPORTED;
+        Py_BEGIN_ALLOW_THREADS
+        err = entry_legacy(function, d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
+                           d->smem, d->stream, params, NULL);
+        Py_END_ALLOW_THREADS
+    } else {
+        err = CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return err;
+}
+
+/* ------------------------------------------------------------------ a new thread's context
+ *
+ * A thread's first launch makes device 0's primary context current (the default device of a
+ * thread that never called cuforge.set_device). _cuda.py does that through cuda.core the
+ * first time per process and then hands the context and the driver's cuCtxGetCurrent and
+ * cuCtxSetCurrent here, so that each further thread's first launch costs two short driver
+ * calls instead of a trip through Python, cuda.core and cuda.bindings (each of whose calls
+ * gives up the GIL: measured at 1.9 ms per new thread with 32 threads launching). */
+typedef int (*ctx_get_fn)(void **ctx);
+typedef int (*ctx_set_fn)(void *ctx);
+static ctx_get_fn ctx_get = NULL;
+static ctx_set_fn ctx_set = NULL;
+static void *primary0 = NULL;
+
+/* set_context(cuCtxGetCurrent address, cuCtxSetCurrent address, device 0's primary context) */
+PyObject *py_set_context(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *a, *b, *c;
+    if (!PyArg_ParseTuple(args, "OOO", &a, &b, &c)) return NULL;
+    void *get = PyLong_AsVoidPtr(a), *set = PyLong_AsVoidPtr(b), *ctx = PyLong_AsVoidPtr(c);
+    if (PyErr_Occurred()) return NULL;
+    ctx_get = (ctx_get_fn)get, ctx_set = (ctx_set_fn)set, primary0 = ctx;
+    Py_RETURN_NONE;
+}
+
+int adopt_thread(void) {
+    void *cur = NULL;
+    if (ctx_get == NULL || ctx_set == NULL || primary0 == NULL || ctx_get(&cur) != 0) return 0;
+    return cur == primary0 || ctx_set(primary0) == 0;
+}
+
+/* Three unsigned ints from a 3-tuple of ints; -1 with an exception set otherwise. */
+int dims3(PyObject *t, const char *what, unsigned int out[3]) {
+    if (!PyTuple_Check(t) || PyTuple_Size(t) != 3) {
+        PyErr_Format(PyExc_TypeError, "launch: %s must be a tuple of 3 ints", what);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        unsigned long v = PyLong_AsUnsignedLong(PyTuple_GetItem(t, i));
+        if (v == (unsigned long)-1 && PyErr_Occurred()) return -1;
+        if (v > UINT_MAX) {
+            PyErr_Format(PyExc_OverflowError, "launch: %s[%zd] does not fit an unsigned int", what, i);
+            return -1;
+        }
+        out[i] = (unsigned int)v;
+    }
+    return 0;
+}
+
+/* Launch attributes as bytes (a whole number of 72-byte CUlaunchAttribute records) or None. */
+static int read_attrs(PyObject *attrs, LaunchDims *d) {
+    d->attrs = NULL, d->nattrs = 0;
+    if (attrs == Py_None) return 0;
+    if (!PyBytes_Check(attrs) || PyBytes_Size(attrs) % 72 != 0) {
+        PyErr_SetString(PyExc_TypeError, "launch: attrs must be None or bytes of CUlaunchAttribute records");
+        return -1;
+    }
+    d->attrs = PyBytes_AsString(attrs);
+    d->nattrs = (unsigned int)(PyBytes_Size(attrs) / 72);
+    return 0;
+}
+
+/* launch(function, grid, block, shared_mem, stream, params, attrs=None) -> CUresult as an int.
+ * function, stream and params are addresses (ints); grid and block are 3-tuples. The
+ * prepared launches and the general path launch through this. */
+PyObject *py_launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    LaunchDims d;
+    if (nargs != 6 && nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "launch() takes 6 or 7 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    void *f = PyLong_AsVoidPtr(args[0]);
+    if (f == NULL && PyErr_Occurred()) return NULL;
+    if (dims3(args[1], "grid", d.grid) < 0 || dims3(args[2], "block", d.block) < 0) return NULL;
+    unsigned long shared_mem = PyLong_AsUnsignedLong(args[3]);
+    if (shared_mem == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    if (shared_mem > UINT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "launch: shared_mem does not fit an unsigned int");
+        return NULL;
+    }
+    d.smem = (unsigned int)shared_mem;
+    d.stream = PyLong_AsVoidPtr(args[4]);
+    if (d.stream == NULL && PyErr_Occurred()) return NULL;
+    void **params = (void **)PyLong_AsVoidPtr(args[5]);
+    if (params == NULL && PyErr_Occurred()) return NULL;
+    if (read_attrs(nargs == 7 ? args[6] : Py_None, &d) < 0) return NULL;
+    return PyLong_FromLong(launch_ex(f, &d, params));
+}
+
+/* The latest launch, named if a later CUDA call reports a fault: (kernel, grid, block, smem). */
+static PyObject *last_name;
+static unsigned int last_dims[7];
+
+void note_launch_c(PyObject *name, const LaunchDims *d) {
+    Py_INCREF(name);
+    SET(last_name, name);
+    for (int i = 0; i < 3; i++) last_dims[i] = d->grid[i], last_dims[3 + i] = d->block[i];
+    last_dims[6] = d->smem;
+}
+
+/* note_launch(kernel, grid, block, shared_mem): what the Python launch paths record */
+PyObject *py_note_launch(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *name;
+    LaunchDims d;
+    unsigned int *g = d.grid, *b = d.block;
+    if (!PyArg_ParseTuple(args, "O(III)(III)I", &name, &g[0], &g[1], &g[2], &b[0], &b[1], &b[2], &d.smem)) return NULL;
+    note_launch_c(name, &d);
+    Py_RETURN_NONE;
+}
+
+PyObject *py_last_launch(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    if (last_name == NULL) Py_RETURN_NONE;
+    unsigned int *d = last_dims;
+    return Py_BuildValue("(O(III)(III)I)", last_name, d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
+}

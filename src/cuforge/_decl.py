@@ -1,0 +1,176 @@
+"""Reading a kernel class: its annotations, its code, its launch rules, once, at definition.
+
+:class:`_Decl` holds what a class declares; a plain kernel and every instantiation of a
+family share it. Mistakes raise :class:`~cuforge.DeclarationError` here, never at launch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import keyword
+import re
+import sys
+from typing import Any
+
+from . import _launch, _render
+from .errors import ArgumentError, DeclarationError
+from .options import CompileOptions
+from .types import ArrayType, DType, IntParam, TypeParam
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_CPP_RESERVED = frozenset(
+    "alignas alignof asm auto bool break case catch char class const constexpr const_cast continue "
+    "decltype default delete do double dynamic_cast else enum explicit export extern false float for "
+    "friend goto if inline int long mutable namespace new noexcept nullptr operator private protected "
+    "public register reinterpret_cast return short signed sizeof static static_assert static_cast "
+    "struct switch template this thread_local throw true try typedef typeid typename union unsigned "
+    "using virtual void volatile wchar_t while blockIdx blockDim threadIdx gridDim warpSize".split()
+)
+_CLASS_KEYS = frozenset(
+    {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune"}
+)
+
+
+
+class _Decl:
+    """A kernel class, read once: shared by a plain kernel and every instantiation of a family."""
+
+    def __init__(self, cls: type, *, name: str | None = None, options: CompileOptions | None = None):
+        ns = dict(vars(cls))
+        self.cls = cls
+        self.label = cls.__qualname__
+        self.qualname = f"{cls.__module__}.{cls.__qualname__}"
+        label = self.label
+        self.tparams: tuple[TypeParam | IntParam, ...] = tuple(v for v in ns.values() if isinstance(v, (TypeParam, IntParam)))
+        _check_class_keys(label, ns)
+        # C++ naming rules bind generated code only: a source= kernel's names are the user's own.
+        self.params = _read_params(cls, label, self.tparams, generated=ns.get("source") is None)
+        self.body = self.preamble = None
+        self.template: str | None = None
+        self.source: str | None = None
+        kinds = [k for k in ("body", "template", "source") if ns.get(k) is not None]
+        if len(kinds) != 1:
+            raise DeclarationError(
+                f"{label}: a kernel class needs exactly one of body (the kernel body), template "
+                f"(a .cu.j2 file name) or source (full C++ with name=...); found {kinds or 'none'}"
+            )
+        self.kind = kind = kinds[0]
+        for key in (kind, "preamble"):
+            if key in ns and not isinstance(ns[key], str):
+                raise DeclarationError(f"{label}: {key} must be a string, got {type(ns[key]).__name__}")
+        self.name = name or ns.get("name") or cls.__name__
+        if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind != "source"):
+            raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
+        if kind == "body":
+            self.body = _render.Snippet.parse(self.name, "body", ns["body"])
+            if ns.get("preamble"):
+                self.preamble = _render.Snippet.parse(self.name, "preamble", ns["preamble"])
+        elif kind == "template":
+            if self.tparams:
+                raise DeclarationError(
+                    f"{label}: a family (typeparam/intparam) needs body= or source=; a whole-kernel template "
+                    f"cannot put several instantiations in one program"
+                )
+            self.template = ns["template"]
+        else:
+            if "name" not in ns:
+                raise DeclarationError(
+                    f"{label}: a source= kernel needs name = '<the __global__ function, or a name "
+                    f"expression such as saxpy<float>>'"
+                )
+            if self.tparams and not _IDENT.match(self.name):
+                raise DeclarationError(
+                    f"{label}: in a source= family, name is the template's name ({self.name!r} is not an identifier); "
+                    f"cuforge appends <{', '.join(t.name for t in self.tparams)}>"
+                )
+            self.source = ns["source"]
+        for t in self.tparams:
+            if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not _IDENT.match(t.name):
+                raise DeclarationError(f"{label}: template parameter {t.name!r} clashes with a parameter or C++ name")
+        dirs = ns.get("template_dirs", ())
+        dirs = (dirs,) if isinstance(dirs, str) else tuple(str(d) for d in dirs)
+        self.template_dirs = _render.search_dirs(dirs)
+        opts = options if options is not None else ns.get("options", CompileOptions())
+        if not isinstance(opts, CompileOptions):
+            raise DeclarationError(f"{label}: options must be a cuforge.CompileOptions, got {opts!r}")
+        self.options = opts
+        self.block = ns.get("block", 256)
+        ints = {t.name: t for t in self.tparams if isinstance(t, IntParam)}
+        entries = self.block if isinstance(self.block, (tuple, list)) else (self.block,)
+        for entry in entries:
+            if isinstance(entry, str) and entry not in ints:
+                raise DeclarationError(
+                    f"{label}: block names {entry!r}, which is not an intparam of this class "
+                    f"(intparams: {', '.join(ints) or 'none'})"
+                )
+        for combo in itertools.product(*(ints[e].values if isinstance(e, str) else (e,) for e in entries)):
+            try:
+                _launch.dims(combo, "block", label, _launch.BLOCK_LIMIT)
+            except ArgumentError as exc:
+                raise DeclarationError(str(exc)) from None
+        self.grid = ns.get("grid")
+        self.autotune = ns.get("autotune")
+        self.headers = tuple(
+            sorted(
+                {h for _, ann in self.params for d in _dtypes_of(ann) if (h := d.header)}
+                | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
+            )
+        )
+
+
+def _dtypes_of(ann: Any) -> tuple[DType, ...]:
+    inner = ann.dtype if isinstance(ann, ArrayType) else ann
+    return inner.values if isinstance(inner, TypeParam) else (inner,)
+
+
+def _substitute(ann: Any, values: dict[str, Any]) -> Any:
+    if isinstance(ann, TypeParam):
+        return values[ann.name]
+    if isinstance(ann, ArrayType) and isinstance(ann.dtype, TypeParam):
+        return ArrayType(values[ann.dtype.name], ann.ndim, ann.intent)
+    return ann
+
+
+def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
+    annotated = set(ns.get("__annotations__", {}))
+    for key, value in ns.items():
+        if key.startswith("__") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
+            continue
+        if callable(value) or isinstance(value, (staticmethod, classmethod)):
+            continue  # helpers (and the grid function) may live on the class
+        raise DeclarationError(
+            f"{label}: unknown class attribute {key!r}; a kernel class takes annotations for its "
+            f"parameters and {', '.join(sorted(_CLASS_KEYS))}"
+        )
+
+
+def _read_params(cls: type, label: str, tparams: tuple[Any, ...], *, generated: bool = True) -> tuple[tuple[str, Any], ...]:
+    """(name, annotation) per parameter, in order; annotations may name the class's type parameters."""
+    try:
+        annotations = inspect.get_annotations(cls, eval_str=True)
+    except Exception as exc:
+        raise DeclarationError(f"{label}: cannot evaluate the annotations: {exc}") from None
+    module_globals = getattr(sys.modules.get(cls.__module__), "__dict__", {})
+    params = []
+    for name, ann in annotations.items():
+        if isinstance(ann, str):  # a quoted annotation under `from __future__ import annotations`
+            try:
+                ann = eval(ann, dict(module_globals), dict(vars(cls)))
+            except Exception as exc:
+                raise DeclarationError(f"{label}: cannot evaluate the annotation of '{name}': {exc}") from None
+        if not _IDENT.match(name) or keyword.iskeyword(name) or (generated and (name in _CPP_RESERVED or name.startswith("_"))):
+            raise DeclarationError(
+                f"{label}: parameter name {name!r} cannot be used in C++ (a reserved word, CUDA built-in, "
+                f"or leading underscore); rename it"
+            )
+        inner = ann.dtype if isinstance(ann, ArrayType) else ann
+        if not isinstance(ann, (DType, ArrayType, TypeParam)):
+            raise DeclarationError(
+                f"{label}: parameter '{name}' has annotation {ann!r}; expected a cuforge type such as "
+                f"cf.float32, cf.In[cf.float32], cf.Array[cf.float32] or cf.Out[cf.float32]"
+            )
+        if isinstance(inner, TypeParam) and inner not in tparams:
+            raise DeclarationError(f"{label}: parameter '{name}' uses a type parameter that is not declared on this class")
+        params.append((name, ann))
+    return tuple(params)

@@ -1,0 +1,55 @@
+"""The process-wide cache counters behind :func:`cuforge.cache_stats` (NVRTC compiles are
+counted where they happen, in ``_compile``; hits and writes in ``_cache`` and ``_disk``)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Process-wide cache counters (see :func:`cuforge.cache_stats`)."""
+
+    __module__ = "cuforge"
+
+    memory_hits: int
+    disk_hits: int
+    compiles: int
+    compile_seconds: float
+    disk_errors: int
+    disk_writes: int
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.memory_hits = self.disk_hits = self.compiles = self.disk_errors = self.disk_writes = 0
+        self.compile_seconds = 0.0
+
+    def add(self, **deltas: float) -> None:
+        with self.lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+
+counters = _Counters()
+
+
+def cache_stats(reset: bool = False) -> CacheStats:
+    """Counters of this process: memory and disk hits, NVRTC compiles and their seconds,
+    disk errors (damaged or unreadable entries, failed writes) and disk writes.
+
+    ``reset=True`` returns the counts and sets them to zero.
+    """
+    with counters.lock:
+        snap = CacheStats(
+            counters.memory_hits, counters.disk_hits, counters.compiles,
+            counters.compile_seconds, counters.disk_errors, counters.disk_writes,
+        )  # fmt: skip
+        if reset:
+            counters.reset()
+    return snap
