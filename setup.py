@@ -11,7 +11,7 @@ setup(
     ext_modules=[
         Extension(
             "cuforge._claunch",
-            ["src/cuforge/_csrc/driver.c", "src/cuforge/_csrc/check.c", "src/cuforge/_csrc/launcher.c"],
+            [f"src/cuforge/_csrc/{name}.c" for name in ("driver", "arrays", "check", "launcher")],
             depends=["src/cuforge/_csrc/claunch.h"],
             py_limited_api=True,
             optional=True,

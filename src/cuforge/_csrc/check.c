@@ -2,57 +2,25 @@
  * into its parameter buffer, with no CUDA call.
  *
  * The rules are the Python checks' (_checks.py), with their data (ranges, limits, ranks)
- * read from the same ParamSpec records. This file takes the common cases by itself: Python
- * int/float/bool scalars in range, CuPy arrays, PyTorch tensors and cuforge DeviceArrays.
- * Every other scalar goes to the parameter's Python converter and every other array to
- * _arrays.array_arg, so that what the Python checks accept, this accepts with the same bytes.
- * What neither takes is declined, and the general path raises its error. A Hypothesis test
+ * read from the same ParamSpec records. This file takes the common scalars by itself (Python
+ * int/float/bool in range) and hands every other scalar to the parameter's Python converter;
+ * arrays.c reads the arrays. So what the Python checks accept, this accepts with the same
+ * bytes. What neither takes is declined, and the general path raises its error. A Hypothesis test
  * (tests/unit/test_launch_paths.py) holds the two to the same answers.
  */
 #include "claunch.h"
 
 PyObject *cuda_module;
-/* Set once by configure() and set_array_types(). */
-static PyObject *by_numpy, *by_torch, *own_type, *array_arg_fn, *dims_fn, *dims_memo, *grid_limit, *block_limit,
-    *grid_key, *block_key, *stream_fn;
-static PyObject *cupy_type, *cupy_stream, *torch_type, *torch_stream;
+/* Set once by configure(). */
+static PyObject *dims_fn, *dims_memo, *grid_limit, *block_limit, *grid_key, *block_key, *stream_fn;
 static unsigned long long grid_max;
-static PyObject *s_dtype, *s_c_contiguous, *s_ndim, *s_data, *s_ptr, *s_device_id, *s_size, *s_is_contiguous,
-    *s_data_ptr, *s_get_device, *s_numel, *s_shape, *s_contiguous, *s_device, *s_readonly, *s_origin, *s_cupy,
-    *s_torch, *s_numpy, *s_grid, *s_block, *s_cuda_stream;
-
-#define INTERN(var, text) \
-    if (var == NULL && (var = PyUnicode_InternFromString(text)) == NULL) return -1
+static PyObject *s_grid, *s_block, *s_cuda_stream;
 
 static int intern_all(void) {
-    INTERN(s_dtype, "dtype");
-    INTERN(s_c_contiguous, "_c_contiguous");
-    INTERN(s_ndim, "ndim");
-    INTERN(s_data, "data");
-    INTERN(s_ptr, "ptr");
-    INTERN(s_device_id, "device_id");
-    INTERN(s_size, "size");
-    INTERN(s_is_contiguous, "is_contiguous");
-    INTERN(s_data_ptr, "data_ptr");
-    INTERN(s_get_device, "get_device");
-    INTERN(s_numel, "numel");
-    INTERN(s_shape, "shape");
-    INTERN(s_contiguous, "contiguous");
-    INTERN(s_device, "device");
-    INTERN(s_readonly, "readonly");
-    INTERN(s_origin, "origin");
-    INTERN(s_cupy, "cupy");
-    INTERN(s_torch, "torch");
-    INTERN(s_numpy, "numpy");
     INTERN(s_grid, "grid");
     INTERN(s_block, "block");
     INTERN(s_cuda_stream, "__cuda_stream__");
     return 0;
-}
-
-static void keep(PyObject **dst, PyObject *value) {
-    Py_INCREF(value);
-    SET(*dst, value);
 }
 
 /* configure(cuda_module, by_numpy, by_torch, own_type, array_arg, dims, dims_memo, grid_limit,
@@ -62,24 +30,15 @@ PyObject *py_configure(PyObject *module, PyObject *args) {
     PyObject *a[10];
     if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]))
         return NULL;
-    if (intern_all() < 0) return NULL;
-    PyObject **dst[10] = {&cuda_module, &by_numpy,   &by_torch,    &own_type,  &array_arg_fn,
-                          &dims_fn,     &dims_memo,  &grid_limit,  &block_limit, &stream_fn};
-    for (int i = 0; i < 10; i++) keep(dst[i], a[i]);
+    if (intern_all() < 0 || configure_arrays(a[1], a[2], a[3], a[4]) < 0) return NULL;
+    PyObject **dst[6] = {&dims_fn, &dims_memo, &grid_limit, &block_limit, &stream_fn, &cuda_module};
+    PyObject *src[6] = {a[5], a[6], a[7], a[8], a[9], a[0]};
+    for (int i = 0; i < 6; i++) keep(dst[i], src[i]);
     /* _launch.dims memoises valid values under (value, id(limit)) */
     SET(grid_key, PyLong_FromVoidPtr(grid_limit));
     SET(block_key, PyLong_FromVoidPtr(block_limit));
     grid_max = PyLong_AsUnsignedLongLong(PyTuple_GetItem(grid_limit, 0));
     if (grid_key == NULL || block_key == NULL || PyErr_Occurred()) return NULL;
-    Py_RETURN_NONE;
-}
-
-/* set_array_types(cupy_type, cupy_stream, torch_type, torch_stream): None where not met yet */
-PyObject *py_set_array_types(PyObject *module, PyObject *args) {
-    (void)module;
-    PyObject *a, *b, *c, *d;
-    if (!PyArg_ParseTuple(args, "OOOO", &a, &b, &c, &d)) return NULL;
-    keep(&cupy_type, a), keep(&cupy_stream, b), keep(&torch_type, c), keep(&torch_stream, d);
     Py_RETURN_NONE;
 }
 
@@ -134,139 +93,6 @@ int read_specs(Launcher *self, PyObject *specs, PyObject *converters) {
         if (sp->offset + sp->size > self->size) self->size = sp->offset + sp->size;
     }
     return 0;
-}
-
-/* ------------------------------------------------------------------ arrays */
-
-/* Pointers, sizes and ordinals are read with PyLong_AsSsize_t: PyLong_AsLongLong takes a slow
- * byte-array route for every value past 2**30 (each pointer). */
-static int as_ll(PyObject *v, long long *out) {
-    if (v == NULL) return -1;
-    *out = PyLong_AsSsize_t(v);
-    Py_DECREF(v);
-    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
-}
-
-static int attr_int(PyObject *o, PyObject *name, long long *out) { return as_ll(PyObject_GetAttr(o, name), out); }
-
-static int call_int(PyObject *o, PyObject *name, long long *out) {
-    return as_ll(PyObject_CallMethodObjArgs(o, name, NULL), out);
-}
-
-static int attr_true(PyObject *o, PyObject *name, int call) {
-    PyObject *v = call ? PyObject_CallMethodObjArgs(o, name, NULL) : PyObject_GetAttr(o, name);
-    if (v == NULL) return -1;
-    int r = PyObject_IsTrue(v);
-    Py_DECREF(v);
-    return r;
-}
-
-/* Whether obj.dtype is the DType expected, through mapping (None: obj.dtype is a DType). */
-static int dtype_is(PyObject *mapping, PyObject *obj, Spec *sp) {
-    PyObject *dt = PyObject_GetAttr(obj, s_dtype);
-    if (dt == NULL) return -1;
-    if (dt == sp->seen) { /* NumPy's and PyTorch's builtin dtypes are singletons */
-        Py_DECREF(dt);
-        return 1;
-    }
-    PyObject *found = mapping == NULL ? dt : PyDict_GetItemWithError(mapping, dt);
-    int ok = found == sp->dtype;
-    if (ok)
-        SET(sp->seen, dt); /* takes dt's reference */
-    else
-        Py_DECREF(dt);
-    return (found == NULL && PyErr_Occurred()) ? -1 : ok;
-}
-
-typedef struct {
-    long long ptr, device, size;
-    int origin;
-} ArrayFacts;
-
-/* The ArrayArg that _arrays.array_arg makes of any other array: 1 accepted, 0 declined. */
-static int from_array_arg(Spec *sp, PyObject *v, ArrayFacts *a) {
-    PyObject *arg = PyObject_CallFunctionObjArgs(array_arg_fn, v, NULL);
-    if (arg == NULL || arg == Py_None) {
-        Py_XDECREF(arg);
-        return arg == NULL ? -1 : 0;
-    }
-    int ok = -1;
-    long long readonly;
-    PyObject *dt = PyObject_GetAttr(arg, s_dtype), *shape = PyObject_GetAttr(arg, s_shape),
-             *origin = PyObject_GetAttr(arg, s_origin);
-    if (dt == NULL || shape == NULL || origin == NULL) goto done;
-    if (dt != sp->dtype || (sp->ndim >= 0 && PyObject_Size(shape) != sp->ndim)) {
-        ok = PyErr_Occurred() ? -1 : 0;
-        goto done;
-    }
-    int contiguous = attr_true(arg, s_contiguous, 0);
-    if (contiguous <= 0 || attr_int(arg, s_readonly, &readonly) < 0 || (readonly && sp->writes)) {
-        ok = contiguous < 0 || PyErr_Occurred() ? -1 : 0;
-        goto done;
-    }
-    if (attr_int(arg, s_ptr, &a->ptr) < 0 || attr_int(arg, s_device, &a->device) < 0) goto done;
-    if (a->device == -1 && PyUnicode_Compare(origin, s_numpy) != 0) { /* host memory not NumPy's: refused */
-        ok = 0;
-        goto done;
-    }
-    a->size = 1;
-    for (Py_ssize_t i = 0, n = PyTuple_Size(shape); i < n; i++) {
-        Py_ssize_t d = PyLong_AsSsize_t(PyTuple_GetItem(shape, i));
-        if (d == -1 && PyErr_Occurred()) goto done;
-        a->size *= d;
-    }
-    a->origin = PyUnicode_Compare(origin, s_cupy) == 0 ? 1 : PyUnicode_Compare(origin, s_torch) == 0 ? 2 : 0;
-    ok = 1;
-done:
-    Py_DECREF(arg);
-    Py_XDECREF(dt), Py_XDECREF(shape), Py_XDECREF(origin);
-    return ok;
-}
-
-/* One array argument: 1 accepted (facts set), 0 declined, -1 error. */
-static int check_array(Spec *sp, PyObject *v, ArrayFacts *a) {
-    PyObject *t = (PyObject *)Py_TYPE(v);
-    long long ndim;
-    int ok;
-    if (t == cupy_type) {
-        if ((ok = dtype_is(by_numpy, v, sp)) <= 0 || (ok = attr_true(v, s_c_contiguous, 0)) <= 0) return ok;
-        if (sp->ndim >= 0) {
-            if (attr_int(v, s_ndim, &ndim) < 0) return -1;
-            if (ndim != sp->ndim) return 0;
-        }
-        PyObject *mem = PyObject_GetAttr(v, s_data);
-        if (mem == NULL) return -1;
-        ok = attr_int(mem, s_ptr, &a->ptr) == 0 && attr_int(mem, s_device_id, &a->device) == 0;
-        Py_DECREF(mem);
-        if (!ok || attr_int(v, s_size, &a->size) < 0) return -1;
-        a->origin = 1;
-    } else if (t == own_type) {
-        if ((ok = dtype_is(NULL, v, sp)) <= 0) return ok;
-        if (sp->ndim >= 0) {
-            PyObject *shape = PyObject_GetAttr(v, s_shape);
-            if (shape == NULL) return -1;
-            ndim = PyObject_Size(shape);
-            Py_DECREF(shape);
-            if (ndim != sp->ndim) return ndim < 0 ? -1 : 0;
-        }
-        if (attr_int(v, s_ptr, &a->ptr) < 0 || attr_int(v, s_device_id, &a->device) < 0 || attr_int(v, s_size, &a->size) < 0)
-            return -1;
-        a->origin = 0;
-    } else if (t == torch_type) {
-        if ((ok = dtype_is(by_torch, v, sp)) <= 0 || (ok = attr_true(v, s_is_contiguous, 1)) <= 0) return ok;
-        if (sp->ndim >= 0) {
-            if (attr_int(v, s_ndim, &ndim) < 0) return -1;
-            if (ndim != sp->ndim) return 0;
-        }
-        if (call_int(v, s_data_ptr, &a->ptr) < 0 || call_int(v, s_get_device, &a->device) < 0 ||
-            call_int(v, s_numel, &a->size) < 0)
-            return -1;
-        if (a->device < 0) return 0; /* a CPU tensor: the general path explains */
-        a->origin = 2;
-    } else {
-        return from_array_arg(sp, v, a);
-    }
-    return 1;
 }
 
 /* ------------------------------------------------------------------ scalars */
@@ -506,18 +332,4 @@ int check_and_pack(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 decline:
     PyErr_Clear();
     return DECLINE;
-}
-
-/* The current stream of the library the first CuPy/PyTorch array came from, as an int. */
-PyObject *current_stream(int origin, long long device) {
-    if (origin == 1) {
-        PyObject *s = PyObject_CallNoArgs(cupy_stream);
-        PyObject *h = s == NULL ? NULL : PyObject_GetAttr(s, s_ptr);
-        Py_XDECREF(s);
-        return h;
-    }
-    PyObject *d = PyLong_FromLongLong(device);
-    PyObject *h = d == NULL ? NULL : PyObject_CallFunctionObjArgs(torch_stream, d, NULL);
-    Py_XDECREF(d);
-    return h;
 }

@@ -4,6 +4,7 @@
  *   driver.c    the driver's launch entry points (cuLaunchKernelEx, or cuLaunchKernel for
  *               drivers older than CUDA 12.0), the raw launch(), the last-launch record;
  *   check.c     check_and_pack(): a call's arguments checked and packed with no CUDA call;
+ *   arrays.c    the array arguments' reading and checks, for check.c;
  *   launcher.c  Launcher (check_and_pack, then the call) and KernelBase (cuforge.Kernel's
  *               base, whose tp_call hands calls to the Launcher), and the module itself.
  */
@@ -58,7 +59,15 @@ PyObject *py_launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_note_launch(PyObject *module, PyObject *args);
 PyObject *py_last_launch(PyObject *module, PyObject *unused);
 
-/* ------------------------------------------------------------------ check.c */
+static inline void keep(PyObject **dst, PyObject *value) {
+    Py_INCREF(value);
+    SET(*dst, value);
+}
+
+#define INTERN(var, text) \
+    if (var == NULL && (var = PyUnicode_InternFromString(text)) == NULL) return -1
+
+/* ------------------------------------------------------------------ check.c, arrays.c */
 
 typedef struct {
     int kind;          /* 'a' array; 'i' 'u' 'f' 'd' 'b' scalars taken here; 'x' converted in Python */
@@ -97,6 +106,16 @@ typedef struct {
 } Packed;
 
 enum { DECLINE = 0, ACCEPT = 1, NOTHING = 2 };
+
+/* One array argument, as check_array reads it. */
+typedef struct {
+    long long ptr, device, size;
+    int origin; /* 1 CuPy, 2 PyTorch, 0 other */
+} ArrayFacts;
+
+/* 1 accepted (facts set), 0 declined, -1 error (arrays.c). */
+int check_array(Spec *sp, PyObject *v, ArrayFacts *a);
+int configure_arrays(PyObject *numpy_dtypes, PyObject *torch_dtypes, PyObject *own, PyObject *array_arg);
 
 /* ACCEPT, DECLINE (no exception set: the general path explains) or NOTHING (an empty grid);
  * -1 only for an exception the general path would not raise (out of memory). */
