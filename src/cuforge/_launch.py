@@ -34,6 +34,7 @@ SHARED_MEM_MAX = 2**32 - 1  # the driver takes an unsigned int
 # ---------------------------------------------------------------- grid and block
 
 _DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
+_GRID_KEY, _BLOCK_KEY = id(GRID_LIMIT), id(BLOCK_LIMIT)
 
 
 def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -282,8 +283,21 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
     if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_MEM_MAX:
         raise ArgumentError(f"{label}: shared_mem expects an int from 0 to {SHARED_MEM_MAX} (bytes), got {shared_mem!r}")
     sh = None if stream is None else stream_handle(stream, label)
-    blk = kernel._block if block is None else dims(block, "block", label, BLOCK_LIMIT)
-    grd = kernel._grid(args, arrays, blk) if grid is None else dims(grid, "grid", label, GRID_LIMIT)
+    # dims()'s memo read inline: every call takes this path where the C extension is not built.
+    if block is None:
+        blk = kernel._block
+    else:
+        try:
+            blk = _DIMS[block, _BLOCK_KEY]
+        except (KeyError, TypeError):
+            blk = dims(block, "block", label, BLOCK_LIMIT)
+    if grid is None:
+        grd = kernel._grid(args, arrays, blk)
+    else:
+        try:
+            grd = _DIMS[grid, _GRID_KEY]
+        except (KeyError, TypeError):
+            grd = dims(grid, "grid", label, GRID_LIMIT)
     if grd is None:
         return None  # every option was checked all the same
     return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh))  # NamedTuple's __new__ is Python
@@ -313,22 +327,25 @@ def launch_checked(kernel: Any, c: Checked) -> None:
 
     The common case is spelled out here rather than through :func:`place`: where the C
     extension is not built, every launch runs this."""
+    _, values, arrays, grid, block, shared_mem, stream = c  # the fields at once: read on every launch
     device = getattr(_cuda._tls, "device", None) or _cuda.current_device()
     did = device.id
     found = kernel._by_device.get(did)
     handle = found[0] if found is not None else kernel._function(device)
-    for _, arg in c.arrays:
+    for _, arg in arrays:
         if arg.device != did:  # host arrays to stage, or memory elsewhere: look closer
             handle, stream, staged = place(kernel, c)
             if staged:
                 stage_and_launch(kernel, c, handle, stream)
                 return
             break
-    stream = c.stream if c.stream is not None else default_stream(c.arrays, did)
-    _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)  # named if a later CUDA call reports a fault
-    err = _cuda.launch(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), kernel._attrs)
+    if stream is None:
+        stream = default_stream(arrays, did)
+    label = kernel.label
+    _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
+    err = _cuda.launch(handle, grid, block, shared_mem, stream, kernel._packer.pack(values), kernel._attrs)
     if err:  # a CUresult: CUDA_SUCCESS is 0
-        raise_launch_error(err, c.grid, c.block, c.shared_mem, kernel.label)
+        raise_launch_error(err, grid, block, shared_mem, label)
 
 
 def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
