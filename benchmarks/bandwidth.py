@@ -20,8 +20,6 @@ import cuforge as cf
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import example, report, take_turns
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
 N = 1 << 28
 
 

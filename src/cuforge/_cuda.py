@@ -176,7 +176,7 @@ def bind_launcher(kind: str | None = None) -> None:
     if _claunch is None or kind == "bindings":
         if _claunch is not None:
             _claunch.set_entry(0, True)  # the C Launchers then decline every call to the general path
-        launch, launcher = _bindings_launch, "bindings"
+        launch, launcher = _bindings_launcher(), "bindings"
         return
     ptds = bool(int(os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM") or 0))
     flags = drv.CUdriverProcAddress_flags
@@ -191,21 +191,53 @@ def bind_launcher(kind: str | None = None) -> None:
         raise LaunchError(f"CUFORGE_LAUNCHER=c, but cuGetProcAddress found no launch entry point for the CUDA 12.0 "
                           f"ABI ({error_text(err)}); update the NVIDIA driver or unset CUFORGE_LAUNCHER")  # fmt: skip
     _claunch.set_entry(0, True)
-    launch, launcher = _bindings_launch, "bindings"
+    launch, launcher = _bindings_launcher(), "bindings"
+
+
+def _bindings_launcher() -> Any:
+    version = check(_driver().cuDriverGetVersion(), "cuDriverGetVersion")
+    return _bindings_launch if int(version) >= 12000 else _bindings_launch_legacy
 
 
 def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stream: int, params: int,
                      attrs: bytes | None = None) -> int:  # fmt: skip
-    """The same call as ``_claunch.launch``, through cuda.bindings."""
-    if not attrs:
-        return driver.cuLaunchKernel(function, *grid, *block, shared_mem, stream, params, 0)[0]  # type: ignore[no-any-return]
+    """The same call as ``_claunch.launch``, through cuda.bindings' cuLaunchKernelEx. A
+    launch's configuration object is kept per (grid, block, shared_mem, stream, attributes)
+    and its function object per handle: building them costs more than the call saves."""
+    key = (grid, block, shared_mem, stream, attrs)
+    cfg = _bindings_configs.get(key)
+    if cfg is None:
+        if len(_bindings_configs) >= 1024:
+            _bindings_configs.clear()
+        cfg = _bindings_configs[key] = _bindings_config(*key)
+    f = _bindings_functions.get(function)
+    if f is None:
+        f = _bindings_functions[function] = driver.CUfunction(function)
+    return driver.cuLaunchKernelEx(cfg, f, params, 0)[0]  # type: ignore[no-any-return]
+
+
+def _bindings_launch_legacy(function: int, grid: Any, block: Any, shared_mem: int, stream: int, params: int,
+                            attrs: bytes | None = None) -> int:  # fmt: skip
+    """cuLaunchKernel through cuda.bindings, for a driver before CUDA 12.0 (no launch attributes)."""
+    if attrs:
+        return CUDA_ERROR_NOT_SUPPORTED
+    return driver.cuLaunchKernel(function, *grid, *block, shared_mem, stream, params, 0)[0]  # type: ignore[no-any-return]
+
+
+CUDA_ERROR_NOT_SUPPORTED = 801
+_bindings_configs: dict[tuple[Any, ...], Any] = {}
+_bindings_functions: dict[int, Any] = {}
+
+
+def _bindings_config(grid: Any, block: Any, shared_mem: int, stream: int, attrs: bytes | None) -> Any:
     cfg = driver.CUlaunchConfig()
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
     cfg.sharedMemBytes, cfg.hStream = shared_mem, driver.CUstream(stream)
-    cfg.attrs = [_bindings_attribute(attrs[i : i + 72]) for i in range(0, len(attrs), 72)]
-    cfg.numAttrs = len(attrs) // 72
-    return driver.cuLaunchKernelEx(cfg, function, params, 0)[0]  # type: ignore[no-any-return]
+    if attrs:
+        cfg.attrs = [_bindings_attribute(attrs[i : i + 72]) for i in range(0, len(attrs), 72)]
+        cfg.numAttrs = len(attrs) // 72
+    return cfg
 
 
 def _bindings_attribute(record: bytes) -> Any:

@@ -200,3 +200,14 @@ def test_html_reprs_are_valid_html(shell, saxpy, saxpy_sm90):
     assert "float32, float64" in fam and "Fam&lt;double&gt;" in fam and "sm_90" in fam
     assert "registers" in saxpy._repr_html_() and "NVRTC" in saxpy._repr_html_()
     assert "&lt;with&gt; &amp; markup" in Fam[cf.float32]._repr_html_()
+
+
+@pytest.mark.skipif(cf.gpu_available(), reason="a GPU is present: its arch is the default")
+def test_without_a_gpu_the_arch_comes_from_cuforge_arch_or_a_clear_error(shell, capsys):
+    from cuforge import _config
+
+    with _config.scope(arch=""), pytest.raises(UsageError, match=r"no GPU to compile for; pass --arch sm_90 or set CUFORGE_ARCH=sm_90"):
+        cuda(shell, "", SAXPY)
+    with _config.scope(arch="sm_90"):
+        cuda(shell, "", SAXPY)
+    assert "bound: saxpy(a: float32" in capsys.readouterr().out

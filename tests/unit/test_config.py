@@ -1,0 +1,34 @@
+"""Every CUFORGE_* setting through its typed accessor; a value cuforge cannot use is a ConfigError."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import cuforge as cf
+from cuforge import _config
+
+
+def test_typed_accessors_read_the_environment_and_scopes(monkeypatch):
+    monkeypatch.setenv("CUFORGE_TEMPLATE_PATH", os.pathsep.join(["/a", "", "/b"]))
+    monkeypatch.setenv("CUFORGE_LAUNCHER", " Bindings ")
+    monkeypatch.setenv("CUFORGE_ARCH", " sm_90 ")
+    assert _config.template_path() == ["/a", "/b"]
+    assert _config.launcher() == "bindings" and _config.arch() == "sm_90"
+    with _config.scope(cache_max_mb="1.5", cache_lock_s="2"):
+        assert _config.cache_max_bytes() == int(1.5 * 2**20) and _config.cache_lock_seconds() == 2.0
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "read", "match"),
+    [
+        ("launcher", "cython", _config.launcher, r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
+        ("cache_max_mb", "lots", _config.cache_max_bytes, r"CUFORGE_CACHE_MAX_MB expects a number, got 'lots'"),
+        ("cache_lock_s", "", _config.cache_lock_seconds, r"CUFORGE_CACHE_LOCK_S expects a number, got ''"),
+    ],
+)
+def test_unusable_values_are_config_errors(setting, value, read, match):
+    with _config.scope(**{setting: value}), pytest.raises(cf.ConfigError, match=match) as info:
+        read()
+    assert isinstance(info.value, ValueError) and isinstance(info.value, cf.CuforgeError)
