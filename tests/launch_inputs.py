@@ -175,27 +175,40 @@ def options(draw: Any) -> tuple[Any, Any, Any, Any]:
     return grid, block, shared, stream
 
 
+GOOD_OPTIONS = st.tuples(
+    st.one_of(st.none(), st.sampled_from([1, (4,), (2, 3), 70000])),
+    st.one_of(st.none(), st.sampled_from([32, (16, 16), 1024, (8, 8, 4)])),
+    st.sampled_from([0, 0, 1024, 49152]),
+    st.one_of(st.none(), st.sampled_from([0, 7, 2**63]), st.builds(StreamLike, st.integers(0, 2**64 - 1))),
+)
+
+
 @st.composite
 def calls(draw: Any, arrays: Any = None) -> tuple[Any, ...]:
-    """(kernel, args, kwargs, grid, block, shared_mem, stream): a call, often a valid one."""
+    """(kernel, args, kwargs, grid, block, shared_mem, stream): half of them valid but for at
+    most one argument, the rest anything. ``arrays``: a strategy of device arrays to mix in."""
+    good = (lambda spec: st.one_of(arrays, good_array(spec))) if arrays is not None else good_array
     arrays = arrays if arrays is not None else fake_arrays()
     kernel = draw(st.sampled_from(KERNELS))
+    valid = draw(st.booleans())
+    odd = draw(st.integers(-1, len(kernel._specs) - 1)) if valid else None  # the one argument drawn freely
     values = []
     for spec in kernel._specs:
+        free = not valid or spec.index == odd
         if spec.is_array:
-            values.append(draw(st.one_of(arrays, good_array(spec), fake_arrays())))
+            values.append(draw(st.one_of(arrays, good_array(spec), fake_arrays()) if free else good(spec)))
         else:
-            values.append(draw(st.one_of(scalars(), good_scalar(spec))))
+            values.append(draw(st.one_of(scalars(), good_scalar(spec)) if free else good_scalar(spec)))
     split = draw(st.integers(0, len(values)))
     args, kwargs = tuple(values[:split]), {s.name: v for s, v in zip(kernel._specs[split:], values[split:])}
-    mess = draw(st.sampled_from(["none"] * 6 + ["drop", "extra", "twice"]))
+    mess = "none" if valid else draw(st.sampled_from(["none"] * 6 + ["drop", "extra", "twice"]))
     if mess == "drop" and kwargs:
         kwargs.pop(next(iter(kwargs)))
     elif mess == "extra":
         kwargs["nope"] = 1
     elif mess == "twice" and args:
         kwargs[kernel._specs[0].name] = args[0]
-    return (kernel, args, kwargs, *draw(options()))
+    return (kernel, args, kwargs, *draw(GOOD_OPTIONS if valid else options()))
 
 
 @st.composite

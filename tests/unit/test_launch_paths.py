@@ -5,6 +5,8 @@ first CUDA call."""
 
 from __future__ import annotations
 
+import collections
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -13,20 +15,20 @@ from .. import launch_inputs as li
 claunch = pytest.importorskip("cuforge._claunch", reason="cuforge's C launcher is not built here (no C compiler at install)")
 
 # 2,000 examples with a fixed seed: the same calls in every CI run.
-AGREE = settings(max_examples=2000, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+AGREE = settings(max_examples=2000, deadline=None, derandomize=True, database=None,
+                 suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 
 
-@AGREE
-@given(li.calls())
-def test_c_and_general_path_agree(call):
-    fast, general = li.both(*call)
-    assert fast == general, f"C: {li.show(fast)}\ngeneral: {li.show(general)}"
+def test_c_and_general_path_agree():
+    answers: collections.Counter[str] = collections.Counter()
 
+    @AGREE
+    @given(li.calls())
+    def agree(call):
+        fast, general = li.both(*call)
+        assert fast == general, f"C: {li.show(fast)}\ngeneral: {li.show(general)}"
+        answers["launch" if isinstance(fast, tuple) else str(fast)] += 1
 
-def test_the_strategies_reach_both_answers():
-    # The comparison means something only if calls are often accepted and often declined.
-    from hypothesis import find
-
-    accepted = find(li.calls(), lambda c: isinstance(li.both(*c)[0], tuple), settings=settings(database=None))
-    declined = find(li.calls(), lambda c: li.both(*c)[0] == "declined", settings=settings(database=None))
-    assert isinstance(li.both(*accepted)[1], tuple) and li.both(*declined)[1] == "declined"
+    agree()
+    # The comparison means something only if many calls are accepted and many declined.
+    assert answers["launch"] >= 400 and answers["declined"] >= 400, answers
