@@ -21,8 +21,8 @@ from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
 from ._decl import _Decl
+from ._kernel import Kernel
 from .errors import ArgumentTypeError, DeclarationError
-from .kernel import Kernel
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam
 

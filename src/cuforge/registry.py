@@ -13,7 +13,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ._kernel import Kernel
 from .errors import DeclarationError
+from .family import Family
 from .options import CompileOptions
 
 __all__ = ["Registry", "registry"]
@@ -61,9 +63,6 @@ class Registry(Mapping[str, Any]):
         several programs at once. ``progress`` (default: when stderr is a terminal) prints a
         progress line on stderr. Returns the CompiledKernels by qualified name.
         """
-        from .family import Family
-        from .kernel import Kernel
-
         chosen = list(self._items.values()) if kernels is None else [self[k] if isinstance(k, str) else k for k in kernels]
         for obj in chosen:
             if not isinstance(obj, (Kernel, Family)):

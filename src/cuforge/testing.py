@@ -15,8 +15,8 @@ import pytest
 
 from ._arrays import DeviceArray, to_device
 from ._cuda import synchronize
+from ._kernel import Kernel
 from .family import Family
-from .kernel import Kernel
 from .types import DType, dtype_of
 
 __all__ = ["assert_kernel_matches", "default_tolerance", "parametrize_family", "random_array"]

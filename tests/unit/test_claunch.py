@@ -43,7 +43,7 @@ sys.modules["cuforge._claunch"] = None  # as if no C compiler was present at ins
 import numpy as np
 import cuforge as cf
 from cuforge import _cuda
-from cuforge.kernel import _PythonCall
+from cuforge._kernel import _PythonCall
 assert _cuda._claunch is None and cf.Kernel.__bases__ == (_PythonCall,)
 
 @cf.kernel
