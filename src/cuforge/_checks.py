@@ -253,11 +253,16 @@ def _float_checker(spec: ParamSpec, fail: Callable[..., Exception]) -> Callable[
     return check_float
 
 
-def scalar_to_bytes(kernel: str, spec: ParamSpec) -> Callable[[Any], bytes]:
+def scalar_to_bytes(check: Callable[..., Any], spec: ParamSpec) -> Callable[[Any], bytes]:
     """The C launcher's way to take a scalar it does not convert itself (a NumPy scalar, a
-    float16, a value out of its fast range): this parameter's checker, then its packing."""
-    check = scalar_checker(kernel, spec)
+    float16, a value out of its fast range): the parameter's checker (the one the general path
+    calls), then its packing."""
     pack = struct.Struct("=" + spec.pack).pack
     if spec.dtype.is_complex:
-        return lambda v: pack(*(lambda c: (c.real, c.imag))(check(v)))
+
+        def complex_to_bytes(v: Any) -> bytes:
+            c = check(v)
+            return pack(c.real, c.imag)
+
+        return complex_to_bytes
     return lambda v: pack(check(v))

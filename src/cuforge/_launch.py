@@ -446,6 +446,6 @@ def c_launcher(kernel: Any) -> Any:
     if _claunch is None or len(kernel._specs) > _claunch.MAX_PARAMS or kernel._packer.size > _claunch.MAX_PARAM_BYTES:
         return None
     grid = kernel._grid
-    converters = tuple(None if s.is_array else scalar_to_bytes(kernel.label, s) for s in kernel._specs)
+    converters = tuple(None if s.is_array else scalar_to_bytes(check, s) for check, s in zip(kernel._checks, kernel._specs))
     return _claunch.Launcher(kernel.label, kernel._specs, converters, kernel._by_device, grid.source, grid.function,
                              kernel._block, kernel._attrs)  # fmt: skip
