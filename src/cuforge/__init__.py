@@ -8,11 +8,14 @@ from ._arrays import DeviceArray as DeviceArray
 from ._arrays import empty as empty
 from ._arrays import to_device as to_device
 from ._arrays import zeros as zeros
+from ._build import use_build as use_build
 from ._config import set_cache as set_cache
 from ._cuda import gpu_available as gpu_available
 from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
+from ._kinds import KernelAttributes as KernelAttributes
 from ._launch import PreparedLaunch as PreparedLaunch
+from ._prebuilt import Module as Module
 from ._stats import CacheStats as CacheStats
 from ._stats import cache_stats as cache_stats
 from ._version import __version__ as __version__
@@ -108,8 +111,10 @@ __all__ = [
     "IntParam",
     "intparam",
     "Kernel",
+    "KernelAttributes",
     "kernel",
     "LaunchError",
+    "Module",
     "NoDeviceError",
     "ParseError",
     "PreparedLaunch",
@@ -128,5 +133,6 @@ __all__ = [
     "uint32",
     "uint64",
     "uint8",
+    "use_build",
     "zeros",
 ]

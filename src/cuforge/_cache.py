@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import _compile, _config, _cuda, _disk
+from . import _compile, _config, _cuda, _disk, _link
 from ._stats import counters
 from .errors import DeclarationError, NoDeviceError
 from .options import CompileOptions, check_arch, to_flags
@@ -35,16 +35,19 @@ def cache_key(
     cuforge_version: str,
     include_digest: str = "",
     cuda_headers: str = "",
+    links: tuple[str, ...] = (),
 ) -> str:
     """A hex digest of the inputs of one NVRTC program (never of its outputs or temp paths).
 
     ``nvrtc`` identifies the NVRTC library (``_compile.nvrtc_identity``);
     ``headers`` are the in-memory headers passed to NVRTC (their contents count);
     ``include_digest`` covers the files of the declared include directories;
-    ``cuda_headers`` the version of the CUDA headers found for cuda_fp16.h and friends.
+    ``cuda_headers`` the version of the CUDA headers found for cuda_fp16.h and friends;
+    ``links`` the digests of what the kernel is linked with (and the nvJitLink identity).
     """
     inputs = [KEY_SCHEMA, source, list(name_expressions), list(flags), sorted(headers.items()), nvrtc]
-    payload = json.dumps([*inputs, cuforge_version, include_digest, cuda_headers], ensure_ascii=False)
+    extra = [list(links)] if links else []  # keys of kernels that link nothing are unchanged
+    payload = json.dumps([*inputs, cuforge_version, include_digest, cuda_headers, *extra], ensure_ascii=False)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -201,8 +204,9 @@ def compile_together(
     opts = first.options if options is None else options
     if not isinstance(opts, CompileOptions):
         raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
-    include = _compile.cuda_include_dir()
-    flags = to_flags(opts, arch, (include,) if include else ())
+    if first._decl.link and not opts.relocatable:
+        opts = opts.replace(relocatable=True)  # extern __device__ functions resolve at the link
+    flags = to_flags(opts, arch, _compile.include_dirs())
     keys = [k._key(flags, opts) for k in kernels]
     found = [memory.get(key) for key in keys]
     if any(f is None for f in found):
@@ -260,6 +264,8 @@ def _compile_missing(
         kernel=first.label if len(todo) == 1 else f"{first.name} ({len(todo)} instantiations)",
         line_sources=line_sources,
     )
+    if "-rdc=true" in flags:
+        result = _link.link_result(result, first, arch, flags)
     for key, k in pending.items():
         memory.put(key, _compile.CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
         if disk is not None:

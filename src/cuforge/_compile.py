@@ -31,7 +31,7 @@ class CompileResult:
     """What one NVRTC program produced."""
 
     code: bytes
-    code_type: str  # "cubin" or "ptx"
+    code_type: str  # "cubin" or "ptx" ("ltoir" or a relocatable cubin before the link step)
     lowered: Mapping[str, str]  # name expression -> lowered (mangled) symbol
     log: str
     flags: tuple[str, ...]
@@ -84,6 +84,23 @@ def cuda_include_dir() -> str | None:
     return _find_cuda_include(_config.cuda_include())
 
 
+@functools.lru_cache(maxsize=1)
+def cccl_include_dir() -> str | None:
+    """Directory of CCCL's headers (libcu++, CUB, Thrust, <nv/target>, which the runtime's
+    cooperative_groups.h includes), from the nvidia-cuda-cccl wheel or a toolkit."""
+    try:
+        from cuda.pathfinder import find_nvidia_header_directory
+    except ImportError:
+        return None
+    found = find_nvidia_header_directory("cccl")
+    return str(found) if found else None
+
+
+def include_dirs() -> tuple[str, ...]:
+    """The header directories every compile gets: the CUDA runtime's, then CCCL's."""
+    return tuple(d for d in (cuda_include_dir(), cccl_include_dir()) if d)
+
+
 def _fingerprint(path: str) -> str:
     st = os.stat(path)
     return f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}"
@@ -91,14 +108,18 @@ def _fingerprint(path: str) -> str:
 
 @functools.lru_cache(maxsize=4)
 def cuda_headers_version(include_dir: str | None) -> str:
-    """Identity of the CUDA headers NVRTC is given (cuda_runtime_api.h's size and mtime: a new
-    toolkit or runtime wheel changes it). Keys system headers by toolkit without reading them."""
+    """Identity of the CUDA headers NVRTC is given (cuda_runtime_api.h's size and mtime, and
+    CCCL's cuda/version: a new toolkit, runtime or CCCL wheel changes them). Keys system
+    headers by toolkit without reading them."""
     if not include_dir:
         return "none"
-    try:
-        return _fingerprint(os.path.join(include_dir, "cuda_runtime_api.h"))
-    except OSError:
-        return "unknown"
+    marks = []
+    for path in (os.path.join(include_dir, "cuda_runtime_api.h"), os.path.join(cccl_include_dir() or "", "cuda", "version")):
+        try:
+            marks.append(_fingerprint(path))
+        except OSError:
+            marks.append("unknown")
+    return ";".join(marks)
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,6 +146,17 @@ def nvrtc_identity() -> str:
                     with contextlib.suppress(OSError):
                         return f"wheel:{_fingerprint(path)}"
     return "nvrtc:{}.{}".format(*nvrtc_version())
+
+
+@functools.lru_cache(maxsize=1)
+def nvjitlink_identity() -> str:
+    """nvJitLink's version, for the keys of kernels it links."""
+    try:
+        from cuda.bindings import nvjitlink
+
+        return "nvjitlink:{}.{}".format(*nvjitlink.version())
+    except Exception:  # no nvJitLink: cuda.core falls back to the driver's linker
+        return "nvjitlink:none"
 
 
 def target_for(cc: int, archs: tuple[int, ...] | None = None) -> str:
@@ -181,7 +213,13 @@ def compile_program(
             sources = {program_name: source, **(line_sources or {})}
             raise CompileError(format_failure(kernel, flags, log, sources), log=log, source=source, options=flags)
         ptx = any(f.startswith("-arch=compute_") for f in flags)
-        if ptx:
+        lto = "-dlto" in flags
+        if lto:
+            size = _check(nvrtc.nvrtcGetLTOIRSize(prog), "nvrtcGetLTOIRSize")
+            out = bytearray(size)
+            _check(nvrtc.nvrtcGetLTOIR(prog, out), "nvrtcGetLTOIR")
+            code = bytes(out)
+        elif ptx:
             size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
             out = bytearray(size)  # writable: NVRTC fills it (never a bytes object, which may be shared)
             _check(nvrtc.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
@@ -201,7 +239,7 @@ def compile_program(
     counters.add(compiles=1, compile_seconds=time.perf_counter() - start)
     return CompileResult(
         code=code,
-        code_type="ptx" if ptx else "cubin",
+        code_type="ltoir" if lto else "ptx" if ptx else "cubin",
         lowered=lowered,
         log=log,
         flags=flags,

@@ -21,6 +21,8 @@ CUFORGE_CACHE_LOCK_S    how long a process waits for another compiling the same
 CUFORGE_LAUNCHER        how launches reach the driver: auto (cuforge's C
                         extension when it was built, else cuda.bindings), c, or
                         bindings
+CUFORGE_BUILD_DIR       a directory made by python -m cuforge build: kernels found
+                        there load from its fatbins, with no NVRTC call
 ======================  =========================================================
 """
 
@@ -35,8 +37,8 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "arch", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "cuda_include", "ensure_dir", "get",
-    "launcher", "scope", "set_cache", "template_path",
+    "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "cuda_include",
+    "ensure_dir", "get", "launcher", "scope", "set_cache", "template_path",
 ]  # fmt: skip
 
 _DEFAULTS: dict[str, Any] = {
@@ -48,6 +50,7 @@ _DEFAULTS: dict[str, Any] = {
     "cache_lock_s": "60",
     "arch": "",
     "launcher": "auto",
+    "build_dir": "",
 }
 SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
 _overrides: dict[str, Any] = {}
@@ -99,6 +102,11 @@ def _number(name: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"CUFORGE_{name.upper()} expects a number, got {value!r}; fix or unset it") from None
+
+
+def build_dir() -> str:
+    """CUFORGE_BUILD_DIR (or cf.use_build): the ahead-of-time build in use ('' for none)."""
+    return str(get("build_dir")).strip()
 
 
 def arch() -> str:

@@ -27,6 +27,8 @@ class DeviceInfo:
     id: int
     cc: int  # compute capability as 90 for 9.0
     name: str
+    sm_count: int = 0
+    shared_optin: int = 48 * 1024  # shared memory per block with the opt-in (bytes)
 
 
 _lock = threading.Lock()
@@ -136,7 +138,9 @@ def _make_current(device_id: int) -> DeviceInfo:
     info = _infos.get(device_id)
     if info is None:  # described once per process: a new thread's first launch only sets the context
         major, minor = dev.compute_capability
-        info = _infos[device_id] = DeviceInfo(dev.device_id, major * 10 + minor, dev.name)
+        props = dev.properties
+        info = _infos[device_id] = DeviceInfo(dev.device_id, major * 10 + minor, dev.name, props.multiprocessor_count,
+                                              props.max_shared_memory_per_block_optin)  # fmt: skip
         if device_id == 0 and launcher == "c":
             _hand_context_to_c()
     _tls.device = info

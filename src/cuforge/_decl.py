@@ -9,11 +9,13 @@ from __future__ import annotations
 import inspect
 import itertools
 import keyword
+import os
 import re
 import sys
 from typing import Any
 
-from . import _launch, _render
+from . import _kinds, _launch, _render
+from ._prebuilt import Module
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam
@@ -28,8 +30,11 @@ _CPP_RESERVED = frozenset(
     "using virtual void volatile wchar_t while blockIdx blockDim threadIdx gridDim warpSize".split()
 )
 _CLASS_KEYS = frozenset(
-    {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune"}
-)
+    {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune",
+     "cooperative", "cluster", "non_portable_cluster", "module", "link"}
+)  # fmt: skip
+# Keywords a call takes besides the kernel's arguments: no parameter may take their names.
+LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_kinds.KIND_OPTIONS)
 
 
 
@@ -49,18 +54,25 @@ class _Decl:
         self.body = self.preamble = None
         self.template: str | None = None
         self.source: str | None = None
-        kinds = [k for k in ("body", "template", "source") if ns.get(k) is not None]
+        kinds = [k for k in ("body", "template", "source", "module") if ns.get(k) is not None]
         if len(kinds) != 1:
             raise DeclarationError(
                 f"{label}: a kernel class needs exactly one of body (the kernel body), template "
-                f"(a .cu.j2 file name) or source (full C++ with name=...); found {kinds or 'none'}"
+                f"(a .cu.j2 file name), source (full C++ with name=...) or module (prebuilt code with "
+                f"name=...); found {kinds or 'none'}"
             )
         self.kind = kind = kinds[0]
+        self.module = _module_of(cls, label, ns["module"]) if kind == "module" else None
+        self.link = _links_of(label, ns.get("link", ()))
         for key in (kind, "preamble"):
+            if key == "module":
+                continue
             if key in ns and not isinstance(ns[key], str):
                 raise DeclarationError(f"{label}: {key} must be a string, got {type(ns[key]).__name__}")
         self.name = name or ns.get("name") or cls.__name__
-        if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind != "source"):
+        if kind == "module" and "name" not in ns:
+            raise DeclarationError(f"{label}: a module= kernel needs name = '<its entry point, or a name in its symbols>'")
+        if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind not in ("source", "module")):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
         if kind == "body":
             self.body = _render.Snippet.parse(self.name, "body", ns["body"])
@@ -73,6 +85,11 @@ class _Decl:
                     f"cannot put several instantiations in one program"
                 )
             self.template = ns["template"]
+        elif kind == "module":
+            if self.tparams:
+                raise DeclarationError(f"{label}: a module= kernel is one prebuilt entry point; it cannot be a family")
+            if self.link:
+                raise DeclarationError(f"{label}: a module= kernel is already built; link= applies to compiled kernels")
         else:
             if "name" not in ns:
                 raise DeclarationError(
@@ -111,12 +128,42 @@ class _Decl:
                 raise DeclarationError(str(exc)) from None
         self.grid = ns.get("grid")
         self.autotune = ns.get("autotune")
+        self.launch_kind = _kinds.kind_of(label, ns.get("cooperative", False), ns.get("cluster"),
+                                          ns.get("non_portable_cluster", False), where="class")  # fmt: skip
         self.headers = tuple(
             sorted(
                 {h for _, ann in self.params for d in _dtypes_of(ann) if (h := d.header)}
                 | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
             )
         )
+
+
+def _module_of(cls: type, label: str, value: Any) -> Module:
+    """A class's module=: a Module, or a path (relative to the file that declares the class,
+    else to the working directory)."""
+    if isinstance(value, Module):
+        return value
+    if not isinstance(value, (str, os.PathLike)):
+        raise DeclarationError(f"{label}: module expects a cuforge.Module or a path, got {type(value).__name__}")
+    path = os.fspath(value)
+    origin = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if not os.path.isabs(path) and origin and os.path.isfile(os.path.join(os.path.dirname(origin), path)):
+        path = os.path.join(os.path.dirname(origin), path)
+    try:
+        return Module(path)
+    except DeclarationError as exc:
+        raise DeclarationError(f"{label}: module={value!r}: {exc}") from None
+
+
+def _links_of(label: str, value: Any) -> tuple[Module | str, ...]:
+    """A class's link=: Modules (LTO-IR, relocatable cubins) and CUDA C++ sources."""
+    items = (value,) if isinstance(value, (str, Module)) else value
+    if not isinstance(items, (tuple, list)) or not all(isinstance(i, (str, Module)) for i in items):
+        raise DeclarationError(
+            f"{label}: link expects a list of cuforge.Module objects (LTO-IR or relocatable cubins) and CUDA C++ "
+            f"source strings, got {value!r}"
+        )
+    return tuple(items)
 
 
 def _dtypes_of(ann: Any) -> tuple[DType, ...]:
@@ -159,6 +206,10 @@ def _read_params(cls: type, label: str, tparams: tuple[Any, ...], *, generated: 
                 ann = eval(ann, dict(module_globals), dict(vars(cls)))
             except Exception as exc:
                 raise DeclarationError(f"{label}: cannot evaluate the annotation of '{name}': {exc}") from None
+        if name in LAUNCH_OPTIONS:
+            raise DeclarationError(
+                f"{label}: parameter name {name!r} is a launch option ({', '.join(LAUNCH_OPTIONS)}); rename it"
+            )
         if not _IDENT.match(name) or keyword.iskeyword(name) or (generated and (name in _CPP_RESERVED or name.startswith("_"))):
             raise DeclarationError(
                 f"{label}: parameter name {name!r} cannot be used in C++ (a reserved word, CUDA built-in, "

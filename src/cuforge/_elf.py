@@ -66,3 +66,13 @@ def cubin_resources(elf: bytes, symbol: str) -> dict[str, int]:
         return out
     except (struct.error, ValueError, IndexError, StopIteration):
         return {}
+
+
+def cubin_entries(elf: bytes) -> list[str]:
+    """The kernel entry points of a cubin (each has a ``.nv.info.<symbol>`` section)."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2:
+        return []
+    try:
+        return [name[len(".nv.info.") :] for name, *_ in _sections(elf) if name.startswith(".nv.info.")]
+    except (struct.error, ValueError, IndexError):
+        return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _cache, _compile, _cuda, _launch, _render
+from . import _build, _cache, _compile, _cuda, _kinds, _launch, _render
 from ._checks import checker
 from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
@@ -76,7 +76,8 @@ class Kernel(_KernelBase):
         self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.tparams, template_args)}
         spelled = ", ".join(t.spell(v) for t, v in zip(decl.tparams, template_args))
         self.name_expression = f"{decl.name}<{spelled}>" if decl.tparams else decl.name
-        self.label = self.name_expression if decl.tparams else decl.name
+        # what messages call it: the C++ name, but a prebuilt entry point's lowered name is unreadable
+        self.label = self.name_expression if decl.tparams else cls.__name__ if decl.module is not None else decl.name
         self.signature = Signature(
             tuple(Param(n, i, _substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
         )
@@ -88,9 +89,11 @@ class Kernel(_KernelBase):
         self._grid = _launch.GridRule(self.label, decl.grid, self._specs)
         self._checks = tuple(checker(self.label, s) for s in self._specs)
         self._packer = _launch.Packer(self._specs)
-        self._attrs: bytes | None = None  # cuLaunchKernelEx's launch attributes (_cuda.launch_attributes)
+        self._kind = decl.launch_kind  # cooperative, clustered or plain (see _kinds)
+        self._attrs: bytes | None = None  # cuLaunchKernelEx's launch attributes of a plain launch
+        self._grid_sync = False  # the source syncs the grid: found when it is first loaded
         self._pieces_cache: tuple[str, str, dict[str, str]] | None = None
-        self._by_device: dict[int, tuple[int, CompiledKernel]] = {}
+        self._by_device: dict[int, _kinds.Loaded] = {}
         self._load_lock = threading.Lock()
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = _launch.c_launcher(self)
@@ -102,6 +105,12 @@ class Kernel(_KernelBase):
         prelude, unit, _ = self._pieces()
         return prelude + unit
 
+    def _prebuilt(self, what: str) -> CuforgeError:
+        return CuforgeError(
+            f"{self.label}.{what}: the kernel is prebuilt (module={self._decl.module!r}, entry {self.name!r}); "
+            f"it has no source to render or compile"
+        )
+
     @property
     def source(self) -> str:
         """The rendered CUDA C++ (the same as :meth:`render`)."""
@@ -110,6 +119,8 @@ class Kernel(_KernelBase):
     @property
     def lowered_name(self) -> str:
         """The mangled symbol from the latest compile (NVRTC's ``nvrtcGetLoweredName``)."""
+        if self._decl.module is not None:
+            return self._decl.module.symbols.get(self.name, self.name)
         if not self._compiled:
             raise CuforgeError(f"{self.label} is not compiled yet; call .compile(arch='sm_90') or launch it first")
         return next(reversed(self._compiled.values())).lowered_name
@@ -123,6 +134,8 @@ class Kernel(_KernelBase):
         if self._pieces_cache is not None:
             return self._pieces_cache
         decl, sig = self._decl, self.signature
+        if decl.module is not None:
+            raise self._prebuilt("render()")
         line_sources: dict[str, str] = {}
         if decl.source is not None:
             prelude, unit = decl.source, ""
@@ -171,6 +184,9 @@ class Kernel(_KernelBase):
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
         prelude, unit, _ = self._pieces()
+        links = tuple(i.digest if not isinstance(i, str) else i for i in self._decl.link)
+        if links or "-rdc=true" in flags:
+            links += (_compile.nvjitlink_identity(),)
         return _cache.cache_key(
             source=prelude + unit,
             name_expressions=(self.name_expression,),
@@ -180,6 +196,7 @@ class Kernel(_KernelBase):
             cuforge_version=__version__,
             include_digest=_cache.include_dirs_digest(options.include_dirs),
             cuda_headers=_compile.cuda_headers_version(_compile.cuda_include_dir()),
+            links=links,
         )
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
@@ -188,23 +205,81 @@ class Kernel(_KernelBase):
         Without ``arch`` the arch of the current device is used (a cubin if NVRTC knows it,
         else PTX). Needs no GPU when ``arch`` is given. Results are cached per process.
         """
+        if self._decl.module is not None:
+            raise self._prebuilt("compile()")
         return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
 
-    def _function(self, device: _cuda.DeviceInfo) -> Any:
-        """The kernel's function handle on ``device``: compiled (or read from the caches) and
-        loaded on its first launch there. One thread does it while the others wait, so that
-        threads launching for the first time at once do the work once."""
+    def _function(self, device: _cuda.DeviceInfo) -> _kinds.Loaded:
+        """The kernel on ``device``: compiled (or read from the caches) and loaded on its first
+        launch there, with its limits (see ``_kinds``). One thread does it while the others
+        wait, so that threads launching for the first time at once do the work once."""
         found = self._by_device.get(device.id)
         if found is None:
             with self._load_lock:
                 found = self._by_device.get(device.id)
                 if found is None:
-                    ck = self.compile(_cache.device_target(device.cc))
-                    fn = ck.function(device.id)
-                    if self._decl.body is None:
-                        self._check_compiled_params(fn)
-                    found = self._by_device[device.id] = (int(fn.handle), ck)  # the address _cuda.launch takes
-        return found[0]
+                    found = self._load(device)
+        return found
+
+    def _load(self, device: _cuda.DeviceInfo) -> _kinds.Loaded:
+        module = self._decl.module
+        if module is not None:  # prebuilt: its entry point, checked against the annotations
+            fn = module._kernel(self, self.name)
+            self._check_compiled_params(fn)
+            loaded = _kinds.Loaded(int(fn.handle), module, *_kinds.load_limits(fn, device), fn, device)
+            self._by_device[device.id] = loaded
+            return loaded
+        build = _build.current()
+        if build is not None:  # an ahead-of-time build: its fatbin, no NVRTC
+            served = build.module_for(self) if build.serves(device.cc) else None
+            if served is not None:
+                fn = served[0]._kernel(self, served[1])
+                loaded = _kinds.Loaded(int(fn.handle), served[0], *_kinds.load_limits(fn, device), fn, device)
+                self._by_device[device.id] = loaded
+                return loaded
+            if not _build.nvrtc_available():
+                raise _build.missing(self, build)
+        ck = self.compile(_cache.device_target(device.cc))
+        fn = ck.function(device.id)
+        if self._decl.body is None:
+            self._check_compiled_params(fn)
+        if _kinds.uses_grid_sync(ck.source) and not self._grid_sync:
+            self._grid_sync = True
+            self._fast = None  # the general path refuses it without cooperative=True, before the launch
+        loaded = _kinds.Loaded(int(fn.handle), ck, *_kinds.load_limits(fn, device), fn, device)
+        self._by_device[device.id] = loaded
+        return loaded
+
+    def _forget_loads(self) -> None:
+        """Its module was unloaded: drop every loaded function, and the C launcher's memory of
+        them; the next call reaches the general path, which raises (see Module.unload)."""
+        with self._load_lock:
+            self._by_device.clear()
+            self._fast = _launch.c_launcher(self)
+
+    @property
+    def attributes(self) -> _kinds.KernelAttributes:
+        """Registers, local memory, static shared memory, the most threads per block and the
+        most dynamic shared memory a launch may ask, on the current device (loads the kernel)."""
+        loaded = self._function(_cuda.current_device())
+        attrs = loaded.function.attributes[loaded.device.id]
+        return _kinds.KernelAttributes(
+            registers=int(attrs.num_regs),
+            local_bytes=int(attrs.local_size_bytes),
+            static_shared_bytes=loaded.static_shared,
+            max_threads_per_block=loaded.max_threads,
+            max_dynamic_shared_bytes=loaded.max_shared,
+            device=loaded.device.id,
+        )
+
+    def occupancy(self, block: Any = None, shared_mem: int = 0) -> int:
+        """Active blocks per SM for ``block`` (default: the class's) and ``shared_mem`` bytes
+        of dynamic shared memory, on the current device (loads the kernel)."""
+        blk = self._block if block is None else _launch.dims(block, "block", self.label, _launch.BLOCK_LIMIT)
+        if shared_mem.__class__ is not int or shared_mem < 0:
+            raise ArgumentError(f"{self.label}.occupancy(): shared_mem expects an int >= 0 (bytes), got {shared_mem!r}")
+        loaded = self._function(_cuda.current_device())
+        return _kinds.blocks_per_sm(loaded, blk[0] * blk[1] * blk[2], shared_mem)
 
     def _check_compiled_params(self, fn: Any) -> None:
         """A source= or template kernel's compiled parameters must match the annotations."""

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import _cuda
+from . import _cuda, _kinds
 from ._arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
 from ._checks import describe, numpy_scalar, scalar_to_bytes
 from ._signature import ParamSpec
@@ -77,7 +77,7 @@ def _is_int(v: Any) -> bool:
 
 class GridRule:
     """Where a launch without grid= gets its grid: ``source`` -1 is the largest array, k the
-    value or size of parameter k, -2 the class's grid function (called by ``function``)."""
+    value or size of parameter k, -2 the class's grid function or fixed grid (``function``)."""
 
     __slots__ = ("function", "kernel", "source")
 
@@ -99,6 +99,13 @@ class GridRule:
             if not spec.is_array and not spec.dtype.is_integer:
                 raise DeclarationError(f"{kernel}: grid = {rule!r} must name an integer or array parameter, not {spec.type_name}")
             self.source = spec.index
+        elif isinstance(rule, (int, tuple)) and not isinstance(rule, bool):  # a fixed grid
+            try:
+                fixed = dims(rule, "grid", kernel, GRID_LIMIT)
+            except ArgumentError as exc:
+                raise DeclarationError(str(exc)) from None
+            self.source = -2
+            self.function = lambda args, block: fixed
         else:
             self.source = -2
             self.function = _grid_function(kernel, rule, names)
@@ -244,6 +251,7 @@ class Checked(NamedTuple):
     block: tuple[int, int, int]
     shared_mem: int
     stream: int | None  # None: the default for the arrays' library (see default_stream)
+    kind: _kinds.LaunchKind  # the class's, or what the call's cooperative=/cluster= asked
 
 
 def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -275,6 +283,9 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
                    shared_mem: Any, stream: Any) -> Checked | None:  # fmt: skip
     """Bind and check a call (raising on bad input, no CUDA call); None when the sizing
     array is empty, so there is nothing to launch."""
+    kind = kernel._kind
+    if kwargs and not kwargs.keys().isdisjoint(_kinds.KIND_OPTIONS):
+        kind, kwargs = _kinds.from_call(kernel.label, kind, kwargs)
     if kwargs or len(args) != len(kernel._checks):
         args = bind(kernel, args, kwargs)
     arrays: list[tuple[int, ArrayArg]] = []  # filled by the array checks
@@ -300,15 +311,19 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
             grd = dims(grid, "grid", label, GRID_LIMIT)
     if grd is None:
         return None  # every option was checked all the same
-    return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh))  # NamedTuple's __new__ is Python
+    if kind.cluster is not None:
+        grd = _kinds.check_grid(label, kind, grd, grid is None)
+    return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh, kind))  # NamedTuple's __new__ is Python
 
 
 def place(kernel: Any, c: Checked) -> tuple[int, int, bool]:
     """The CUDA part of a launch before the call: (function handle, stream, whether host
-    NumPy arrays must be staged); raises if an array lives on another device."""
+    NumPy arrays must be staged); raises if an array lives on another device, or the launch
+    asks what the loaded kernel cannot do (see ``_kinds``)."""
     device = _cuda.current_device()
-    found = kernel._by_device.get(device.id)
-    handle = found[0] if found is not None else kernel._function(device)
+    loaded = kernel._by_device.get(device.id) or kernel._function(device)
+    check_loaded(kernel, loaded, c)
+    handle = loaded[0]
     staged = misplaced = False
     for _, arg in c.arrays:
         if arg.device != device.id:
@@ -327,11 +342,13 @@ def launch_checked(kernel: Any, c: Checked) -> None:
 
     The common case is spelled out here rather than through :func:`place`: where the C
     extension is not built, every launch runs this."""
-    _, values, arrays, grid, block, shared_mem, stream = c  # the fields at once: read on every launch
+    _, values, arrays, grid, block, shared_mem, stream, kind = c  # the fields at once: read on every launch
     device = getattr(_cuda._tls, "device", None) or _cuda.current_device()
     did = device.id
-    found = kernel._by_device.get(did)
-    handle = found[0] if found is not None else kernel._function(device)
+    loaded = kernel._by_device.get(did) or kernel._function(device)
+    handle, _, max_threads, max_shared = loaded[:4]
+    if kind is not _kinds.PLAIN or kernel._grid_sync or shared_mem > max_shared or block[0] * block[1] * block[2] > max_threads:
+        check_loaded(kernel, loaded, c)
     for _, arg in arrays:
         if arg.device != did:  # host arrays to stage, or memory elsewhere: look closer
             handle, stream, staged = place(kernel, c)
@@ -343,9 +360,26 @@ def launch_checked(kernel: Any, c: Checked) -> None:
         stream = default_stream(arrays, did)
     label = kernel.label
     _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, kernel._packer.pack(values), kernel._attrs)
+    attrs = kernel._attrs if kind is _kinds.PLAIN else kind.attrs
+    err = _cuda.launch(handle, grid, block, shared_mem, stream, kernel._packer.pack(values), attrs)
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
+
+
+def check_loaded(kernel: Any, loaded: Any, c: Checked) -> None:
+    """What only the loaded kernel tells: a grid sync launched without the cooperative flag
+    (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks."""
+    if kernel._grid_sync and not c.kind.cooperative:
+        raise ArgumentError(
+            f"{kernel.label}: the kernel's source syncs the whole grid (cooperative_groups::this_grid), which "
+            f"needs a cooperative launch; set cooperative = True on the class or pass cooperative=True"
+        )
+    _kinds.check_on_device(kernel.label, loaded, c.kind, c.grid, c.block, c.shared_mem)
+
+
+def attributes_of(kernel: Any, c: Checked) -> bytes | None:
+    """The launch attributes of a checked call: its kind's, else the kernel's own."""
+    return kernel._attrs if c.kind is _kinds.PLAIN else c.kind.attrs
 
 
 def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
@@ -363,7 +397,8 @@ def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
                 _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arg.ptr, nbytes, stream), "cuMemcpyHtoDAsync")
             values[i] = int(ptr)
         _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
-        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(values), kernel.label, kernel._attrs)
+        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(values), kernel.label,
+                   attributes_of(kernel, c))  # fmt: skip
         for i, ptr, nbytes in staged:
             if kernel._specs[i].writes and nbytes:
                 _cuda.check(driver.cuMemcpyDtoHAsync(c.args[i].ctypes.data, ptr, nbytes, stream), "cuMemcpyDtoHAsync")
@@ -413,15 +448,19 @@ class PreparedLaunch:
     """
 
     __module__ = "cuforge"
-    __slots__ = ("_buf", "_call", "_keep", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
+    __slots__ = ("_buf", "_call", "_keep", "_module", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
 
     def __init__(self, kernel: Any, c: Checked, handle: int, stream: int) -> None:
         self._buf, self._ptrs, addr = kernel._packer.standalone(c.values)
         self._keep = c.args
+        self._module = kernel._decl.module  # a prebuilt kernel's Module: refuse to launch once it is unloaded
         self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel.label, c.grid, c.block, c.shared_mem, stream
-        self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr, kernel._attrs)
+        self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr,
+                                       attributes_of(kernel, c))  # fmt: skip
 
     def __call__(self) -> None:
+        if self._module is not None:
+            self._module._check_loaded(self.kernel)
         err = self._call()
         if err:
             raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)
@@ -440,10 +479,12 @@ if _claunch is not None:
 
 
 def c_launcher(kernel: Any) -> Any:
-    """The kernel's Launcher in the C extension, or None where the extension is not built or
-    the signature is past its limits (``_claunch.MAX_PARAMS``, ``MAX_PARAM_BYTES``): the
-    general path then takes every call."""
+    """The kernel's Launcher in the C extension, or None where the extension is not built,
+    the signature is past its limits (``_claunch.MAX_PARAMS``, ``MAX_PARAM_BYTES``) or the
+    class declares a cooperative or clustered launch: the general path then takes every call."""
     if _claunch is None or len(kernel._specs) > _claunch.MAX_PARAMS or kernel._packer.size > _claunch.MAX_PARAM_BYTES:
+        return None
+    if kernel._kind is not _kinds.PLAIN:  # cooperative or clustered: checked against the device on every call
         return None
     grid = kernel._grid
     converters = tuple(None if s.is_array else scalar_to_bytes(check, s) for check, s in zip(kernel._checks, kernel._specs))

@@ -84,6 +84,8 @@ class CudaMagics(Magics):
     @argument("--signature", action="append", default=[], metavar="SIG", help="e.g. 'k(a: float32, x: In[float32])'")
     @argument("--show", action="append", choices=["source", "ptx", "sass-summary"], default=[], help="print what was compiled")
     @argument("--no-cache", action="store_true", help="do not read or write the disk cache for this cell")
+    @argument("--cooperative", action="store_true", help="launch the cell's kernels cooperatively (grid sync)")
+    @argument("--cluster", metavar="X[,Y[,Z]]", help="launch in thread-block clusters of this shape (sm_90+)")
     @cell_magic
     def cuda(self, line: str, cell: str) -> None:
         """Compile the cell's CUDA C++ and bind each ``__global__`` kernel as a checked callable."""
@@ -92,6 +94,7 @@ class CudaMagics(Magics):
             setattr(args, attr, [_unquote(v) for v in getattr(args, attr)])
         args.options, args.name, args.arch = _unquote(args.options), _unquote(args.name), _unquote(args.arch)
         opts = self._options(args)
+        args.launch = {"cooperative": args.cooperative, "cluster": _cluster(_unquote(args.cluster))}
         try:
             arch = check_arch(args.arch) if args.arch else _default_arch()
         except DeclarationError as exc:
@@ -165,13 +168,13 @@ class CudaMagics(Magics):
                         )
                     instances = {}
                     for targs in wanted[p.name]:
-                        k = _make(p, source, opts, signatures.get(p.name), targs)
+                        k = _make(p, source, opts, signatures.get(p.name), targs, args.launch)
                         instances[tuple(_spell(a) for a in targs)] = k
                     bound[binding] = KernelTemplate(binding, instances)
                 else:
                     if p.name in wanted:
                         raise UsageError(f"%%cuda: --instantiate names '{p.name}', which is not a template")
-                    bound[binding] = _make(p, source, opts, signatures.get(p.name), None)
+                    bound[binding] = _make(p, source, opts, signatures.get(p.name), None, args.launch)
             except (ParseError, DeclarationError) as exc:
                 raise UsageError(f"%%cuda: {exc}") from None
         return bound
@@ -232,8 +235,19 @@ def _spell(arg: str) -> str:
     return found.cpp if found is not None else " ".join(arg.split())
 
 
-def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, targs: list[str] | None) -> Kernel:
-    """A cuforge kernel for one parsed declaration (one instantiation of a template)."""
+def _cluster(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(int(v) for v in text.replace(" ", "").split(","))
+    except ValueError:
+        raise UsageError(f"%%cuda: --cluster expects X[,Y[,Z]] positive ints, such as 2 or 2,1,1; got {text!r}") from None
+
+
+def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, targs: list[str] | None,
+          launch: dict[str, Any] | None = None) -> Kernel:  # fmt: skip
+    """A cuforge kernel for one parsed declaration (one instantiation of a template);
+    ``launch`` holds the class keys of its launch kind (cooperative, cluster)."""
     subs: dict[str, str] = {}
     expr = p.name
     if targs is not None:
@@ -248,7 +262,8 @@ def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, 
         annotations = dict(sig)
     else:
         annotations = {n: _cparse.cpp_type(ty, f"{expr}: parameter '{n}'", subs) for n, ty in p.params}
-    ns = {"__annotations__": annotations, "source": source, "name": expr, "options": opts, "__module__": "__main__"}
+    ns = {"__annotations__": annotations, "source": source, "name": expr, "options": opts, "__module__": "__main__",
+          **(launch or {})}  # fmt: skip
     cls = type(p.name, (), ns)
     cls.__qualname__ = expr
     return kernel(cls)  # type: ignore[no-any-return]

@@ -44,6 +44,12 @@ class CompileOptions:
         Emit line information for profilers (``-lineinfo``).
     debug : bool
         Device debug information (``-G``); slow code.
+    lto : bool
+        Compile to LTO-IR (``-dlto``) and link with nvJitLink, so that functions from the
+        class's ``link`` inputs can be inlined across translation units.
+    relocatable : bool
+        Relocatable device code (``-rdc=true``), linked with nvJitLink; set for you when a
+        class has ``link`` inputs.
     defines : mapping or iterable of (name, value)
         Preprocessor macros; a value of None defines the name with no value.
     include_dirs : iterable of str
@@ -60,6 +66,8 @@ class CompileOptions:
     maxrregcount: int | None = None
     lineinfo: bool = False
     debug: bool = False
+    lto: bool = False
+    relocatable: bool = False
     defines: tuple[tuple[str, str | None], ...] = field(default=())
     include_dirs: tuple[str, ...] = field(default=())
     extra: tuple[str, ...] = field(default=())
@@ -67,7 +75,7 @@ class CompileOptions:
     def __post_init__(self) -> None:
         if self.std not in _STDS:
             raise _fail("std", f"one of {', '.join(_STDS)}", self.std)
-        for name in ("fast_math", "lineinfo", "debug"):
+        for name in ("fast_math", "lineinfo", "debug", "lto", "relocatable"):
             if not isinstance(getattr(self, name), bool):
                 raise _fail(name, "a bool", getattr(self, name))
         if self.ftz is not None and not isinstance(self.ftz, bool):
@@ -131,6 +139,10 @@ def to_flags(options: CompileOptions, arch: str, include_dirs: Iterable[str] = (
         flags.append("-lineinfo")
     if options.debug:
         flags.append("-G")
+    if options.lto or options.relocatable:
+        flags.append("-rdc=true")
+    if options.lto:
+        flags.append("-dlto")
     flags += [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in options.defines]
     flags += [f"-I{d}" for d in (*options.include_dirs, *include_dirs)]
     flags += options.extra

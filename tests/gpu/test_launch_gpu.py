@@ -243,7 +243,7 @@ def test_launch_from_another_thread(saxpy):
 
 
 @pytest.mark.parametrize("kind", ["c", "bindings"])
-def test_both_launchers_launch_and_report_driver_errors(saxpy, kind):
+def test_both_launchers_launch_and_refuse_what_the_kernel_cannot_do(saxpy, kind):
     from cuforge import _cuda
 
     if kind == "c":
@@ -257,9 +257,10 @@ def test_both_launchers_launch_and_report_driver_errors(saxpy, kind):
         saxpy(2.0, x, y, n=256)  # by name
         saxpy.prepare(2.0, x, y, 256)()  # a prepared launch
         cf.synchronize()
-        with pytest.raises(cf.LaunchError, match=r"Saxpy: the launch \(grid=\(1, 1, 1\), block=\(32, 1, 1\), "
-                                                 r"shared_mem=1048576\) failed: CUDA_ERROR_INVALID_VALUE"):  # fmt: skip
-            saxpy(2.0, x, y, 256, grid=1, block=32, shared_mem=1 << 20)  # more shared memory than an SM has
+        # more shared memory than a block can have: refused before the launch, naming the limit
+        with pytest.raises(cf.ArgumentError, match=r"Saxpy: shared_mem=1048576 bytes is more than the \d+ bytes of "
+                                                   r"dynamic shared memory a block can have on device 0"):  # fmt: skip
+            saxpy(2.0, x, y, 256, grid=1, block=32, shared_mem=1 << 20)
     finally:
         _cuda.bind_launcher()
     np.testing.assert_array_equal(y.to_numpy(), 6 * np.arange(256, dtype=np.float32))

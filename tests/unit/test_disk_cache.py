@@ -62,8 +62,7 @@ def _declare(body: str = "x[0] = 1;", **ns) -> cf.Kernel:
 
 def _key(k: cf.Kernel, arch: str = "sm_90", options: cf.CompileOptions | None = None) -> str:
     opts = options or k.options
-    include = _compile.cuda_include_dir()
-    return k._key(cf.options.to_flags(opts, arch, (include,) if include else ()), opts)
+    return k._key(cf.options.to_flags(opts, arch, _compile.include_dirs()), opts)
 
 
 def test_re_rendering_the_same_inputs_gives_the_same_key():

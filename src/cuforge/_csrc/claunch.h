@@ -92,6 +92,7 @@ typedef struct {
     int grid_rule; /* -2: grid_fn(args, block), -1: the largest array, k: parameter k's value or size */
     long long function_device; /* the device of function (-1: none yet) */
     void *function;
+    unsigned long long max_threads, max_shared; /* the loaded kernel's limits there (_kinds.Loaded) */
 } Launcher;
 
 /* A call, checked and packed: what check_and_pack() fills in. */

@@ -10,6 +10,9 @@
  *
  * Built against the stable ABI (CPython 3.10+), so one binary serves every version. It is
  * optional: without it the general path serves every call and launches through cuda.bindings.
+ *
+ * Cooperative and clustered kernels get no Launcher: their checks need the device on every
+ * call (occupancy, cluster support), so the general path takes them.
  */
 #include "claunch.h"
 #include <structmember.h>
@@ -67,10 +70,18 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *args, Py_ssize_t 
             if (PyErr_Occurred()) return NULL;
             Py_RETURN_FALSE; /* first launch on this device: the general path compiles and loads */
         }
+        /* a _kinds.Loaded: (handle, compiled, max_threads, max_shared, ...) */
         void *f = PyLong_AsVoidPtr(PyTuple_GetItem(found, 0));
         if (f == NULL && PyErr_Occurred()) return NULL;
-        self->function = f, self->function_device = did;
+        unsigned long long mt = PyLong_AsUnsignedLongLong(PyTuple_GetItem(found, 2));
+        unsigned long long ms = PyLong_AsUnsignedLongLong(PyTuple_GetItem(found, 3));
+        if (PyErr_Occurred()) return NULL;
+        self->function = f, self->function_device = did, self->max_threads = mt, self->max_shared = ms;
     }
+    /* Past what the loaded kernel allows: the general path names the limit, before any launch. */
+    if ((unsigned long long)p.dims.block[0] * p.dims.block[1] * p.dims.block[2] > self->max_threads ||
+        p.dims.smem > self->max_shared)
+        Py_RETURN_FALSE;
     if (!p.have_stream && p.origin != 0) {
         PyObject *h = current_stream(p.origin, did);
         if (h == NULL) return NULL;
@@ -178,6 +189,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
 #undef KEEP
     self->grid_rule = grid_rule;
     self->function_device = -1;
+    self->max_threads = self->max_shared = 0;
     if (read_specs(self, specs, converters) < 0 || dims3(block_default, "block_default", self->block_default) < 0 ||
         grid_rule < -2 || grid_rule >= self->nparams) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Launcher: grid_rule names no parameter");

@@ -1,0 +1,124 @@
+"""The driver's launch kinds on a real GPU: cooperative grid sync, clusters with distributed
+shared memory, 100 KiB of dynamic shared memory; every misuse refused before any launch,
+with the context usable afterwards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge import _cuda
+
+from .. import kind_kernels as kk
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def probe():
+    """After a refusal: no launch was recorded, and the context still runs a kernel."""
+
+    def check(before):
+        assert _cuda.last_launch() == before, "a refused call reached the driver"
+        y = cf.zeros(64, cf.float32)
+        kk.Bounded(y, 64, block=64)
+        np.testing.assert_array_equal(y.to_numpy(), np.ones(64, np.float32))
+
+    return check
+
+
+def test_grid_sync_two_phase_sum_matches_numpy():
+    x = np.random.default_rng(3).standard_normal(1_000_003).astype(np.float32)
+    blocks = kk.GridSum.occupancy(block=256) * _cuda.current_device().sm_count
+    partial, out = cf.zeros(blocks, cf.float64), cf.zeros(1, cf.float64)
+    kk.GridSum(cf.to_device(x), partial, out, x.size, grid=blocks)
+    np.testing.assert_allclose(out.to_numpy()[0], x.astype(np.float64).sum(), rtol=1e-9)
+
+
+def test_a_cooperative_grid_too_large_is_refused_with_the_limit(probe):
+    x, partial, out = cf.zeros(8, cf.float32), cf.zeros(8, cf.float64), cf.zeros(1, cf.float64)
+    kk.GridSum(x, partial, out, 8, grid=1)
+    before = _cuda.last_launch()
+    limit = kk.GridSum.occupancy(block=256) * _cuda.current_device().sm_count
+    with pytest.raises(cf.ArgumentError, match=rf"GridSum: a cooperative launch must fit on the GPU at once: at most {limit} "
+                                               rf"blocks \(\d+ per SM x \d+ SMs\) for block=\(256, 1, 1\)"):  # fmt: skip
+        kk.GridSum(x, partial, out, 8, grid=limit + 1)
+    probe(before)
+
+
+def test_grid_sync_without_the_flag_is_refused_before_the_launch(probe):
+    y = cf.zeros(256, cf.float32)
+    before = _cuda.last_launch()
+    for _ in range(2):  # the first call loads the kernel; the second finds it loaded
+        with pytest.raises(cf.ArgumentError, match=r"GridSyncNoFlag: the kernel's source syncs the whole grid .* set "
+                                                   r"cooperative = True on the class or pass cooperative=True"):  # fmt: skip
+            GridSyncNoFlag(y)
+    probe(before)
+    GridSyncNoFlag(y, cooperative=True)  # at the call, it runs
+    np.testing.assert_array_equal(y.to_numpy(), np.ones(256, np.float32))
+
+
+GridSyncNoFlag = kk.GridSyncNoFlag
+
+
+def test_cluster_blocks_read_each_others_shared_memory():
+    out = cf.zeros(8, cf.int32)
+    kk.ClusterSwap(out, grid=8)
+    np.testing.assert_array_equal(out.to_numpy(), [1, 0, 3, 2, 5, 4, 7, 6])
+
+
+def test_cluster_misuse_is_refused_before_the_launch(probe):
+    out = cf.zeros(8, cf.int32)
+    kk.ClusterSwap(out)  # the default grid (1 block for 8 elements) is rounded up to one whole cluster
+    np.testing.assert_array_equal(out.to_numpy()[:2], [1, 0])
+    before = _cuda.last_launch()
+    with pytest.raises(cf.ArgumentError, match=r"ClusterSwap: grid=\(3, 1, 1\) is not divisible by cluster=\(2, 1, 1\)"):
+        kk.ClusterSwap(out, grid=3)
+    with pytest.raises(cf.ArgumentError, match=r"cluster=\(16, 1, 1\) has 16 blocks; .* not portable"):
+        kk.ClusterSwap(out, cluster=16, grid=16)
+    probe(before)
+
+
+def test_100_kib_of_dynamic_shared_memory():
+    out = cf.zeros(4, cf.int64)
+    kk.BigShared(out, shared_mem=100 * 1024)
+    count = 100 * 1024 // 4
+    np.testing.assert_array_equal(out.to_numpy(), [count * (count - 1) // 2 + b * count for b in range(4)])
+    attrs = kk.BigShared.attributes
+    assert attrs.max_dynamic_shared_bytes >= 100 * 1024 and attrs.max_threads_per_block == 1024
+
+
+def test_shared_memory_past_the_device_limit_is_refused_with_the_limit(probe):
+    out = cf.zeros(4, cf.int64)
+    kk.BigShared(out, shared_mem=100 * 1024)
+    limit = kk.BigShared.attributes.max_dynamic_shared_bytes
+    before = _cuda.last_launch()
+    for _ in range(2):  # the C launcher declines it to the general path, which names the limit
+        with pytest.raises(cf.ArgumentError, match=rf"BigShared: shared_mem={limit + 1} bytes is more than the {limit} "
+                                                   rf"bytes of dynamic shared memory a block can have on device 0"):  # fmt: skip
+            kk.BigShared(out, shared_mem=limit + 1)
+    probe(before)
+
+
+def test_a_block_past_the_kernels_launch_bounds_is_refused(probe):
+    y = cf.zeros(256, cf.float32)
+    kk.Bounded(y, 256, block=128)
+    assert kk.Bounded.attributes.max_threads_per_block == 128
+    before = _cuda.last_launch()
+    for _ in range(2):
+        with pytest.raises(cf.ArgumentError, match=r"bounded: block=\(256, 1, 1\) has 256 threads, but the compiled kernel "
+                                                   r"allows at most 128 per block on device 0"):  # fmt: skip
+            kk.Bounded(y, 256, block=256)
+    with pytest.raises(cf.ArgumentError, match=r"allows at most 128 per block"):
+        kk.Bounded.prepare(y, 256, block=256)
+    probe(before)
+
+
+def test_attributes_and_occupancy():
+    attrs = kk.Bounded.attributes
+    assert attrs.registers > 0 and attrs.local_bytes == 0 and attrs.static_shared_bytes == 0 and attrs.device == 0
+    assert kk.Bounded.occupancy(block=128) >= 1
+    assert kk.BigShared.occupancy(block=256, shared_mem=100 * 1024) == 2  # 228 KiB per SM holds two
+    with pytest.raises(cf.ArgumentError, match=r"block\[0\] expects an int from 1 to 1024"):
+        kk.Bounded.occupancy(block=0)

@@ -1,0 +1,126 @@
+"""Launch kinds on the CPU: declarations, call keywords, the device-free checks of a
+cooperative or clustered launch (refused before any CUDA call), and their compiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge import _kinds, _launch
+
+from .. import kind_kernels as kk
+
+
+def declare(**ns):
+    ns.setdefault("__annotations__", {"y": cf.Array[cf.float32]})
+    ns.setdefault("body", "y[threadIdx.x] = 1.0f;")
+    return cf.kernel(type("K", (), ns))
+
+
+def test_class_keys_make_the_kind_and_its_launch_attributes():
+    assert kk.GridSum._kind == _kinds.LaunchKind(cooperative=True)
+    assert kk.ClusterSwap._kind.cluster == (2, 1, 1)
+    assert kk.BigShared._kind is _kinds.PLAIN and _kinds.PLAIN.attrs is None
+    # CUlaunchAttribute records: id 2 (cooperative) with value 1; id 4 (cluster) with its dims
+    assert kk.GridSum._kind.attrs == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
+    assert kk.ClusterSwap._kind.attrs[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
+    # cooperative and clustered kernels get no C launcher: their checks need the device on every call
+    assert kk.GridSum._fast is None and kk.ClusterSwap._fast is None
+
+
+@pytest.mark.parametrize(
+    ("ns", "match"),
+    [
+        ({"cooperative": 1}, r"K: cooperative expects True or False, got 1"),
+        ({"cluster": (2, 0)}, r"K: cluster expects an int or a tuple of 1 to 3 positive ints \(blocks\), got \(2, 0\)"),
+        ({"cluster": "2"}, r"cluster expects an int or a tuple"),
+        ({"cluster": (4, 4)}, r"K: cluster=\(4, 4, 1\) has 16 blocks; clusters larger than 8 blocks are not portable: "
+                              r"pass non_portable_cluster=True"),
+        ({"non_portable_cluster": "yes"}, r"non_portable_cluster expects True or False"),
+    ],
+)
+def test_bad_kind_declarations_fail_at_definition(ns, match):
+    with pytest.raises(cf.DeclarationError, match=match):
+        declare(**ns)
+
+
+def test_non_portable_clusters_are_declared_explicitly():
+    k = declare(cluster=(4, 4), non_portable_cluster=True)
+    assert k._kind.cluster == (4, 4, 1) and k._kind.non_portable_cluster
+
+
+@pytest.mark.parametrize("name", ["grid", "stream", "cooperative", "cluster"])
+def test_parameters_cannot_take_launch_option_names(name):
+    with pytest.raises(cf.DeclarationError, match=rf"parameter name '{name}' is a launch option"):
+        declare(__annotations__={name: cf.int32, "y": cf.Array[cf.float32]})
+
+
+def test_a_fixed_grid_on_the_class():
+    assert kk.BigShared._grid.function((), (256, 1, 1)) == (4, 1, 1)
+    with pytest.raises(cf.DeclarationError, match=r"K: grid\[0\] expects an int from 1 to 2147483647, got 0"):
+        declare(grid=0)
+
+
+def cai(n, typestr="<f4"):
+    class A:
+        __cuda_array_interface__ = {"shape": (n,), "typestr": typestr, "data": (0x7F0000000000, False), "strides": None, "version": 3}
+
+    return A()
+
+
+def test_a_clustered_default_grid_is_rounded_up_to_whole_clusters():
+    k = declare(cluster=4, block=32)
+    c = _launch.check_and_pack(k, (cai(32 * 5),), {}, None, None, 0, None)
+    assert c.grid == (8, 1, 1) and c.kind.cluster == (4, 1, 1)
+
+
+def test_an_explicit_grid_must_be_divisible_by_the_cluster():
+    k = declare(cluster=(2, 1, 1))
+    with pytest.raises(cf.ArgumentError, match=r"K: grid=\(3, 1, 1\) is not divisible by cluster=\(2, 1, 1\); grid counts "
+                                               r"blocks.*\(for example grid=\(4, 1, 1\)\)"):  # fmt: skip
+        _launch.check_and_pack(k, (cai(64),), {}, 3, None, 0, None)
+
+
+def test_the_call_can_ask_for_a_kind():
+    k = declare()
+    c = _launch.check_and_pack(k, (cai(64),), {"cooperative": True}, 2, None, 0, None)
+    assert c.kind.cooperative and c.kind.attrs is not None and c.grid == (2, 1, 1)
+    c = _launch.check_and_pack(k, (), {"y": cai(64), "cluster": 2}, 4, 32, 0, None)
+    assert c.kind.cluster == (2, 1, 1)
+    with pytest.raises(cf.ArgumentError, match=r"K: cluster=\(3, 3, 1\) has 9 blocks"):
+        _launch.check_and_pack(k, (cai(64),), {"cluster": (3, 3)}, None, None, 0, None)
+    # the class's kind is the default a call can turn off
+    c = _launch.check_and_pack(kk.GridSum, (cai(8), cai(8, "<f8"), cai(1, "<f8"), 8), {"cooperative": False}, 1, None, 0, None)
+    assert c.kind is _kinds.PLAIN
+
+
+def test_grid_sync_is_found_in_the_source():
+    assert _kinds.uses_grid_sync(kk.GridSum.render()) and _kinds.uses_grid_sync(kk.GridSyncNoFlag.render())
+    assert not _kinds.uses_grid_sync(kk.ClusterSwap.render()) and not _kinds.uses_grid_sync(kk.BigShared.render())
+
+
+def test_cooperative_groups_compile_out_of_the_box():
+    """cooperative_groups.h needs CCCL's <nv/target>: cuforge passes the CCCL wheel's headers."""
+    for k in (kk.GridSum, kk.ClusterSwap):
+        ck = k.compile("sm_90")
+        assert ck.code_type == "cubin" and ck.lowered_name.startswith("_Z")
+    assert kk.Bounded.compile("sm_90").lowered_name == "bounded"
+
+
+def test_cell_magic_takes_cooperative_and_cluster():
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.error import UsageError
+
+    shell = IPython.core.interactiveshell.InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "cuforge")
+    cell = 'extern "C" __global__ void fill(float* y) { y[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }'
+    shell.run_cell_magic("cuda", "--arch sm_90 --cluster 2,1", cell)
+    assert shell.user_ns["fill"]._kind.cluster == (2, 1, 1)
+    shell.run_cell_magic("cuda", "--arch sm_90 --cooperative", cell)
+    assert shell.user_ns["fill"]._kind.cooperative
+    with pytest.raises(UsageError, match=r"--cluster expects X\[,Y\[,Z\]\] positive ints"):
+        shell.run_cell_magic("cuda", "--arch sm_90 --cluster two", cell)
+    with pytest.raises(UsageError, match=r"cluster=\(16, 1, 1\) has 16 blocks"):
+        shell.run_cell_magic("cuda", "--arch sm_90 --cluster 16", cell)
+    np.testing.assert_equal(shell.user_ns["fill"]._kind.cluster, None)  # the failed cell bound nothing
