@@ -2,9 +2,9 @@
 
     python benchmarks/run_all.py [OUTPUT_DIR]       (default: benchmarks/results)
 
-Writes results.json and launch_overhead.png, bandwidth.png, startup.png. Each figure is
-compared with the peers measured in the same run; a peer that is not installed is reported
-as missing, never skipped silently.
+Writes results.json (launch kinds and a build's start-up included) and launch_overhead.png,
+bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
+a peer that is not installed is reported as missing, never skipped silently.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ sys.path.insert(0, HERE)
 import bandwidth  # noqa: E402
 import family_compile  # noqa: E402
 import import_time  # noqa: E402
+import launch_kinds  # noqa: E402
 import launch_overhead  # noqa: E402
 import threads  # noqa: E402
 import warm_start  # noqa: E402
@@ -120,6 +121,7 @@ def main(outdir: str) -> dict:
     r["bandwidth"] = bandwidth.main()
     r["family_compile"] = family_compile.main()
     r["startup"] = {"warm start": warm_start.main(), "import": import_time.main()}
+    r["launch_kinds"] = launch_kinds.main()  # reported, not a target: cooperative cost, build vs cache start-up
     r["targets"] = targets(r)
     with open(os.path.join(outdir, "results.json"), "w") as fh:
         json.dump(r, fh, indent=1)
