@@ -23,7 +23,7 @@ class ApplyPoly:
     y: cf.Out[cf.float32]
     n: cf.int64
     options = cf.CompileOptions(lto=True)
-    link = [POLY]
+    link = (POLY,)
     preamble = 'extern "C" __device__ float poly(float x);'
     body = """
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;

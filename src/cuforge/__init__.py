@@ -36,6 +36,7 @@ from .family import Family as Family
 from .family import autotune as autotune
 from .kernel import CompiledKernel as CompiledKernel
 from .kernel import Kernel as Kernel
+from .kernel import KernelTemplate as KernelTemplate
 from .kernel import kernel as kernel
 from .options import CompileOptions as CompileOptions
 from .registry import Registry as Registry
@@ -112,6 +113,7 @@ __all__ = [
     "intparam",
     "Kernel",
     "KernelAttributes",
+    "KernelTemplate",
     "kernel",
     "LaunchError",
     "Module",

@@ -115,10 +115,35 @@ def _open(device_id: int) -> Any:
 
 
 def current_device() -> DeviceInfo:
-    """The device launches in this thread go to (made current on first use)."""
+    """The device launches in this thread go to: the one ``cf.set_device`` chose, else the
+    device whose context is current here (CuPy's ``with Device(1)``, PyTorch's
+    ``torch.cuda.set_device``), else device 0, made current on first use."""
     info = getattr(_tls, "device", None)
-    if info is None:
-        info = _make_current(getattr(_tls, "device_id", 0))
+    if info is not None and (not multi_gpu or current_context() == _contexts.get(info.id)):
+        return info
+    # The thread's first use, or another device's context made current since (CuPy's `with
+    # Device(n)`, torch.cuda.set_device): follow the current context, as CuPy does.
+    chosen = getattr(_tls, "device_id", None)
+    followed = _follow_current() if chosen is None or info is not None else None
+    return followed or _make_current(chosen if chosen is not None else info.id if info is not None else 0)
+
+
+def _follow_current() -> DeviceInfo | None:
+    """Adopt the device of this thread's current primary context, if one is current."""
+    _open(0)  # starts CUDA, or raises NoDeviceError
+    if launch is None:
+        _driver()
+        bind_launcher()
+    cur = current_context()
+    if not cur:
+        return None
+    err, device = _driver().cuCtxGetDevice()
+    if int(err) != 0:
+        return None
+    info = device_info(int(device))
+    if _contexts.get(info.id) != cur:  # a context the user made: not a device's primary one
+        return None
+    _adopt(info)
     return info
 
 
@@ -137,27 +162,92 @@ def _make_current(device_id: int) -> DeviceInfo:
         bind_launcher()
     info = _infos.get(device_id)
     if info is None:  # described once per process: a new thread's first launch only sets the context
-        major, minor = dev.compute_capability
-        props = dev.properties
-        info = _infos[device_id] = DeviceInfo(dev.device_id, major * 10 + minor, dev.name, props.multiprocessor_count,
-                                              props.max_shared_memory_per_block_optin)  # fmt: skip
-        if device_id == 0 and launcher == "c":
-            _hand_context_to_c()
-    _tls.device = info
-    if _claunch is not None:
-        _claunch.set_thread_device(info.id)
+        info = _describe(device_id, dev)
+        _contexts[device_id] = current_context()
+        if launcher == "c":
+            _hand_context_to_c(_contexts.get(0, 0))
+    _adopt(info)
     return info
 
 
-def _hand_context_to_c() -> None:
-    """Tell the C launcher device 0's primary context (now current) and how to make it current
-    in a new thread (see _csrc/driver.c)."""
+def _describe(device_id: int, dev: Any) -> DeviceInfo:
+    global multi_gpu
+    major, minor = dev.compute_capability
+    props = dev.properties
+    info = _infos[device_id] = DeviceInfo(dev.device_id, major * 10 + minor, dev.name, props.multiprocessor_count,
+                                          props.max_shared_memory_per_block_optin)  # fmt: skip
+    multi_gpu = multi_gpu or int(check(_driver().cuDeviceGetCount(), "cuDeviceGetCount")) > 1
+    return info
+
+
+def _adopt(info: DeviceInfo) -> None:
+    """This thread now launches on ``info``'s device, whose primary context is current."""
+    _tls.device = info
+    if _claunch is not None:
+        _claunch.set_thread_device(info.id, _contexts.get(info.id, 0))
+
+
+# ---------------------------------------------------------------- launching where the arrays are
+
+_contexts: dict[int, int] = {}  # device ordinal -> its primary context's address
+multi_gpu = False  # more than one device: the Python path then checks which context is current
+
+
+def device_info(device_id: int) -> DeviceInfo:
+    """The description of ``device_id`` (opened, its primary context known), changing nothing
+    in this thread."""
+    info = _infos.get(device_id)
+    if info is None or device_id not in _contexts:
+        _open(device_id)
+        if launch is None:
+            bind_launcher()
+        previous = current_context()
+        dev = _open(device_id)
+        dev.set_current()
+        with _lock:
+            _contexts[device_id] = current_context()
+        info = _infos.get(device_id) or _describe(device_id, dev)
+        if launcher == "c":
+            _hand_context_to_c(_contexts.get(0, 0))
+        set_context(previous)
+    return info
+
+
+def current_context() -> int:
+    """The address of this thread's current CUDA context (0: none)."""
+    return int(check(_driver().cuCtxGetCurrent(), "cuCtxGetCurrent"))
+
+
+def set_context(ctx: int) -> None:
     drv = _driver()
-    ctx = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    check(drv.cuCtxSetCurrent(drv.CUcontext(ctx)), "cuCtxSetCurrent")
+
+
+def enter_device(device_id: int) -> tuple[DeviceInfo, int | None]:
+    """Make ``device_id``'s context current for a launch: (its description, the context to
+    restore after the launch, or None). A thread with no context, or whose current context
+    already is the device's (CuPy's ``with Device(1)``), adopts the device: its next launches
+    take the C launcher."""
+    info = device_info(device_id)
+    want, cur = _contexts[device_id], current_context()
+    if cur == want or cur == 0:
+        if cur == 0:
+            set_context(want)
+        _adopt(info)
+        return info, None
+    set_context(want)
+    return info, cur
+
+
+def _hand_context_to_c(primary0: int) -> None:
+    """Tell the C launcher how to read and set the current context (it checks before each
+    launch that the thread's is the one it expects) and device 0's primary context (0 while
+    unknown), which a new thread's first launch makes current (see _csrc/driver.c)."""
+    drv = _driver()
     flag = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
     found = [drv.cuGetProcAddress(name, 12000, flag) for name in (b"cuCtxGetCurrent", b"cuCtxSetCurrent")]
     if all(int(err) == 0 and address for err, address, _ in found):
-        _claunch.set_context(int(found[0][1]), int(found[1][1]), int(ctx))
+        _claunch.set_context(int(found[0][1]), int(found[1][1]), primary0)
 
 
 def bind_launcher(kind: str | None = None) -> None:
@@ -301,6 +391,33 @@ def synchronize() -> None:
     """Wait for all work on the current device to finish (``cuCtxSynchronize``)."""
     current_device()
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+FORKED = (
+    "CUDA cannot be used in a process forked from one that had already used CUDA (the driver's state "
+    "does not survive fork()); start worker processes with the 'spawn' or 'forkserver' start method: "
+    "multiprocessing.get_context('spawn'), or ProcessPoolExecutor(mp_context=multiprocessing.get_context('spawn'))"
+)
+
+
+def _after_fork_in_child() -> None:
+    """A child forked after CUDA was used: every CUDA use raises FORKED, in C and Python alike
+    (compiling still works). The parent is untouched."""
+    global _failure, _tls, multi_gpu
+    if not _devices:
+        return  # CUDA was never used in the parent: the child may start it itself
+    _failure = FORKED
+    for table in (_devices, _infos, _contexts):
+        table.clear()
+    _tls = threading.local()
+    multi_gpu = False
+    if _claunch is not None:
+        _claunch.set_entry(0, True)  # the C Launchers decline every call, so it reaches the check above
+        _claunch.set_thread_device(-1, 0)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def gpu_available() -> bool:

@@ -34,7 +34,7 @@ _CLASS_KEYS = frozenset(
      "cooperative", "cluster", "non_portable_cluster", "module", "link"}
 )  # fmt: skip
 # Keywords a call takes besides the kernel's arguments: no parameter may take their names.
-LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_kinds.KIND_OPTIONS)
+LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch.CALL_OPTIONS)
 
 
 

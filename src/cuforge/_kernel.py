@@ -11,16 +11,17 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _build, _cache, _compile, _cuda, _kinds, _launch, _render
+from . import _build, _cache, _compile, _cuda, _kinds, _launch, _pickling, _render
 from ._checks import checker
 from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
 from ._signature import Param, Signature, param_specs
 from ._version import __version__
-from .errors import ArgumentError, ArgumentTypeError, CuforgeError, SignatureMismatchError
+from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, SignatureMismatchError
 from .options import CompileOptions
+from .types import DType
 
-__all__ = ["CompiledKernel", "Kernel"]
+__all__ = ["CompiledKernel", "Kernel", "KernelTemplate"]
 
 
 class _PythonCall:
@@ -89,6 +90,7 @@ class Kernel(_KernelBase):
         self._grid = _launch.GridRule(self.label, decl.grid, self._specs)
         self._checks = tuple(checker(self.label, s) for s in self._specs)
         self._packer = _launch.Packer(self._specs)
+        self._family: Any = None  # the Family this is an instantiation of (set by it)
         self._kind = decl.launch_kind  # cooperative, clustered or plain (see _kinds)
         self._attrs: bytes | None = None  # cuLaunchKernelEx's launch attributes of a plain launch
         self._grid_sync = False  # the source syncs the grid: found when it is first loaded
@@ -325,7 +327,12 @@ class Kernel(_KernelBase):
         checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
         if checked is None:
             raise ArgumentError(f"{self.label}.prepare(): the arrays are empty, so there is nothing to launch")
-        handle, sh, staged = _launch.place(self, checked)
+        info, restore = _cuda.enter_device(_launch.target_device(self, checked))
+        try:
+            handle, sh, staged = _launch.place(self, checked, info)
+        finally:
+            if restore is not None:
+                _cuda.set_context(restore)
         if staged:
             names = ", ".join(repr(self._specs[i].name) for i, arg in checked.arrays if arg.origin == "numpy")
             raise ArgumentTypeError(
@@ -334,6 +341,10 @@ class Kernel(_KernelBase):
             )
         return _launch.PreparedLaunch(self, checked, handle, sh)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """By reference where the class can be imported, else by declaration (see _pickling)."""
+        return _pickling.reduce_kernel(self)
+
     def __repr__(self) -> str:
         return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
 
@@ -341,3 +352,34 @@ class Kernel(_KernelBase):
         from ._display import kernel_html
 
         return kernel_html(self)
+
+
+class KernelTemplate:
+    """A templated ``%%cuda`` kernel (kept here, not in the IPython adapter, so that a worker
+    without IPython can unpickle one): index it by its template arguments (``k[cf.float32, 256]``
+    or ``k["float", 256]``); call it directly when it has one instantiation."""
+
+    __module__ = "cuforge"
+
+    def __init__(self, name: str, instances: dict[tuple[str, ...], Kernel]):
+        self.name = name
+        self.instances = instances
+
+    def __getitem__(self, args: Any) -> Kernel:
+        args = args if isinstance(args, tuple) else (args,)
+        spelled = tuple(a.cpp if isinstance(a, DType) else str(a) for a in args)
+        found = self.instances.get(spelled)
+        if found is None:
+            have = ", ".join(f"{self.name}<{', '.join(k)}>" for k in self.instances)
+            raise DeclarationError(f"{self.name}<{', '.join(spelled)}> was not instantiated; the cell made {have}")
+        return found
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if len(self.instances) != 1:
+            raise DeclarationError(
+                f"{self.name} has {len(self.instances)} instantiations; index it, e.g. {self.name}[cf.float32, 256]"
+            )
+        next(iter(self.instances.values()))(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<cuforge.KernelTemplate {self.name}: {', '.join(k.name_expression for k in self.instances.values())}>"

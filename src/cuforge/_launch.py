@@ -30,6 +30,8 @@ from .types import _BY_NUMPY
 GRID_LIMIT = (2**31 - 1, 65535, 65535)
 BLOCK_LIMIT = (1024, 1024, 64)
 SHARED_MEM_MAX = 2**32 - 1  # the driver takes an unsigned int
+# keywords a call takes that the C launcher leaves to this path
+CALL_OPTIONS: tuple[str, ...] = ("device", *_kinds.KIND_OPTIONS)
 
 # ---------------------------------------------------------------- grid and block
 
@@ -252,6 +254,7 @@ class Checked(NamedTuple):
     shared_mem: int
     stream: int | None  # None: the default for the arrays' library (see default_stream)
     kind: _kinds.LaunchKind  # the class's, or what the call's cooperative=/cluster= asked
+    device: int | None  # device=: where to launch (None: where the arrays are)
 
 
 def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -283,8 +286,13 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
                    shared_mem: Any, stream: Any) -> Checked | None:  # fmt: skip
     """Bind and check a call (raising on bad input, no CUDA call); None when the sizing
     array is empty, so there is nothing to launch."""
-    kind = kernel._kind
-    if kwargs and not kwargs.keys().isdisjoint(_kinds.KIND_OPTIONS):
+    kind, device = kernel._kind, None
+    if kwargs and not kwargs.keys().isdisjoint(CALL_OPTIONS):
+        if "device" in kwargs:
+            kwargs = dict(kwargs)
+            device = kwargs.pop("device")
+            if device.__class__ is not int or device < 0:
+                raise ArgumentError(f"{kernel.label}: device expects a device ordinal (an int >= 0), got {device!r}")
         kind, kwargs = _kinds.from_call(kernel.label, kind, kwargs)
     if kwargs or len(args) != len(kernel._checks):
         args = bind(kernel, args, kwargs)
@@ -313,49 +321,30 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
         return None  # every option was checked all the same
     if kind.cluster is not None:
         grd = _kinds.check_grid(label, kind, grd, grid is None)
-    return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh, kind))  # NamedTuple's __new__ is Python
-
-
-def place(kernel: Any, c: Checked) -> tuple[int, int, bool]:
-    """The CUDA part of a launch before the call: (function handle, stream, whether host
-    NumPy arrays must be staged); raises if an array lives on another device, or the launch
-    asks what the loaded kernel cannot do (see ``_kinds``)."""
-    device = _cuda.current_device()
-    loaded = kernel._by_device.get(device.id) or kernel._function(device)
-    check_loaded(kernel, loaded, c)
-    handle = loaded[0]
-    staged = misplaced = False
-    for _, arg in c.arrays:
-        if arg.device != device.id:
-            if arg.device == HOST:  # NumPy's: the checks refused other host memory
-                staged = True
-            else:
-                misplaced = True
-    if misplaced:  # another device, or memory of unknown origin: look closer, raise if wrong
-        check_devices(kernel.label, kernel._specs, c.arrays, device.id)
-    stream = c.stream if c.stream is not None else default_stream(c.arrays, device.id)
-    return handle, stream, staged
+    # tuple.__new__: NamedTuple's own __new__ is a Python function
+    return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh, kind, device))
 
 
 def launch_checked(kernel: Any, c: Checked) -> None:
-    """Launch a checked call (staging host NumPy arrays: copy in, launch, copy back, wait).
+    """Launch a checked call: on the device its arrays are on (or ``device=``), staging host
+    NumPy arrays (copy in, launch, copy back, wait).
 
-    The common case is spelled out here rather than through :func:`place`: where the C
-    extension is not built, every launch runs this."""
-    _, values, arrays, grid, block, shared_mem, stream, kind = c  # the fields at once: read on every launch
-    device = getattr(_cuda._tls, "device", None) or _cuda.current_device()
-    did = device.id
-    loaded = kernel._by_device.get(did) or kernel._function(device)
+    The common case (every array on this thread's device, whose context is current) is spelled
+    out here: where the C extension is not built, every launch runs this."""
+    _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
+    info = getattr(_cuda._tls, "device", None) or _cuda.current_device()
+    did = info.id
+    if device is not None and device != did:
+        return launch_elsewhere(kernel, c)
+    for _, arg in arrays:
+        if arg.device != did:  # host arrays to stage, memory elsewhere or of unknown device
+            return launch_elsewhere(kernel, c)
+    if _cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(did):  # CuPy's `with Device(n)`
+        return launch_elsewhere(kernel, c)
+    loaded = kernel._by_device.get(did) or kernel._function(info)
     handle, _, max_threads, max_shared = loaded[:4]
     if kind is not _kinds.PLAIN or kernel._grid_sync or shared_mem > max_shared or block[0] * block[1] * block[2] > max_threads:
         check_loaded(kernel, loaded, c)
-    for _, arg in arrays:
-        if arg.device != did:  # host arrays to stage, or memory elsewhere: look closer
-            handle, stream, staged = place(kernel, c)
-            if staged:
-                stage_and_launch(kernel, c, handle, stream)
-                return
-            break
     if stream is None:
         stream = default_stream(arrays, did)
     label = kernel.label
@@ -364,6 +353,65 @@ def launch_checked(kernel: Any, c: Checked) -> None:
     err = _cuda.launch(handle, grid, block, shared_mem, stream, kernel._packer.pack(values), attrs)
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
+    return None
+
+
+def launch_elsewhere(kernel: Any, c: Checked) -> None:
+    """A launch on another device than the thread's (its context made current for the
+    launch, then the thread's restored), or with host arrays to stage."""
+    info, restore = _cuda.enter_device(target_device(kernel, c))
+    try:
+        handle, stream, staged = place(kernel, c, info)
+        if staged:
+            stage_and_launch(kernel, c, handle, stream)
+        else:
+            _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
+            launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), kernel.label,
+                       attributes_of(kernel, c))  # fmt: skip
+    finally:
+        if restore is not None:
+            _cuda.set_context(restore)
+
+
+def target_device(kernel: Any, c: Checked) -> int:
+    """Where a call launches: ``device=``, else the one device its arrays are on, else the
+    thread's device (``cf.set_device``). Arrays on several devices are refused."""
+    where: dict[int, list[str]] = {}
+    for i, arg in c.arrays:
+        d = arg.device
+        if d == UNKNOWN_DEVICE:  # __cuda_array_interface__: ask CUDA
+            found = _cuda.pointer_device(arg.ptr) if arg.ptr else None
+            if found is None and arg.ptr:
+                raise ArgumentTypeError(
+                    f"{kernel.label}: argument '{kernel._specs[i].name}' expects device memory, but CUDA does not know "
+                    f"pointer {arg.ptr:#x} ({arg.origin}); pass memory allocated by CUDA"
+                )
+            d = HOST if found is None else found  # a null pointer (an empty array) is on no device
+        if d != HOST:
+            where.setdefault(d, []).append(repr(kernel._specs[i].name))
+    if len(where) > 1 or (c.device is not None and where and c.device not in where):
+        on = "; ".join(f"{', '.join(names)} on device {d}" for d, names in sorted(where.items()))
+        asked = f"device={c.device} was asked, but " if c.device is not None else ""
+        raise ArgumentTypeError(
+            f"{kernel.label}: {asked}the arrays are on different devices ({on}); a launch runs on one device: "
+            f"copy them to one device first"
+        )
+    if c.device is not None:
+        return c.device
+    if where:
+        return next(iter(where))
+    return _cuda.current_device().id
+
+
+def place(kernel: Any, c: Checked, info: Any) -> tuple[int, int, bool]:
+    """The CUDA part of a launch on ``info``'s device (its context current) before the call:
+    (function handle, stream, whether host NumPy arrays must be staged); raises if the launch
+    asks what the loaded kernel cannot do (see ``_kinds``)."""
+    loaded = kernel._by_device.get(info.id) or kernel._function(info)
+    check_loaded(kernel, loaded, c)
+    staged = any(arg.device == HOST for _, arg in c.arrays)
+    stream = c.stream if c.stream is not None else default_stream(c.arrays, info.id)
+    return loaded[0], stream, staged
 
 
 def check_loaded(kernel: Any, loaded: Any, c: Checked) -> None:
@@ -406,25 +454,6 @@ def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
     finally:
         for _, ptr, _ in staged:
             driver.cuMemFree(ptr)
-
-
-def check_devices(kernel: str, specs: tuple[ParamSpec, ...], arrays: list[tuple[int, ArrayArg]], device: int) -> None:
-    """Every array must live on ``device`` (host NumPy arrays are staged, so they pass)."""
-    for i, arg in arrays:
-        where = arg.device
-        if where == UNKNOWN_DEVICE:
-            found = _cuda.pointer_device(arg.ptr) if arg.ptr else device
-            if found is None:
-                raise ArgumentTypeError(
-                    f"{kernel}: argument '{specs[i].name}' expects device memory, but CUDA does not know "
-                    f"pointer {arg.ptr:#x} ({arg.origin}); pass memory allocated by CUDA"
-                )
-            where = found
-        if where != HOST and where != device:
-            raise ArgumentTypeError(
-                f"{kernel}: argument '{specs[i].name}' is on device {where}, but the launch runs on device "
-                f"{device}; copy it there or call cuforge.set_device({where})"
-            )
 
 
 def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,

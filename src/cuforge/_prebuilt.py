@@ -192,6 +192,15 @@ class Module:
         self._kernels.add(kernel)
         return fn
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A module travels as its path where it came from a file (workers usually share the
+        file system), else as its bytes; never as a loaded library."""
+        code = self.path if self.path is not None else self.code
+        return (Module, (code,), {"code_type": self.code_type, "symbols": self.symbols, "name": self.name})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.code_type, self.symbols, self.name = state["code_type"], state["symbols"], state["name"]
+
     def __repr__(self) -> str:
         state = "" if self.loaded else ", unloaded"
         return f"<cuforge.Module {self.name} ({self.code_type}{state})>"

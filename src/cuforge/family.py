@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import _cache, _cuda, _disk, _launch
+from . import _cache, _cuda, _disk, _launch, _pickling
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
@@ -139,7 +139,9 @@ class Family:
             with self._lock:
                 found = self._instances.get(values)
                 if found is None:
-                    found = self._instances[values] = Kernel(self._decl, values)
+                    found = Kernel(self._decl, values)
+                    found._family = self  # an instantiation pickles as its family and values
+                    self._instances[values] = found
         return found
 
     def __getitem__(self, key: Any) -> Kernel:
@@ -320,6 +322,10 @@ class Family:
         from ._display import family_html
 
         return family_html(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """By reference where the class can be imported, else by its class namespace (see _pickling)."""
+        return _pickling.reduce_family(self)
 
     def __repr__(self) -> str:
         def shown(v: Any) -> str:

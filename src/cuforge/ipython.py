@@ -19,42 +19,13 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from . import _cache, _compile, _config, _cparse, _cuda, _disk, _render, _stats
+from ._kernel import KernelTemplate
 from .errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
 from .kernel import Kernel, kernel
 from .options import CompileOptions, check_arch
-from .types import _BY_NAME, DType
+from .types import _BY_NAME
 
 __all__ = ["CellCompileError", "CudaMagics", "KernelTemplate", "load_ipython_extension"]
-
-
-class KernelTemplate:
-    """A templated ``%%cuda`` kernel: index it by its template arguments (``k[cf.float32, 256]``
-    or ``k["float", 256]``); call it directly when it has one instantiation."""
-
-    __module__ = "cuforge"
-
-    def __init__(self, name: str, instances: dict[tuple[str, ...], Kernel]):
-        self.name = name
-        self.instances = instances
-
-    def __getitem__(self, args: Any) -> Kernel:
-        args = args if isinstance(args, tuple) else (args,)
-        spelled = tuple(a.cpp if isinstance(a, DType) else str(a) for a in args)
-        found = self.instances.get(spelled)
-        if found is None:
-            have = ", ".join(f"{self.name}<{', '.join(k)}>" for k in self.instances)
-            raise DeclarationError(f"{self.name}<{', '.join(spelled)}> was not instantiated; the cell made {have}")
-        return found
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if len(self.instances) != 1:
-            raise DeclarationError(
-                f"{self.name} has {len(self.instances)} instantiations; index it, e.g. {self.name}[cf.float32, 256]"
-            )
-        next(iter(self.instances.values()))(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<cuforge.KernelTemplate {self.name}: {', '.join(k.name_expression for k in self.instances.values())}>"
 
 
 def _default_arch() -> str:

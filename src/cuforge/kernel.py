@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from ._decl import _Decl
-from ._kernel import CompiledKernel, Kernel
+from ._kernel import CompiledKernel, Kernel, KernelTemplate
 from .errors import DeclarationError
 from .family import Family
 from .options import CompileOptions
 from .registry import registry
 
-__all__ = ["CompiledKernel", "Kernel", "kernel"]
+__all__ = ["CompiledKernel", "Kernel", "KernelTemplate", "kernel"]
 
 
 def kernel(cls: type | None = None, *, name: str | None = None, options: CompileOptions | None = None) -> Any:

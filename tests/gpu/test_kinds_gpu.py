@@ -122,3 +122,9 @@ def test_attributes_and_occupancy():
     assert kk.BigShared.occupancy(block=256, shared_mem=100 * 1024) == 2  # 228 KiB per SM holds two
     with pytest.raises(cf.ArgumentError, match=r"block\[0\] expects an int from 1 to 1024"):
         kk.Bounded.occupancy(block=0)
+
+
+def test_a_non_portable_cluster_of_16_blocks_on_hopper():
+    out = cf.zeros(32, cf.int32)
+    kk.ClusterSwap(out, grid=32, cluster=16, non_portable_cluster=True)
+    np.testing.assert_array_equal(out.to_numpy(), [(b + 1) % 16 + 16 * (b // 16) for b in range(32)])

@@ -124,3 +124,39 @@ def test_cell_magic_takes_cooperative_and_cluster():
     with pytest.raises(UsageError, match=r"cluster=\(16, 1, 1\) has 16 blocks"):
         shell.run_cell_magic("cuda", "--arch sm_90 --cluster 16", cell)
     np.testing.assert_equal(shell.user_ns["fill"]._kind.cluster, None)  # the failed cell bound nothing
+
+
+class _Occupancy:
+    """What cuda.core's KernelOccupancy answers, for the message checks below (the GPU tests
+    run the same checks against the real driver)."""
+
+    def max_active_blocks_per_multiprocessor(self, threads, shared):
+        return 2
+
+
+def _loaded(cc=90):
+    from cuforge import _cuda
+
+    fn = type("Fn", (), {"occupancy": _Occupancy()})()
+    return _kinds.Loaded(0x1000 + cc, None, 256, 100_000, 1024, fn, _cuda.DeviceInfo(0, cc, "GPU", 4, 101_024))
+
+
+def test_the_device_checks_name_their_limits():
+    loaded = _loaded()
+    with pytest.raises(cf.ArgumentError, match=r"K: block=\(512, 1, 1\) has 512 threads, but the compiled kernel allows at "
+                                               r"most 256 per block on device 0"):  # fmt: skip
+        _kinds.check_on_device("K", loaded, _kinds.PLAIN, (1, 1, 1), (512, 1, 1), 0)
+    with pytest.raises(cf.ArgumentError, match=r"K: shared_mem=100001 bytes is more than the 100000 bytes .* \(GPU: 101024 "
+                                               r"per block, less 1024 of static shared memory\)"):  # fmt: skip
+        _kinds.check_on_device("K", loaded, _kinds.PLAIN, (1, 1, 1), (32, 1, 1), 100_001)
+    coop = _kinds.LaunchKind(cooperative=True)
+    _kinds.check_on_device("K", loaded, coop, (8, 1, 1), (32, 1, 1), 0)  # 2 per SM x 4 SMs
+    with pytest.raises(cf.ArgumentError, match=r"at most 8 blocks \(2 per SM x 4 SMs\) for block=\(32, 1, 1\) and "
+                                               r"shared_mem=0, got grid=\(9, 1, 1\) \(9 blocks\)"):  # fmt: skip
+        _kinds.check_on_device("K", loaded, coop, (9, 1, 1), (32, 1, 1), 0)
+
+
+def test_clusters_on_a_gpu_before_sm_90_are_refused():
+    with pytest.raises(cf.ArgumentError, match=r"K: thread-block clusters need compute capability 9.0 or newer; device 0 "
+                                               r"\(GPU\) is 8.0; launch without cluster="):  # fmt: skip
+        _kinds.check_on_device("K", _loaded(cc=80), _kinds.LaunchKind(cluster=(2, 1, 1)), (2, 1, 1), (32, 1, 1), 0)

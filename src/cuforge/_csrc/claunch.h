@@ -51,7 +51,8 @@ int launch_ex(void *function, const LaunchDims *d, void **params);
 void note_launch_c(PyObject *name, const LaunchDims *d);
 int dims3(PyObject *t, const char *what, unsigned int out[3]);
 /* Make device 0's primary context current in this thread: 1 done, 0 not set up (ask Python). */
-int adopt_thread(void);
+int adopt_thread(void **ctx);
+int context_is_current(void *ctx);
 PyObject *py_set_context(PyObject *module, PyObject *args);
 
 PyObject *py_set_entry(PyObject *module, PyObject *args);

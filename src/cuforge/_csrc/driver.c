@@ -87,10 +87,23 @@ PyObject *py_set_context(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-int adopt_thread(void) {
+/* A new thread's first launch: make device 0's primary context current (unless another
+ * context is), and tell the caller which context that is; 1 done, 0 left to Python. */
+int adopt_thread(void **ctx) {
     void *cur = NULL;
     if (ctx_get == NULL || ctx_set == NULL || primary0 == NULL || ctx_get(&cur) != 0) return 0;
-    return cur == primary0 || ctx_set(primary0) == 0;
+    if (cur != NULL && cur != primary0) return 0; /* another device's: the general path looks closer */
+    if (cur == NULL && ctx_set(primary0) != 0) return 0;
+    *ctx = primary0;
+    return 1;
+}
+
+/* Whether ctx is this thread's current context (a cheap thread-local read in the driver);
+ * true when the context functions are unknown (the general path then set the thread up). */
+int context_is_current(void *ctx) {
+    void *cur = NULL;
+    if (ctx_get == NULL) return 1;
+    return ctx_get(&cur) == 0 && cur == ctx;
 }
 
 /* Three unsigned ints from a 3-tuple of ints; -1 with an exception set otherwise. */

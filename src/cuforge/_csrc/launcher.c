@@ -23,16 +23,22 @@
 #define THREAD_LOCAL _Thread_local
 #endif
 
-/* The device this thread launches on (-1: none made current yet), mirroring _cuda._tls.device. */
+/* The device this thread launches on (-1: none made current yet), mirroring _cuda._tls.device,
+ * and that device's primary context, which must be current for the C launcher to launch. */
 static THREAD_LOCAL long long thread_device = -1;
+static THREAD_LOCAL void *thread_ctx = NULL;
 
 static PyObject *launcher_type, *zero, *s_launch_general, *s_current_device, *s_id, *on_error, *option_names[4];
 
-static PyObject *set_thread_device(PyObject *module, PyObject *arg) {
+/* set_thread_device(ordinal, primary context address) */
+static PyObject *set_thread_device(PyObject *module, PyObject *args) {
     (void)module;
-    long long d = PyLong_AsLongLong(arg);
-    if (d == -1 && PyErr_Occurred()) return NULL;
-    thread_device = d;
+    long long d;
+    PyObject *ctx;
+    if (!PyArg_ParseTuple(args, "LO", &d, &ctx)) return NULL;
+    void *c = PyLong_AsVoidPtr(ctx);
+    if (c == NULL && PyErr_Occurred()) return NULL;
+    thread_device = d, thread_ctx = c;
     Py_RETURN_NONE;
 }
 
@@ -48,7 +54,7 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *args, Py_ssize_t 
     if (r == NOTHING) Py_RETURN_TRUE; /* the sizing array is empty */
     /* Checks done: from here on CUDA is used (current_device() starts it in a new thread). */
     long long did = thread_device;
-    if (did < 0 && adopt_thread()) did = thread_device = 0; /* a new thread: see driver.c */
+    if (did < 0 && adopt_thread(&thread_ctx)) did = thread_device = 0; /* a new thread: see driver.c */
     if (did < 0) {
         PyObject *dev = PyObject_CallMethodObjArgs(cuda_module, s_current_device, NULL);
         if (dev == NULL) return NULL;
@@ -60,7 +66,10 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *args, Py_ssize_t 
         if (did == -1 && PyErr_Occurred()) return NULL;
     }
     for (int i = 0; i < p.narrays; i++)
-        if (p.devices[i] != did) Py_RETURN_FALSE; /* host arrays to stage, or memory elsewhere */
+        if (p.devices[i] != did) Py_RETURN_FALSE; /* host arrays to stage, memory elsewhere: launch there */
+    /* Another context made current behind cuforge's back (CuPy's `with Device(1)`): the general
+     * path finds the device the arrays are on and launches there. */
+    if (!context_is_current(thread_ctx)) Py_RETURN_FALSE;
     if (did != self->function_device) { /* kernel.py never changes a _by_device entry once made */
         PyObject *key = PyLong_FromLongLong(did);
         if (key == NULL) return NULL;
@@ -328,7 +337,8 @@ static PyMethodDef methods[] = {
     {"set_entry", py_set_entry, METH_VARARGS, "set_entry(address, ex): cuLaunchKernelEx's (ex) or cuLaunchKernel's address"},
     {"launch", (PyCFunction)(void (*)(void))py_launch, METH_FASTCALL,
      "launch(function, grid, block, shared_mem, stream, params, attrs=None) -> CUresult as an int."},
-    {"set_thread_device", set_thread_device, METH_O, "set_thread_device(ordinal): this thread's launch device"},
+    {"set_thread_device", set_thread_device, METH_VARARGS,
+     "set_thread_device(ordinal, context): this thread's launch device and its primary context"},
     {"set_context", py_set_context, METH_VARARGS,
      "set_context(cuCtxGetCurrent, cuCtxSetCurrent, primary context of device 0): new threads' first launches"},
     {"note_launch", py_note_launch, METH_VARARGS, "note_launch(kernel, grid, block, shared_mem): record a launch"},
