@@ -91,8 +91,19 @@ def cache_dir() -> Path:
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create ``path`` (and its parents) readable by the owner only, since it holds executable code."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create ``path`` and every missing parent owner-only (0700), since it holds executable
+    code (``mkdir(parents=True)`` would give the parents the umask's mode)."""
+    missing = []
+    p = path
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it meanwhile
+            continue
+        os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
     return path
 
 

@@ -14,6 +14,12 @@ A read checks everything; anything missing, truncated, bit-flipped, of another v
 unreadable is a miss (counted in ``disk_errors``, logged at debug level): the kernel is
 compiled again and the entries replaced. Nothing is pickled.
 
+Every directory cuforge creates is 0700, parents included. A cache root (the configured
+directory, its schema folder and their subfolders) that is not owned by this user or is
+writable by group or others is refused with one warning per process, and the process
+keeps its kernels in memory only: another user who created the path first (under /tmp, say)
+cannot plant a cubin and a matching checksum record there.
+
 Keys are cuforge's own SHA-256 of the program's inputs (see ``_cache.cache_key``), not
 cuda.core's ``make_program_cache_key``: that one keys cuda.core ``Program`` inputs (we
 compile through cuda.bindings, with in-memory headers it cannot see) and took about 7 ms
@@ -34,6 +40,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +51,10 @@ from ._stats import counters
 from ._version import __version__
 
 log = logging.getLogger("cuforge.cache")
+
+
+class CacheSecurityWarning(UserWarning):
+    """The configured cache directory is not safe to load code from; it is not used."""
 ENTRY_SCHEMA = 1
 
 
@@ -55,8 +66,26 @@ def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+class UntrustedCacheError(OSError):
+    """A cache directory another user could have planted code in."""
+
+
+def untrusted_reason(path: Path) -> str | None:
+    """Why ``path`` cannot be trusted with executable code, or None: as OpenSSH treats
+    ~/.ssh, it must be owned by this user and writable by no one else."""
+    if not hasattr(os, "getuid"):  # Windows: ACLs, not modes; the user's profile dir is private
+        return None
+    st = path.stat()
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by group or others (mode {st.st_mode & 0o777:o})"
+    return None
+
+
 class DiskCache:
-    """One cache directory (``<root>/entries``, ``tmp``, ``locks``), created owner-only."""
+    """One cache directory (``<root>/entries``, ``tmp``, ``locks``), created owner-only, and
+    used only when this user owns it and no one else can write to it."""
 
     def __init__(self, root: Path, max_bytes: int):
         from cuda.core.utils import FileStreamProgramCache
@@ -64,6 +93,10 @@ class DiskCache:
         self.root = root
         for sub in ("", "entries", "tmp", "locks"):
             _config.ensure_dir(root / sub)  # 0700 before cuda.core creates them with its defaults
+        for d in (root.parent, root, root / "entries", root / "tmp", root / "locks"):
+            reason = untrusted_reason(d)
+            if reason is not None:
+                raise UntrustedCacheError(reason)
         self.max_bytes = max_bytes
         # No cap given to cuda.core: with one it walks every entry when opened, which a warm
         # start (reads only) should not pay. The cap is enforced here after writes instead.
@@ -289,6 +322,16 @@ def current() -> DiskCache | None:
         if (str(root), cap) not in _opened:
             try:
                 _opened[str(root), cap] = DiskCache(root, cap)
+            except UntrustedCacheError as exc:
+                counters.add(disk_errors=1)
+                warnings.warn(
+                    f"cuforge: not using the compile cache at {root}: {exc}; another user could plant code there. "
+                    f"Fix: chmod 700 (and chown to yourself) that directory, or set CUFORGE_CACHE_DIR to one of your "
+                    f"own. Kernels are cached in memory only for this process.",
+                    CacheSecurityWarning,
+                    stacklevel=3,
+                )
+                _opened[str(root), cap] = None
             except OSError as exc:
                 counters.add(disk_errors=1)
                 log.debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)

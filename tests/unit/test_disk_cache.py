@@ -308,3 +308,42 @@ def test_version_is_in_the_entries(cuforge_cache_dir):
     k.compile(arch="sm_90")
     meta = _disk.current().get_json(_disk.current().meta_name(_key(k)))
     assert meta["cuforge"] == __version__ and meta["lowered"] == {"Cached": "_Z6CachedPf"}
+
+
+def test_every_directory_the_cache_creates_is_owner_only(tmp_path):
+    root = tmp_path / "a" / "b" / "c"
+    with _config.scope(cache_dir=str(root)):
+        _fresh_process_state()
+        _declare("x[0] = 77;").compile(arch="sm_90")
+        for d in (tmp_path / "a", tmp_path / "a" / "b", root, root / "v1", root / "v1" / "entries"):
+            assert d.stat().st_mode & 0o777 == 0o700, d
+    _fresh_process_state()
+
+
+def _plant_and_reload(root: Path, spoil) -> tuple[bool, int]:
+    """Fill a cache at root, spoil its trust, and compile again in a fresh state: (whether the
+    kernel came from that disk, disk errors counted)."""
+    with _config.scope(cache_dir=str(root)):
+        _fresh_process_state()
+        k = _declare("x[0] = 99;")
+        k.compile(arch="sm_90")
+        spoil(root)
+        _fresh_process_state()
+        before = cf.cache_stats()
+        with pytest.warns(_disk.CacheSecurityWarning, match=r"cuforge: not using the compile cache at .*another user could "
+                                                           r"plant code there\. Fix: chmod 700"):  # fmt: skip
+            ck = k.compile(arch="sm_90")
+        after = cf.cache_stats()
+    _fresh_process_state()
+    return ck.from_cache, after.disk_errors - before.disk_errors
+
+
+def test_a_cache_writable_by_others_is_refused_and_nothing_is_loaded(tmp_path):
+    from_disk, errors = _plant_and_reload(tmp_path / "c", lambda r: os.chmod(r, 0o777))
+    assert not from_disk and errors == 1  # compiled again, in memory only
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a directory's owner needs root")
+def test_a_cache_owned_by_another_user_is_refused_and_nothing_is_loaded(tmp_path):
+    from_disk, errors = _plant_and_reload(tmp_path / "c", lambda r: os.chown(r / "v1" / "entries", 4242, -1))
+    assert not from_disk and errors == 1
