@@ -26,6 +26,7 @@ from .errors import CompileError as CompileError
 from .errors import ConfigError as ConfigError
 from .errors import CuforgeError as CuforgeError
 from .errors import DeclarationError as DeclarationError
+from .errors import DeviceFaultError as DeviceFaultError
 from .errors import LaunchError as LaunchError
 from .errors import NoDeviceError as NoDeviceError
 from .errors import ParseError as ParseError
@@ -97,6 +98,7 @@ __all__ = [
     "complex64",
     "CuforgeError",
     "DeclarationError",
+    "DeviceFaultError",
     "DeviceArray",
     "DType",
     "empty",

@@ -7,6 +7,7 @@ reported once as :class:`NoDeviceError` and remembered.
 
 from __future__ import annotations
 
+import collections
 import os
 import struct
 import threading
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _config
-from .errors import LaunchError, NoDeviceError
+from .errors import DeviceFaultError, LaunchError, NoDeviceError
 
 try:
     from . import _claunch  # type: ignore[attr-defined]  # the optional C launcher (setup.py)
@@ -36,23 +37,67 @@ _tls: threading.local = threading.local()
 _devices: dict[int, Any] = {}
 _infos: dict[int, DeviceInfo] = {}
 _failure: str | None = None
-_last_launch: tuple[str, Any, Any, int] | None = None
+_recent: collections.deque[tuple[str, Any, Any, int]] = collections.deque(maxlen=8)
 
 
 def _note_launch(kernel: str, grid: Any, block: Any, shared_mem: int) -> None:
-    global _last_launch
-    _last_launch = (kernel, grid, block, shared_mem)
+    _recent.append((kernel, grid, block, shared_mem))
 
 
 def _last_launch_py() -> tuple[str, Any, Any, int] | None:
-    return _last_launch
+    return _recent[-1] if _recent else None
 
 
-# note_launch(kernel, grid, block, shared_mem) records each launch, and last_launch() returns
-# the latest, so that a fault reported by a later CUDA call names the kernel that caused it.
-# The C launcher keeps that record itself (it launches without touching Python objects).
+def _recent_launches_py() -> list[tuple[str, Any, Any, int]]:
+    return list(reversed(_recent))
+
+
+# note_launch(kernel, grid, block, shared_mem) records each launch; last_launch() returns the
+# latest and recent_launches() the last 8, newest first, so that a fault reported by a later
+# CUDA call names the kernels that may have caused it. The C launcher keeps that record itself
+# (it launches without touching Python objects).
 note_launch: Any = _claunch.note_launch if _claunch is not None else _note_launch
 last_launch: Any = _claunch.last_launch if _claunch is not None else _last_launch_py
+recent_launches: Any = _claunch.recent_launches if _claunch is not None else _recent_launches_py
+
+# ---------------------------------------------------------------- faults
+
+# CUresults after which the context cannot be used again (cuda.h): a kernel faulted.
+STICKY = frozenset({
+    214,  # ECC_UNCORRECTABLE
+    700,  # ILLEGAL_ADDRESS
+    702,  # LAUNCH_TIMEOUT
+    710,  # ASSERT (a device-side assert)
+    714,  # HARDWARE_STACK_ERROR
+    715,  # ILLEGAL_INSTRUCTION
+    716,  # MISALIGNED_ADDRESS
+    717,  # INVALID_ADDRESS_SPACE
+    718,  # INVALID_PC
+    719,  # LAUNCH_FAILED
+})  # fmt: skip
+_fault: str | None = None  # what ended the context, once a sticky error was seen
+
+
+def fault(err: Any, where: str, *, current: str | None = None) -> DeviceFaultError:
+    """The error for a sticky CUresult seen by ``where``. The first names the kernels launched
+    before it (``current``, the launch that reported it, is innocent and left out); every
+    later one repeats that, and names no other kernel."""
+    global _fault
+    if _fault is None:
+        launches = list(recent_launches())
+        if current is not None and launches and launches[0][0] == current:
+            launches = launches[1:]
+        suspects = "; ".join(f"{k} (grid={g}, block={b}, shared_mem={m})" for k, g, b, m in launches) or "none recorded"
+        info = getattr(_tls, "device", None)
+        device = f"device {info.id}" if info is not None else "the device"
+        _fault = (
+            f"a kernel faulted on the GPU: {error_text(err)}, first reported by {where}. The CUDA context of {device} "
+            f"is lost. The kernels launched last, newest first, one of which caused it: {suspects}"
+        )
+    return DeviceFaultError(
+        f"{_fault}. No further GPU work can run in this process (a sticky CUDA error cannot be cleared): restart it"
+    )
+
 
 
 driver: Any = None  # cuda.bindings.driver, bound on first use so the launch path skips the import
@@ -76,9 +121,12 @@ def _driver() -> Any:
 
 
 def check(result: Any, what: str) -> Any:
-    """Unwrap a cuda.bindings driver result, raising LaunchError on failure."""
+    """Unwrap a cuda.bindings driver result, raising LaunchError on failure (DeviceFaultError
+    for a kernel's fault)."""
     err, *rest = result
     if int(err) != 0:
+        if int(err) in STICKY:
+            raise fault(err, what)
         raise LaunchError(f"{what} failed: {error_text(err)}")
     return rest[0] if len(rest) == 1 else (rest or None)
 
@@ -118,6 +166,8 @@ def current_device() -> DeviceInfo:
     """The device launches in this thread go to: the one ``cf.set_device`` chose, else the
     device whose context is current here (CuPy's ``with Device(1)``, PyTorch's
     ``torch.cuda.set_device``), else device 0, made current on first use."""
+    if _fault is not None:  # every later call says what happened, not only launches
+        raise fault(0, "")
     info = getattr(_tls, "device", None)
     if info is not None and (not multi_gpu or current_context() == _contexts.get(info.id)):
         return info

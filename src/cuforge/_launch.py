@@ -464,6 +464,8 @@ def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, i
 
 
 def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel: str) -> None:
+    if int(err) in _cuda.STICKY:  # an earlier kernel faulted: never blame this one
+        raise _cuda.fault(err, f"the launch of {kernel}", current=kernel)
     raise LaunchError(
         f"{kernel}: the launch (grid={grid}, block={block}, shared_mem={shared_mem}) failed: {_cuda.error_text(err)}"
     )

@@ -13,6 +13,7 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── SignatureMismatchError           a ``source=`` kernel disagrees with its annotations
     ├── NoDeviceError (RuntimeError)     no usable CUDA device or driver
     ├── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
+    │   └── DeviceFaultError             a kernel faulted: the device's context is lost for good
     ├── ConfigError (ValueError)         a CUFORGE_* setting has a value cuforge cannot use
     └── ParseError (ValueError)          a %%cuda cell's __global__ signature cannot be read
 """
@@ -111,6 +112,14 @@ class NoDeviceError(CuforgeError, RuntimeError):
 
 class LaunchError(CuforgeError, RuntimeError):
     """A CUDA driver call made for a launch failed."""
+
+    __module__ = "cuforge"
+
+
+class DeviceFaultError(LaunchError):
+    """A kernel faulted on the GPU (an illegal address, a device-side assert, ...): the CUDA
+    context of the device is lost, no further GPU work can run in the process, and every later
+    cuforge call says so. The first one names the kernels that may have caused it."""
 
     __module__ = "cuforge"
 

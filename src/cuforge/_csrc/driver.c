@@ -165,15 +165,27 @@ PyObject *py_launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     return PyLong_FromLong(launch_ex(f, &d, params));
 }
 
-/* The latest launch, named if a later CUDA call reports a fault: (kernel, grid, block, smem). */
-static PyObject *last_name;
-static unsigned int last_dims[7];
+/* The latest launches, newest last, named if a later CUDA call reports a fault: a ring of
+ * RECENT (kernel, grid, block, smem) records, shared by every thread and stream (a fault is
+ * reported on the next synchronising call of any of them). */
+#define RECENT 8
+static PyObject *recent_name[RECENT];
+static unsigned int recent_dims[RECENT][7];
+static unsigned long long recent_count = 0;
 
 void note_launch_c(PyObject *name, const LaunchDims *d) {
+    int slot = (int)(recent_count % RECENT);
     Py_INCREF(name);
-    SET(last_name, name);
-    for (int i = 0; i < 3; i++) last_dims[i] = d->grid[i], last_dims[3 + i] = d->block[i];
-    last_dims[6] = d->smem;
+    SET(recent_name[slot], name);
+    for (int i = 0; i < 3; i++) recent_dims[slot][i] = d->grid[i], recent_dims[slot][3 + i] = d->block[i];
+    recent_dims[slot][6] = d->smem;
+    recent_count++;
+}
+
+static PyObject *launch_record(unsigned long long n) {
+    int slot = (int)(n % RECENT);
+    unsigned int *d = recent_dims[slot];
+    return Py_BuildValue("(O(III)(III)I)", recent_name[slot], d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
 }
 
 /* note_launch(kernel, grid, block, shared_mem): what the Python launch paths record */
@@ -189,7 +201,23 @@ PyObject *py_note_launch(PyObject *module, PyObject *args) {
 
 PyObject *py_last_launch(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;
-    if (last_name == NULL) Py_RETURN_NONE;
-    unsigned int *d = last_dims;
-    return Py_BuildValue("(O(III)(III)I)", last_name, d[0], d[1], d[2], d[3], d[4], d[5], d[6]);
+    if (recent_count == 0) Py_RETURN_NONE;
+    return launch_record(recent_count - 1);
+}
+
+/* recent_launches() -> the last launches recorded, newest first (at most RECENT) */
+PyObject *py_recent_launches(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    unsigned long long have = recent_count < RECENT ? recent_count : RECENT;
+    PyObject *out = PyList_New((Py_ssize_t)have);
+    if (out == NULL) return NULL;
+    for (unsigned long long i = 0; i < have; i++) {
+        PyObject *r = launch_record(recent_count - 1 - i);
+        if (r == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SetItem(out, (Py_ssize_t)i, r); /* steals r */
+    }
+    return out;
 }
