@@ -43,13 +43,27 @@ def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tup
     """Normalise a grid or block to 3 positive ints within ``limit`` (valid ones are memoised:
     a launch that passes the same grid= every time pays for one dict lookup)."""
     try:
-        return _DIMS[value, id(limit)]
+        if exact_ints(value):
+            return _DIMS[value, id(limit)]
     except (KeyError, TypeError):
         pass
     out = _dims(value, what, kernel, limit)
-    if isinstance(value, (int, tuple)) and len(_DIMS) < 4096:
+    if exact_ints(value) and len(_DIMS) < 4096:
         _DIMS[value, id(limit)] = out
     return out
+
+
+def exact_ints(value: Any) -> bool:
+    """An int or a tuple of ints, exactly: the memo's keys compare by value, and (256.0,) or
+    (True,) equal (256,) and (1,), which must still be refused."""
+    if value.__class__ is int:
+        return True
+    if value.__class__ is not tuple:
+        return False
+    for v in value:
+        if v.__class__ is not int:
+            return False
+    return True
 
 
 def _dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -307,14 +321,14 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
         blk = kernel._block
     else:
         try:
-            blk = _DIMS[block, _BLOCK_KEY]
+            blk = _DIMS[block, _BLOCK_KEY] if exact_ints(block) else dims(block, "block", label, BLOCK_LIMIT)
         except (KeyError, TypeError):
             blk = dims(block, "block", label, BLOCK_LIMIT)
     if grid is None:
         grd = kernel._grid(args, arrays, blk)
     else:
         try:
-            grd = _DIMS[grid, _GRID_KEY]
+            grd = _DIMS[grid, _GRID_KEY] if exact_ints(grid) else dims(grid, "grid", label, GRID_LIMIT)
         except (KeyError, TypeError):
             grd = dims(grid, "grid", label, GRID_LIMIT)
     if grd is None:

@@ -159,6 +159,15 @@ static int pack_scalar(const Spec *sp, PyObject *v, char *dst, long long *as_int
 
 /* ------------------------------------------------------------------ launch options */
 
+/* An int or a tuple of ints, exactly (the memo compares keys by value). */
+static int exact_ints(PyObject *arg) {
+    if (PyLong_CheckExact(arg)) return 1;
+    if (!PyTuple_CheckExact(arg)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_Size(arg); i++)
+        if (!PyLong_CheckExact(PyTuple_GetItem(arg, i))) return 0;
+    return 1;
+}
+
 /* The checked 3 dims of a grid= or block= argument: 1 found, 0 declined. The last argument
  * seen is found by identity, others among the values _launch.dims memoised, the rest by
  * _launch.dims itself (which memoises them). */
@@ -169,6 +178,7 @@ static int lookup_dims(Launcher *self, PyObject *arg, PyObject *what, PyObject *
         if (k == NULL) return -1;
         PyObject *memo = PyDict_GetItemWithError(dims_memo, k); /* borrowed; fails for unhashable args */
         Py_DECREF(k);
+        if (memo != NULL && !exact_ints(arg)) memo = NULL; /* (256.0,) equals (256,): _launch.dims refuses it */
         if (memo != NULL) {
             Py_INCREF(memo);
             found = memo;

@@ -1,0 +1,35 @@
+"""The hostile launch corpus through the real call (the C launcher first) with CuPy arrays:
+every call is refused with its message, and none reaches the driver."""
+
+from __future__ import annotations
+
+import pytest
+
+import cuforge as cf
+from cuforge import _cuda
+
+from ..conftest import Saxpy
+from ..hostile_launches import corpus
+
+pytestmark = pytest.mark.gpu
+
+
+def test_every_hostile_call_is_refused_and_nothing_is_launched():
+    cp = pytest.importorskip("cupy")
+    x, y = cp.ones(64, dtype=cp.float32), cp.ones(64, dtype=cp.float32)
+    strided = cp.ones(128, dtype=cp.float32)[::2]
+    readonly = cf.to_device(cp.asnumpy(x))  # a DeviceArray is writable: use a read-only CAI view instead
+
+    class ReadOnly:
+        __cuda_array_interface__ = {**x.__cuda_array_interface__, "data": (x.data.ptr, True)}
+
+    cases = corpus(x, y, cp.ones(64, dtype=cp.float64), cp.ones((8, 8), dtype=cp.float32), strided, ReadOnly())
+    Saxpy(2.0, x, y, 64)
+    before = _cuda.last_launch()
+    refused = 0
+    for what, args, kwargs, match in cases:
+        with pytest.raises(cf.CuforgeError, match=match):
+            Saxpy(*args, **kwargs)
+        assert _cuda.last_launch() == before, what
+        refused += 1
+    assert refused == len(cases) and readonly is not None
