@@ -55,6 +55,20 @@ log = logging.getLogger("cuforge.cache")
 
 class CacheSecurityWarning(UserWarning):
     """The configured cache directory is not safe to load code from; it is not used."""
+
+
+class CacheWriteWarning(UserWarning):
+    """The disk cache could not be opened or written (read-only, full, over quota): kernels
+    still work, compiled again in later processes. Given once per process."""
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(what: str, message: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(message, CacheWriteWarning, stacklevel=4)
 ENTRY_SCHEMA = 1
 
 
@@ -174,6 +188,9 @@ class DiskCache:
         except OSError as exc:
             counters.add(disk_errors=1)
             log.debug("cuforge cache: could not write %s in %s: %s", key[:16], self.root, exc)
+            _warn_once("write", f"cuforge: cannot write the compile cache at {self.root} ({exc}); kernels still work, "
+                                f"but a new process compiles them again. Free space or set CUFORGE_CACHE_DIR "
+                                f"(this warning is given once per process)")  # fmt: skip
             return
         self._results[digest] = result
         counters.add(disk_writes=1)
@@ -335,5 +352,8 @@ def current() -> DiskCache | None:
             except OSError as exc:
                 counters.add(disk_errors=1)
                 log.debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)
+                _warn_once("open", f"cuforge: cannot open the compile cache at {root} ({exc}); kernels are cached in "
+                                   f"memory only in this process. Set CUFORGE_CACHE_DIR to a writable directory, or "
+                                   f"CUFORGE_CACHE=0 (this warning is given once per process)")  # fmt: skip
                 _opened[str(root), cap] = None
         return _opened[str(root), cap]

@@ -155,9 +155,11 @@ def test_foreign_version_entry_is_a_miss():
 def test_unusable_cache_location_still_returns_the_kernel(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
+    _disk._warned.clear()
     with _config.scope(cache_dir=str(blocker / "cache")):
         before = cf.cache_stats()
-        ck = _declare("x[0] = 7;").compile(arch="sm_90")
+        with pytest.warns(_disk.CacheWriteWarning, match=r"cannot open the compile cache .* once per process"):
+            ck = _declare("x[0] = 7;").compile(arch="sm_90")
         assert ck.cubin[:4] == b"\x7fELF"
         assert cf.cache_stats().disk_errors == before.disk_errors + 1
 
@@ -167,7 +169,9 @@ def test_failing_writes_still_return_the_kernel(cuforge_cache_dir):
     shutil.rmtree(disk.root / "entries")
     (disk.root / "entries").write_text("the disk is full, say")
     before = cf.cache_stats()
-    ck = _declare("x[0] = 8;").compile(arch="sm_90")
+    _disk._warned.clear()
+    with pytest.warns(_disk.CacheWriteWarning, match=r"cannot write the compile cache .* once per process"):
+        ck = _declare("x[0] = 8;").compile(arch="sm_90")
     assert ck.cubin[:4] == b"\x7fELF" and not ck.from_cache
     assert cf.cache_stats().disk_errors > before.disk_errors
 
@@ -347,3 +351,27 @@ def test_a_cache_writable_by_others_is_refused_and_nothing_is_loaded(tmp_path):
 def test_a_cache_owned_by_another_user_is_refused_and_nothing_is_loaded(tmp_path):
     from_disk, errors = _plant_and_reload(tmp_path / "c", lambda r: os.chown(r / "v1" / "entries", 4242, -1))
     assert not from_disk and errors == 1
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX")
+def test_a_full_disk_still_returns_kernels_with_one_warning(tmp_path):
+    """Writes past a file-size limit fail (EFBIG, SIGXFSZ ignored), as on a full disk."""
+    code = textwrap.dedent(f"""
+        import resource, signal, sys, warnings
+        sys.path.insert(0, {os.getcwd()!r})
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+        import cuforge as cf
+        from tests.kind_kernels import BigShared, GridSum
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            a, b = GridSum.compile("sm_90"), BigShared.compile("sm_90")
+        print(a.cubin[:4] == b"\\x7fELF", b.cubin[:4] == b"\\x7fELF", len(caught), cf.cache_stats().disk_errors > 0)
+        print(caught[0].message)
+    """)
+    env = dict(os.environ, CUFORGE_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    first, message = out.stdout.strip().splitlines()
+    assert first == "True True 1 True"  # both kernels, one warning for the process
+    assert "cannot write the compile cache" in message and "File too large" in message
