@@ -40,8 +40,17 @@ _failure: str | None = None
 _recent: collections.deque[tuple[str, Any, Any, int]] = collections.deque(maxlen=8)
 
 
+_count = 0
+
+
 def _note_launch(kernel: str, grid: Any, block: Any, shared_mem: int) -> None:
+    global _count
     _recent.append((kernel, grid, block, shared_mem))
+    _count += 1
+
+
+def _launch_count_py() -> int:
+    return _count
 
 
 def _last_launch_py() -> tuple[str, Any, Any, int] | None:
@@ -59,6 +68,8 @@ def _recent_launches_py() -> list[tuple[str, Any, Any, int]]:
 note_launch: Any = _claunch.note_launch if _claunch is not None else _note_launch
 last_launch: Any = _claunch.last_launch if _claunch is not None else _last_launch_py
 recent_launches: Any = _claunch.recent_launches if _claunch is not None else _recent_launches_py
+launch_count: Any = _claunch.launch_count if _claunch is not None else _launch_count_py
+_clean = 0  # launch_count() at the last synchronisation that found no fault: those launches are innocent
 
 # ---------------------------------------------------------------- faults
 
@@ -84,10 +95,11 @@ def fault(err: Any, where: str, *, current: str | None = None) -> DeviceFaultErr
     later one repeats that, and names no other kernel."""
     global _fault
     if _fault is None:
-        launches = list(recent_launches())
+        launches = list(recent_launches())[: max(launch_count() - _clean, 0)]  # only those since the last clean sync
         if current is not None and launches and launches[0][0] == current:
             launches = launches[1:]
         suspects = "; ".join(f"{k} (grid={g}, block={b}, shared_mem={m})" for k, g, b, m in launches) or "none recorded"
+        # (launches that finished before the last clean synchronisation are left out: they ran)
         info = getattr(_tls, "device", None)
         device = f"device {info.id}" if info is not None else "the device"
         _fault = (
@@ -439,8 +451,11 @@ def pointer_device(ptr: int) -> int | None:
 
 def synchronize() -> None:
     """Wait for all work on the current device to finish (``cuCtxSynchronize``)."""
+    global _clean
     current_device()
+    count = launch_count()
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+    _clean = max(_clean, count)  # those launches ran without a fault
 
 
 FORKED = (

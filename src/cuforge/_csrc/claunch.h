@@ -60,6 +60,7 @@ PyObject *py_launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *py_note_launch(PyObject *module, PyObject *args);
 PyObject *py_last_launch(PyObject *module, PyObject *unused);
 PyObject *py_recent_launches(PyObject *module, PyObject *unused);
+PyObject *py_launch_count(PyObject *module, PyObject *unused);
 
 static inline void keep(PyObject **dst, PyObject *value) {
     Py_INCREF(value);

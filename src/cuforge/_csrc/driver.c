@@ -205,6 +205,12 @@ PyObject *py_last_launch(PyObject *module, PyObject *unused) {
     return launch_record(recent_count - 1);
 }
 
+/* launch_count() -> how many launches were recorded in this process */
+PyObject *py_launch_count(PyObject *module, PyObject *unused) {
+    (void)module, (void)unused;
+    return PyLong_FromUnsignedLongLong(recent_count);
+}
+
 /* recent_launches() -> the last launches recorded, newest first (at most RECENT) */
 PyObject *py_recent_launches(PyObject *module, PyObject *unused) {
     (void)module, (void)unused;

@@ -344,6 +344,7 @@ static PyMethodDef methods[] = {
     {"note_launch", py_note_launch, METH_VARARGS, "note_launch(kernel, grid, block, shared_mem): record a launch"},
     {"last_launch", py_last_launch, METH_NOARGS, "last_launch() -> (kernel, grid, block, shared_mem) or None"},
     {"recent_launches", py_recent_launches, METH_NOARGS, "recent_launches() -> the last 8 launch records, newest first"},
+    {"launch_count", py_launch_count, METH_NOARGS, "launch_count() -> launches recorded in this process"},
     {"configure", py_configure, METH_VARARGS,
      "configure(cuda_module, by_numpy, by_torch, own_type, array_arg, dims, dims_memo, grid_limit, block_limit, "
      "stream_handle)"},
