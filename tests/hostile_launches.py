@@ -13,9 +13,9 @@ import numpy as np
 F32 = np.float32
 
 
-def corpus(x: Any, y: Any, x64: Any, x2d: Any, strided: Any, readonly: Any) -> list[tuple[str, tuple, dict, str]]:
+def corpus(x: Any, y: Any, x64: Any, strided: Any, readonly: Any) -> list[tuple[str, tuple, dict, str]]:
     """(what, args, kwargs, the message's regex); the arrays are device arrays of 64 float32
-    (x, y), float64 (x64), 2-d (x2d), non-contiguous (strided), read-only (readonly)."""
+    (x, y), float64 (x64), non-contiguous (strided), read-only (readonly)."""
     ok = (2.0, x, y, 64)
     return [
         ("too few arguments", (2.0, x, y), {}, r"Saxpy: missing argument 'n'"),

@@ -216,18 +216,10 @@ def set_device(device_id: int) -> None:
 
 
 def _make_current(device_id: int) -> DeviceInfo:
-    """Open ``device_id``, make its context current in this thread, remember it, describe it."""
-    dev = _open(device_id)
-    dev.set_current()
-    _driver()
-    if launch is None:
-        bind_launcher()
-    info = _infos.get(device_id)
-    if info is None:  # described once per process: a new thread's first launch only sets the context
-        info = _describe(device_id, dev)
-        _contexts[device_id] = current_context()
-        if launcher == "c":
-            _hand_context_to_c(_contexts.get(0, 0))
+    """Make ``device_id``'s primary context current in this thread, which launches there from
+    now on (the device is opened and described once per process, by device_info)."""
+    info = device_info(device_id)
+    set_context(_contexts[device_id])
     _adopt(info)
     return info
 
@@ -260,11 +252,10 @@ def device_info(device_id: int) -> DeviceInfo:
     in this thread."""
     info = _infos.get(device_id)
     if info is None or device_id not in _contexts:
-        _open(device_id)
+        dev = _open(device_id)
         if launch is None:
             bind_launcher()
         previous = current_context()
-        dev = _open(device_id)
         dev.set_current()
         with _lock:
             _contexts[device_id] = current_context()

@@ -228,17 +228,12 @@ class Kernel(_KernelBase):
         if module is not None:  # prebuilt: its entry point, checked against the annotations
             fn = module._kernel(self, self.name)
             self._check_compiled_params(fn)
-            loaded = _kinds.Loaded(int(fn.handle), module, *_kinds.load_limits(fn, device), fn, device)
-            self._by_device[device.id] = loaded
-            return loaded
+            return self._loaded(fn, module, device)
         build = _build.current()
         if build is not None:  # an ahead-of-time build: its fatbin, no NVRTC
             served = build.module_for(self) if build.serves(device.cc) else None
             if served is not None:
-                fn = served[0]._kernel(self, served[1])
-                loaded = _kinds.Loaded(int(fn.handle), served[0], *_kinds.load_limits(fn, device), fn, device)
-                self._by_device[device.id] = loaded
-                return loaded
+                return self._loaded(served[0]._kernel(self, served[1]), served[0], device)
             if not _build.nvrtc_available():
                 raise _build.missing(self, build)
         ck = self.compile(_cache.device_target(device.cc))
@@ -248,8 +243,12 @@ class Kernel(_KernelBase):
         if _kinds.uses_grid_sync(ck.source) and not self._grid_sync:
             self._grid_sync = True
             self._fast = None  # the general path refuses it without cooperative=True, before the launch
-        loaded = _kinds.Loaded(int(fn.handle), ck, *_kinds.load_limits(fn, device), fn, device)
-        self._by_device[device.id] = loaded
+        return self._loaded(fn, ck, device)
+
+    def _loaded(self, fn: Any, origin: Any, device: _cuda.DeviceInfo) -> _kinds.Loaded:
+        """Record ``fn`` (cuda.core's Kernel, from ``origin``: a CompiledKernel or a Module) as
+        loaded on ``device``, with its limits there."""
+        loaded = self._by_device[device.id] = _kinds.Loaded(int(fn.handle), origin, *_kinds.load_limits(fn, device), fn, device)
         return loaded
 
     def _forget_loads(self) -> None:

@@ -4,8 +4,10 @@ joined with the modules and sources it lists, into one cubin (or PTX) to load.""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from . import _compile
 from .errors import CompileError
 
 
@@ -48,11 +50,7 @@ def link(inputs: list[Any], arch: str, *, lto: bool, who: str = "link") -> Any:
 def link_result(result: Any, kernel: Any, arch: str, flags: tuple[str, ...]) -> Any:
     """The loadable result of a relocatable or LTO compile: its code linked with the
     kernel's ``link`` inputs (Modules as they are; sources compiled with the same flags)."""
-    import dataclasses
-
-    from cuda.core import ObjectCode
-
-    from . import _compile
+    from cuda.core import ObjectCode  # imported on first use: `import cuforge` stays free of cuda.core
 
     lto = "-dlto" in flags
     if arch.startswith("compute_") and not lto:

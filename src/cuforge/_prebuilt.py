@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from . import _cuda
+from . import _cache, _cuda, _link
 from ._elf import cubin_entries
 from .errors import DeclarationError, LaunchError, NoDeviceError
 
@@ -132,8 +132,6 @@ class Module:
         if self.code_type == "cubin":
             return cubin_entries(self.code)
         if self.code_type == "ltoir":
-            from . import _cache, _link
-
             return cubin_entries(_link.link([self], _cache.default_arch(f"{self.name}.functions()"), lto=True).code)
         try:
             _cuda.current_device()
@@ -165,8 +163,6 @@ class Module:
                 from cuda.core import ObjectCode
 
                 if self.code_type == "ltoir":
-                    from . import _cache, _link
-
                     arch = _cache.device_target(_cuda.current_device().cc).replace("compute_", "sm_")
                     self._object = _link.link([self], arch, lto=True)
                 else:

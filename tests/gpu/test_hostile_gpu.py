@@ -18,12 +18,10 @@ def test_every_hostile_call_is_refused_and_nothing_is_launched():
     cp = pytest.importorskip("cupy")
     x, y = cp.ones(64, dtype=cp.float32), cp.ones(64, dtype=cp.float32)
     strided = cp.ones(128, dtype=cp.float32)[::2]
-    readonly = cf.to_device(cp.asnumpy(x))  # a DeviceArray is writable: use a read-only CAI view instead
-
-    class ReadOnly:
+    class ReadOnly:  # a read-only view of x, by __cuda_array_interface__
         __cuda_array_interface__ = {**x.__cuda_array_interface__, "data": (x.data.ptr, True)}
 
-    cases = corpus(x, y, cp.ones(64, dtype=cp.float64), cp.ones((8, 8), dtype=cp.float32), strided, ReadOnly())
+    cases = corpus(x, y, cp.ones(64, dtype=cp.float64), strided, ReadOnly())
     Saxpy(2.0, x, y, 64)
     before = _cuda.last_launch()
     refused = 0
@@ -32,4 +30,4 @@ def test_every_hostile_call_is_refused_and_nothing_is_launched():
             Saxpy(*args, **kwargs)
         assert _cuda.last_launch() == before, what
         refused += 1
-    assert refused == len(cases) and readonly is not None
+    assert refused == len(cases)

@@ -20,7 +20,7 @@ def _arrays():
     def cai(typestr="<f4", shape=(64,), strides=None, readonly=False):
         return FakeCAI(typestr, shape, strides, readonly, 0x7F0000001000)
 
-    return cai(), cai(), cai("<f8"), cai(shape=(8, 8)), cai(shape=(64,), strides=(8,)), cai(readonly=True)
+    return cai(), cai(), cai("<f8"), cai(shape=(64,), strides=(8,)), cai(readonly=True)
 
 
 CASES = corpus(*_arrays())
