@@ -3,7 +3,7 @@
     python benchmarks/run_all.py [OUTPUT_DIR]       (default: benchmarks/results)
 
 Writes results.json (launch kinds and a build's start-up included) and launch_overhead.png,
-bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
+graphs.png, bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
 a peer that is not installed is reported as missing, never skipped silently.
 """
 
@@ -20,6 +20,7 @@ sys.path.insert(0, HERE)
 
 import bandwidth  # noqa: E402
 import family_compile  # noqa: E402
+import graphs  # noqa: E402
 import import_time  # noqa: E402
 import launch_kinds  # noqa: E402
 import launch_overhead  # noqa: E402
@@ -66,15 +67,20 @@ def targets(r: dict) -> dict:
             launch.get("cuforge checked, no C extension (cupy arrays)"), launch.get("cuda.core launch (same process)")
         ),
     }
+    gr = r["graphs"]
+    replay = gr["cuforge cf.graph() replay (us per kernel)"]
+    t["cuforge graph replay <= 0.6 us per kernel (H200)"] = replay if isinstance(replay, float) else None
+    t["cuforge graph replay <= 0.15x checked launch"] = _ratio(replay, gr["cuforge checked launches, one by one (us per kernel)"])
     th = r["threads"]
     for n in (1, 4, 32):
         best = min(th[f"{n} threads: {peer} (us per launch)"] for peer in ("cupy RawKernel", "cuda.core launch"))
         cuforge = th[f"{n} threads: cuforge (us per launch)"]
         t[f"{n} threads: cuforge <= best peer (first launches included)"] = _ratio(cuforge, best)
-    limits = {0: 1.1, 1: 1.0, 2: 1.0, 3: 0.2, 4: 5.0, 5: 0.95, 6: 0.90, 7: 1.0, 8: 0.5, 9: 2.5, 10: 1.0, 11: 1.0, 12: 1.0}
+    limits = {0: 1.1, 1: 1.0, 2: 1.0, 3: 0.2, 4: 5.0, 5: 0.95, 6: 0.90, 7: 1.0, 8: 0.5, 9: 2.5, 10: 0.6, 11: 0.15,
+              12: 1.0, 13: 1.0, 14: 1.0}  # fmt: skip
     out = {}
     for i, (name, value) in enumerate(t.items()):
-        lower_is_better = i in (0, 1, 2, 3, 8, 9, 10, 11, 12)
+        lower_is_better = i in (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14)
         held = value is not None and (value <= limits[i] if lower_is_better else value >= limits[i])
         out[name] = {"ratio": value, "limit": limits[i], "holds": held}
     return out
@@ -102,6 +108,9 @@ def plots(r: dict, outdir: str) -> None:
 
     bars(r["launch_us"], "Host launch overhead, empty 4-parameter kernel (lower is better)", "microseconds per launch",
          os.path.join(outdir, "launch_overhead.png"))  # fmt: skip
+    bars({k: v for k, v in r["graphs"].items() if "(us per kernel)" in k},
+         "CUDA graph replay, 100 empty kernels per graph (lower is better)", "microseconds per kernel",
+         os.path.join(outdir, "graphs.png"))  # fmt: skip
     bars(r["bandwidth"]["GB/s"], "Memory bandwidth (higher is better)", "GB/s", os.path.join(outdir, "bandwidth.png"))
     startup = {
         "cuforge warm start (ms)": r["startup"]["warm start"]["cuforge warm start (ms)"],
@@ -118,6 +127,7 @@ def main(outdir: str) -> dict:
     r = {"machine": _machine()}
     r["launch_us"] = launch_overhead.main()
     r["threads"] = threads.main()
+    r["graphs"] = graphs.main()
     r["bandwidth"] = bandwidth.main()
     r["family_compile"] = family_compile.main()
     r["startup"] = {"warm start": warm_start.main(), "import": import_time.main()}

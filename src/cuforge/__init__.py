@@ -13,6 +13,8 @@ from ._config import set_cache as set_cache
 from ._cuda import gpu_available as gpu_available
 from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
+from ._graph import Graph as Graph
+from ._graph import graph as graph
 from ._kinds import KernelAttributes as KernelAttributes
 from ._launch import PreparedLaunch as PreparedLaunch
 from ._prebuilt import Module as Module
@@ -27,6 +29,8 @@ from .errors import ConfigError as ConfigError
 from .errors import CuforgeError as CuforgeError
 from .errors import DeclarationError as DeclarationError
 from .errors import DeviceFaultError as DeviceFaultError
+from .errors import GraphCaptureError as GraphCaptureError
+from .errors import GraphUpdateError as GraphUpdateError
 from .errors import LaunchError as LaunchError
 from .errors import NoDeviceError as NoDeviceError
 from .errors import ParseError as ParseError
@@ -106,6 +110,10 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "graph",
+    "Graph",
+    "GraphCaptureError",
+    "GraphUpdateError",
     "In",
     "int16",
     "int32",

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import _compile, _config, _cuda, _disk, _link
+from . import _compile, _config, _cuda, _disk, _graph, _link
 from ._stats import counters
 from .errors import DeclarationError, NoDeviceError
 from .options import CompileOptions, check_arch, to_flags
@@ -246,6 +246,12 @@ def _compile_missing(
     if not todo:
         return
     first = todo[0]
+    capture = _graph.capture_in_thread()
+    if capture is not None:
+        raise capture.refuse(
+            f"{first.label}: its first compile (NVRTC) would run inside cf.graph(); compile before the capture: "
+            f"launch it once, or call .compile() (Family.precompile() for a family), then open the capture"
+        )
     prelude = first._pieces()[0]
     units, line_sources = [], {}
     for k in todo:

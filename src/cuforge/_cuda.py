@@ -17,8 +17,9 @@ from typing import Any
 from . import _config
 from .errors import DeviceFaultError, LaunchError, NoDeviceError
 
+_claunch: Any  # the optional C launcher (setup.py), which has no type stubs
 try:
-    from . import _claunch  # type: ignore[attr-defined]  # the optional C launcher (setup.py)
+    from . import _claunch  # type: ignore[attr-defined,no-redef,unused-ignore]
 except ImportError:  # built where no C compiler was present: launches go through cuda.bindings
     _claunch = None
 
@@ -245,6 +246,7 @@ def _adopt(info: DeviceInfo) -> None:
 
 _contexts: dict[int, int] = {}  # device ordinal -> its primary context's address
 multi_gpu = False  # more than one device: the Python path then checks which context is current
+capturing = 0  # cf.graph() captures under way in the process (the thread's own is _tls.capture)
 
 
 def device_info(device_id: int) -> DeviceInfo:
@@ -459,14 +461,14 @@ FORKED = (
 def _after_fork_in_child() -> None:
     """A child forked after CUDA was used: every CUDA use raises FORKED, in C and Python alike
     (compiling still works). The parent is untouched."""
-    global _failure, _tls, multi_gpu
+    global _failure, _tls, multi_gpu, capturing
     if not _devices:
         return  # CUDA was never used in the parent: the child may start it itself
     _failure = FORKED
     for table in (_devices, _infos, _contexts):
         table.clear()
     _tls = threading.local()
-    multi_gpu = False
+    multi_gpu, capturing = False, 0
     if _claunch is not None:
         _claunch.set_entry(0, True)  # the C Launchers decline every call, so it reaches the check above
         _claunch.set_thread_device(-1, 0)

@@ -338,7 +338,7 @@ class Kernel(_KernelBase):
                 f"{self.label}.prepare(): argument(s) {names} are host NumPy arrays; pass device arrays "
                 f"(cf.to_device, CuPy, PyTorch) to prepare a launch"
             )
-        return _launch.PreparedLaunch(self, checked, handle, sh)
+        return _launch.PreparedLaunch(self, checked, handle, sh, stream)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """By reference where the class can be imported, else by declaration (see _pickling)."""

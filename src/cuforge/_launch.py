@@ -24,7 +24,7 @@ from . import _cuda, _kinds
 from ._arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
 from ._checks import describe, numpy_scalar, scalar_to_bytes
 from ._signature import ParamSpec
-from .errors import ArgumentError, ArgumentTypeError, DeclarationError, LaunchError
+from .errors import ArgumentError, ArgumentTypeError, DeclarationError, GraphCaptureError, LaunchError
 from .types import _BY_NUMPY
 
 GRID_LIMIT = (2**31 - 1, 65535, 65535)
@@ -345,6 +345,8 @@ def launch_checked(kernel: Any, c: Checked) -> None:
 
     The common case (every array on this thread's device, whose context is current) is spelled
     out here: where the C extension is not built, every launch runs this."""
+    if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
+        return _cuda._tls.capture.launch(kernel, c)  # type: ignore[no-any-return]
     _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
     info = getattr(_cuda._tls, "device", None) or _cuda.current_device()
     did = info.id
@@ -446,6 +448,12 @@ def attributes_of(kernel: Any, c: Checked) -> bytes | None:
 
 def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
     driver = _cuda._driver()
+    if capturing(stream):  # torch.cuda.graph, CuPy's begin_capture: the copies and the wait would end it
+        names = ", ".join(repr(kernel._specs[i].name) for i, arg in c.arrays if arg.device == HOST)
+        raise GraphCaptureError(
+            f"{kernel.label}: argument(s) {names} are host NumPy arrays, which a launch copies in and out and waits "
+            f"for, but a CUDA graph is being captured (stream {stream:#x}), which cannot hold that; pass device arrays"
+        )
     values = list(c.values)
     staged: list[tuple[int, int, int]] = []
     try:
@@ -477,9 +485,25 @@ def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, i
         raise_launch_error(err, grid, block, shared_mem, kernel)
 
 
+def capturing(stream: int) -> bool:
+    """Whether ``stream`` is capturing a CUDA graph (or CUDA cannot say, which it does for the
+    legacy default stream while another stream captures)."""
+    err, status = _cuda._driver().cuStreamIsCapturing(stream)
+    return int(err) != 0 or int(status) != 0
+
+
+CAPTURE_ERRORS = range(900, 909)  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ... _WRONG_THREAD
+
+
 def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel: str) -> None:
     if int(err) in _cuda.STICKY:  # an earlier kernel faulted: never blame this one
         raise _cuda.fault(err, f"the launch of {kernel}", current=kernel)
+    if int(err) in CAPTURE_ERRORS:
+        raise GraphCaptureError(
+            f"{kernel}: the launch (grid={grid}, block={block}) conflicts with a CUDA graph capture under way: "
+            f"{_cuda.error_text(err)}; while a stream captures (cf.graph, torch.cuda.graph, CuPy's begin_capture), "
+            f"launch on that stream: pass stream=, or use arrays whose library's current stream it is"
+        )
     raise LaunchError(
         f"{kernel}: the launch (grid={grid}, block={block}, shared_mem={shared_mem}) failed: {_cuda.error_text(err)}"
     )
@@ -488,16 +512,16 @@ def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel:
 class PreparedLaunch:
     """One launch, checked and packed once: calling it is a single driver call.
 
-    Made by :meth:`Kernel.prepare`. It keeps the arguments alive and owns its parameter
-    buffer, so it can be called from any thread that has the device's context current.
+    Made by :meth:`Kernel.prepare`. It keeps the arguments and the stream alive and owns its
+    parameter buffer, so it can be called from any thread that has the device's context current.
     """
 
     __module__ = "cuforge"
     __slots__ = ("_buf", "_call", "_keep", "_module", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
 
-    def __init__(self, kernel: Any, c: Checked, handle: int, stream: int) -> None:
+    def __init__(self, kernel: Any, c: Checked, handle: int, stream: int, stream_object: Any = None) -> None:
         self._buf, self._ptrs, addr = kernel._packer.standalone(c.values)
-        self._keep = c.args
+        self._keep = (c.args, stream_object)  # a CuPy or PyTorch stream destroys its handle when collected
         self._module = kernel._decl.module  # a prebuilt kernel's Module: refuse to launch once it is unloaded
         self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel.label, c.grid, c.block, c.shared_mem, stream
         self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr,
@@ -506,6 +530,8 @@ class PreparedLaunch:
     def __call__(self) -> None:
         if self._module is not None:
             self._module._check_loaded(self.kernel)
+        if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
+            _cuda._tls.capture.prepared(self)
         err = self._call()
         if err:
             raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)

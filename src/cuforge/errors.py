@@ -14,6 +14,8 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── NoDeviceError (RuntimeError)     no usable CUDA device or driver
     ├── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
     │   └── DeviceFaultError             a kernel faulted: the device's context is lost for good
+    ├── GraphCaptureError (RuntimeError) a launch a CUDA graph cannot hold, or a capture that failed
+    │   └── GraphUpdateError             a re-capture differs from the graph it would update
     ├── ConfigError (ValueError)         a CUFORGE_* setting has a value cuforge cannot use
     └── ParseError (ValueError)          a %%cuda cell's __global__ signature cannot be read
 """
@@ -30,6 +32,8 @@ __all__ = [
     "ConfigError",
     "CuforgeError",
     "DeclarationError",
+    "GraphCaptureError",
+    "GraphUpdateError",
     "LaunchError",
     "NoDeviceError",
     "ParseError",
@@ -120,6 +124,21 @@ class DeviceFaultError(LaunchError):
     """A kernel faulted on the GPU (an illegal address, a device-side assert, ...): the CUDA
     context of the device is lost, no further GPU work can run in the process, and every later
     cuforge call says so. The first one names the kernels that may have caused it."""
+
+    __module__ = "cuforge"
+
+
+class GraphCaptureError(CuforgeError, RuntimeError):
+    """A launch inside ``cf.graph()`` that a CUDA graph cannot hold (host arrays to stage, a
+    first compile, autotuning, another stream or device), or a capture that CUDA ended with an
+    error. The capture is over when it is raised; the device stays usable."""
+
+    __module__ = "cuforge"
+
+
+class GraphUpdateError(GraphCaptureError):
+    """``Graph.update()`` captured launches that differ in number, kernel or kind from the
+    graph's; the graph is left as it was."""
 
     __module__ = "cuforge"
 

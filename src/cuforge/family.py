@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import _cache, _cuda, _disk, _launch, _pickling
+from . import _cache, _cuda, _disk, _graph, _launch, _pickling
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
@@ -257,6 +257,12 @@ class Family:
         record = store.get(record_key)
         origin = "disk"
         if record is None or record.get("choice") not in candidates:
+            capture = _graph.capture_in_thread()
+            if capture is not None:
+                raise capture.refuse(
+                    f"{self._decl.label}: autotuning would time {len(kernels)} candidates here, which a CUDA graph "
+                    f"cannot hold; call the family once with these shapes before cf.graph(), so the choice is made"
+                )
             times = self._time(kernels, bound, at)
             best = min(range(len(kernels)), key=lambda i: times[i])
             record = {"choice": candidates[best], "times_ms": [[c, t] for c, t in zip(candidates, times)]}

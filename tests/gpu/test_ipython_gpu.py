@@ -78,4 +78,5 @@ def test_tour_notebook_end_to_end_with_launches(monkeypatch):
         expect_error = "raises-exception" in cell.get("metadata", {}).get("tags", [])
         assert result.success != expect_error, f"cell {cell['id']} {'passed' if result.success else 'failed'}"
         ran += 1
-    assert ran == 7 and sh.user_ns["LAUNCH"] is True
+    assert ran == 8 and sh.user_ns["LAUNCH"] is True
+    assert sh.user_ns["g"].launches == ("Saxpy",) * 10  # the CUDA graph cell ran its launches

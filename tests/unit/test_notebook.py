@@ -26,6 +26,7 @@ def test_tour_runs_compile_only(monkeypatch, cuforge_cache_dir):
     assert "bound: saxpy_c(a: float32, x: In[float32], y: Array[float32], n: int64)" in text
     assert "saxpy_c: argument 'x' expects In[float32], got a float64 array" in text
     assert "4 instantiations" in text
+    assert "cf.graph() needs a GPU and CuPy here" in text
     errors = [out for cell in nb.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "CellCompileError"
     assert any("html" in str(out.get("data", {}).keys()) for cell in nb.cells for out in cell.get("outputs", []))

@@ -27,6 +27,9 @@
  * and that device's primary context, which must be current for the C launcher to launch. */
 static THREAD_LOCAL long long thread_device = -1;
 static THREAD_LOCAL void *thread_ctx = NULL;
+/* Set while this thread captures a cf.graph(): its launches then take the general path
+ * (_graph.py), which sends them to the capture stream and refuses what a graph cannot hold. */
+static THREAD_LOCAL int thread_capturing = 0;
 
 static PyObject *launcher_type, *zero, *s_launch_general, *s_current_device, *s_id, *on_error, *option_names[4];
 
@@ -42,12 +45,21 @@ static PyObject *set_thread_device(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* set_capturing(flag) */
+static PyObject *set_capturing(PyObject *module, PyObject *flag) {
+    (void)module;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0) return NULL;
+    thread_capturing = on;
+    Py_RETURN_NONE;
+}
+
 /* The call after check_and_pack: Py_True launched (or nothing to launch), Py_False declined
  * with no CUDA call made, NULL raised. */
 static PyObject *launcher_run(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObject *named,
                               PyObject *grid, PyObject *block, PyObject *shared, PyObject *stream) {
     Packed p;
-    if (!has_entry()) Py_RETURN_FALSE; /* no device yet, or CUFORGE_LAUNCHER=bindings */
+    if (!has_entry() || thread_capturing) Py_RETURN_FALSE; /* no device yet, CUFORGE_LAUNCHER=bindings, a capture */
     int r = check_and_pack(self, args, nargs, named, grid, block, shared, stream, &p);
     if (r < 0) return NULL;
     if (r == DECLINE) Py_RETURN_FALSE;
@@ -339,6 +351,7 @@ static PyMethodDef methods[] = {
      "launch(function, grid, block, shared_mem, stream, params, attrs=None) -> CUresult as an int."},
     {"set_thread_device", set_thread_device, METH_VARARGS,
      "set_thread_device(ordinal, context): this thread's launch device and its primary context"},
+    {"set_capturing", set_capturing, METH_O, "set_capturing(flag): this thread captures a cf.graph() (the C path declines)"},
     {"set_context", py_set_context, METH_VARARGS,
      "set_context(cuCtxGetCurrent, cuCtxSetCurrent, primary context of device 0): new threads' first launches"},
     {"note_launch", py_note_launch, METH_VARARGS, "note_launch(kernel, grid, block, shared_mem): record a launch"},

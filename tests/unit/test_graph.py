@@ -1,0 +1,63 @@
+"""cf.graph() without a GPU: its options, its errors, and no capture state left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+import cuforge as cf
+from cuforge import _cuda, _graph
+
+
+def test_graph_is_made_without_cuda_and_says_it_is_not_captured():
+    g = cf.graph()
+    assert repr(g) == "<cuforge.Graph not captured on device None>"
+    assert g.launches == ()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "strict"}, r"cf.graph\(\): mode expects one of 'thread_local', 'global', 'relaxed', got 'strict'"),
+        ({"device": -1}, r"cf.graph\(\): device expects a device ordinal \(an int >= 0\), got -1"),
+        ({"device": 1.0}, r"device expects a device ordinal .* got 1.0"),
+    ],
+)
+def test_bad_options_are_refused(kwargs, message):
+    with pytest.raises(cf.ArgumentError, match=message):
+        cf.graph(**kwargs)
+
+
+def test_replay_or_update_before_a_capture_is_refused():
+    g = cf.graph()
+    with pytest.raises(cf.GraphCaptureError, match=r"Graph.launch\(\): the graph has no captured launches"):
+        g()
+    with pytest.raises(cf.GraphCaptureError, match=r"Graph.upload\(\): the graph has no captured launches"):
+        g.upload()
+    with pytest.raises(cf.GraphCaptureError, match=r"Graph.update\(\): the graph has not been captured yet"):
+        g.update()
+
+
+def test_error_tree():
+    assert issubclass(cf.GraphCaptureError, cf.CuforgeError) and issubclass(cf.GraphCaptureError, RuntimeError)
+    assert issubclass(cf.GraphUpdateError, cf.GraphCaptureError)
+    assert cf.GraphCaptureError.__module__ == "cuforge"
+
+
+def test_no_capture_state_outside_a_block():
+    assert _graph.capture_in_thread() is None
+    assert _cuda.capturing == 0
+
+
+def test_opening_a_capture_without_a_gpu_leaves_nothing_behind():
+    if cf.gpu_available():
+        pytest.skip("a GPU is present: tests/gpu/test_graph_gpu.py opens real captures")
+    with pytest.raises(cf.NoDeviceError):
+        with cf.graph():
+            pass  # pragma: no cover
+    assert _graph.capture_in_thread() is None and _cuda.capturing == 0
+
+
+def test_launch_descriptions():
+    assert _graph._describe(()) == "no launches"
+    assert _graph._describe(("A",)) == "1 launch: A"
+    assert _graph._describe(("A", "B", "A")) == "3 launches: A x2, B"
