@@ -4,6 +4,9 @@
 cuda.core; those happen on first use.
 """
 
+import importlib as _importlib
+from types import ModuleType as _ModuleType
+
 from ._arrays import DeviceArray as DeviceArray
 from ._arrays import empty as empty
 from ._arrays import to_device as to_device
@@ -70,6 +73,13 @@ from .types import uint8 as uint8
 from .types import uint16 as uint16
 from .types import uint32 as uint32
 from .types import uint64 as uint64
+
+
+def __getattr__(name: str) -> _ModuleType:
+    """``cf.torch``: the PyTorch adapter, imported (with PyTorch) on first use."""
+    if name == "torch":
+        return _importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'cuforge' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: object) -> None:

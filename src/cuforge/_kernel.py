@@ -340,6 +340,14 @@ class Kernel(_KernelBase):
             )
         return _launch.PreparedLaunch(self, checked, handle, sh, stream)
 
+    def torch_op(self, name: str, **options: Any) -> Any:
+        """Register this kernel as the PyTorch operator ``name`` (``"mylib::saxpy"``); see
+        :func:`cuforge.torch.custom_op` for ``outputs=``, ``sizes=``, ``backward=`` and
+        ``setup_context=``. Imports PyTorch."""
+        from .torch import custom_op
+
+        return custom_op(self, name, **options)
+
     def __reduce__(self) -> tuple[Any, ...]:
         """By reference where the class can be imported, else by declaration (see _pickling)."""
         return _pickling.reduce_kernel(self)

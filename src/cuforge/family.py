@@ -329,6 +329,13 @@ class Family:
 
         return family_html(self)
 
+    def torch_op(self, name: str, **options: Any) -> Any:
+        """Register the family as the PyTorch operator ``name``, each call launching the
+        instantiation its tensors' dtypes pick; see :func:`cuforge.torch.custom_op`."""
+        from .torch import custom_op
+
+        return custom_op(self, name, **options)
+
     def __reduce__(self) -> tuple[Any, ...]:
         """By reference where the class can be imported, else by its class namespace (see _pickling)."""
         return _pickling.reduce_family(self)

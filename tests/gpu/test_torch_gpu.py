@@ -1,0 +1,133 @@
+"""cuforge kernels as PyTorch operators on a real GPU: eager, torch.compile(fullgraph=True),
+opcheck, gradcheck, torch.cuda.graph, and the current PyTorch stream."""
+
+from __future__ import annotations
+
+import pytest
+
+import cuforge as cf
+
+from .. import examples
+
+pytestmark = [
+    pytest.mark.gpu,
+    # PyTorch's own, when torch.compile first imports inductor
+    pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
+]
+torch = pytest.importorskip("torch")
+
+N = 3001
+
+
+@pytest.fixture(scope="module")
+def example():
+    return examples.load("torch_ops")
+
+
+@cf.kernel
+class Axpy:
+    T = cf.typeparam(cf.float32, cf.float64)
+    a: T
+    x: cf.In[T]
+    y: cf.Array[T]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) y[i] += a * x[i];
+    """
+
+
+axpy_ = Axpy.torch_op("cuforge_tests::axpy_", sizes={"n": lambda x: x.numel()})
+
+
+def test_functional_op_matches_eager_torch(example):
+    x = torch.randn(64, 33, device="cuda")
+    b = torch.randn(33, device="cuda")
+    torch.testing.assert_close(example.bias_silu(x, b), torch.nn.functional.silu(x + b))
+    assert torch.ops.cuforge_examples.bias_silu.default._schema.returns[0].type.kind() == "TensorType"
+
+
+def test_mutating_op_writes_its_array_and_returns_nothing():
+    x = torch.randn(N, device="cuda", dtype=torch.float64)
+    y = torch.ones(N, device="cuda", dtype=torch.float64)
+    assert axpy_(2.0, x, y) is None
+    torch.testing.assert_close(y, 2.0 * x + 1.0)
+    assert "Tensor(a2!) y" in str(torch.ops.cuforge_tests.axpy_.default._schema)
+
+
+def test_torch_compile_fullgraph_has_no_graph_break(example):
+    def f(x, b, y):
+        h = example.bias_silu(x * 2.0, b)
+        axpy_(0.5, h, y)
+        return h.sum(-1) + y.sum(-1)
+
+    x = torch.randn(32, 64, device="cuda")
+    b = torch.randn(64, device="cuda")
+    eager_y, compiled_y = torch.zeros(32, 64, device="cuda"), torch.zeros(32, 64, device="cuda")
+    eager = f(x, b, eager_y)
+    explained = torch._dynamo.explain(f)(x, b, torch.zeros(32, 64, device="cuda"))
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(f, fullgraph=True)(x, b, compiled_y)
+    torch.testing.assert_close(compiled, eager)
+    torch.testing.assert_close(compiled_y, eager_y)
+
+
+def test_opcheck_passes(example):
+    x = torch.randn(16, 24, device="cuda")
+    b = torch.randn(24, device="cuda")
+    torch.library.opcheck(example.bias_silu, (x, b))
+    torch.library.opcheck(axpy_, (1.5, torch.randn(N, device="cuda"), torch.randn(N, device="cuda")))
+
+
+def test_gradcheck_float64(example):
+    x = torch.randn(6, 10, device="cuda", dtype=torch.float64, requires_grad=True)
+    b = torch.randn(10, device="cuda", dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(example.bias_silu, (x, b))
+    y = example.bias_silu(x, b)
+    y.sum().backward()
+    ref_x, ref_b = x.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    torch.nn.functional.silu(ref_x + ref_b).sum().backward()
+    torch.testing.assert_close(x.grad, ref_x.grad)
+    torch.testing.assert_close(b.grad, ref_b.grad)
+
+
+def test_op_inside_torch_cuda_graph(example):
+    x = torch.randn(128, 32, device="cuda")
+    b = torch.randn(32, device="cuda")
+    example.bias_silu(x, b)  # warm: compiled and loaded before the capture
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        example.bias_silu(x, b)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = example.bias_silu(x, b)
+    x.copy_(torch.randn(128, 32, device="cuda"))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, torch.nn.functional.silu(x + b))
+
+
+def test_launch_goes_on_the_current_torch_stream():
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.zeros(1 << 20, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(20):
+            axpy_(1.0, x, y)
+        done = torch.cuda.Event()
+        done.record(s)
+    # Recorded on `s` after the launches: the event waits for them only if they went on `s`.
+    done.synchronize()
+    torch.testing.assert_close(y, 20.0 * x)
+
+
+def test_wrong_dtype_is_named_eagerly_and_while_tracing(example):
+    x = torch.randn(8, 4, device="cuda", dtype=torch.float16)
+    b = torch.randn(4, device="cuda", dtype=torch.float16)
+    with pytest.raises(cf.ArgumentTypeError, match=r"argument 'x' .* float32, float64; got an array of float16"):
+        example.bias_silu(x, b)
+    with pytest.raises(Exception, match=r"argument 'x' expects In\[T\] \(float32 or float64\), got a torch.float16 tensor"):
+        torch.compile(lambda x, b: example.bias_silu(x, b), fullgraph=True)(x, b)

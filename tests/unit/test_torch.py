@@ -1,0 +1,110 @@
+"""cuforge kernels as PyTorch operators, without a GPU: schemas from annotations, the fake
+implementation on meta tensors, and declaration errors (skipped where PyTorch is absent)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import cuforge as cf
+
+from .. import examples
+
+torch = pytest.importorskip("torch")
+example = examples.load("torch_ops")  # its kernels: BiasSilu, a family over float32 and float64
+
+
+@cf.kernel
+class Saxpy:
+    a: cf.float32
+    x: cf.In[cf.float32]
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    flag: cf.bool_
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n && flag) y[i] += a * x[i];"
+
+
+@cf.kernel
+class Split:
+    x: cf.In[cf.float32, 2]
+    rows: cf.Out[cf.float32]
+    cols: cf.Out[cf.int32]
+    body = "/* no-op */"
+    grid = 1
+
+
+act = example.bias_silu
+saxpy_ = Saxpy.torch_op("cuforge_unit::saxpy_", sizes={"n": lambda x: x.numel()})
+split = Split.torch_op("cuforge_unit::split", outputs={"rows": lambda x: (x.shape[0],), "cols": lambda x: (x.shape[1],)})
+
+
+def test_schemas_come_from_the_annotations():
+    assert str(torch.ops.cuforge_examples.bias_silu.default._schema) == (
+        "cuforge_examples::bias_silu(Tensor x, Tensor bias) -> Tensor"
+    )
+    assert str(torch.ops.cuforge_unit.saxpy_.default._schema) == (
+        "cuforge_unit::saxpy_(float a, Tensor x, Tensor(a2!) y, bool flag) -> ()"
+    )
+    assert str(torch.ops.cuforge_unit.split.default._schema) == "cuforge_unit::split(Tensor x) -> (Tensor, Tensor)"
+
+
+def test_fake_implementation_gives_shapes_and_dtypes_on_meta_tensors():
+    x = torch.empty(5, 7, device="meta", dtype=torch.float64)
+    y = act(x, torch.empty(7, device="meta", dtype=torch.float64))
+    assert (y.shape, y.dtype, y.device.type) == ((5, 7), torch.float64, "meta")  # a family's Out[T] takes x's dtype
+    rows, cols = split(torch.empty(3, 4, device="meta"))
+    assert (rows.shape, rows.dtype, cols.shape, cols.dtype) == ((3,), torch.float32, (4,), torch.int32)
+    assert saxpy_(1.0, torch.empty(3, device="meta"), torch.empty(3, device="meta"), True) is None
+
+
+def test_fake_implementation_names_a_wrong_dtype():
+    with pytest.raises(cf.ArgumentTypeError, match=(
+        r"BiasSilu \(torch op cuforge_examples::bias_silu\): argument 'x' expects In\[T\] \(float32 or float64\), got a torch.float16 "
+        r"tensor; cast it with x.to\(torch.float32\)"
+    )):  # fmt: skip
+        act(torch.empty(2, 2, device="meta", dtype=torch.float16), torch.empty(2, device="meta"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"outputs": {"q": "like x"}}, r"outputs= names 'q', which are not parameters \(x, bias, y, n, cols\)"),
+        ({"outputs": {"x": "like bias"}}, r"outputs\['x'\] must name an Out or Array parameter, not In\[T\]"),
+        ({"outputs": {"y": "like n"}}, r"outputs\['y'\] = 'like n'; a shape rule is 'like <tensor argument>'"),
+        ({"outputs": {"y": "same as x"}}, r"a shape rule is 'like <tensor argument>' or a function"),
+        ({"outputs": {"y": 3}}, r"outputs\['y'\] must be 'like <argument>' or a function, got 3"),
+        ({"outputs": {"y": lambda z: z}}, r"outputs\['y'\] asks for 'z', which are not arguments of the op"),
+        ({"sizes": {"x": lambda bias: 1}}, r"sizes\['x'\] must name an integer scalar parameter"),
+        ({"sizes": {"n": 4}}, r"sizes\['n'\] must be a function of the arguments, got 4"),
+        ({"sizes": {"n": lambda n: n}}, r"sizes\['n'\] asks for 'n', which are not arguments of the op"),
+        ({"setup_context": lambda ctx, i, o: None}, r"setup_context= was given without backward="),
+    ],
+)
+def test_declaration_mistakes_are_named(options, message):
+    with pytest.raises(cf.DeclarationError, match=message):
+        example.BiasSilu.torch_op("cuforge_unit::bad", **options)
+
+
+def test_only_kernels_and_families_become_ops():
+    with pytest.raises(cf.DeclarationError, match=r"expects a cuforge Kernel or Family, got 'saxpy'"):
+        cf.torch.custom_op("saxpy", "cuforge_unit::nope")
+
+
+def test_a_complex_scalar_has_no_schema_type():
+    @cf.kernel
+    class Rot:
+        z: cf.complex64
+        y: cf.Array[cf.complex64]
+        body = "y[0] = z;"
+        grid = 1
+
+    with pytest.raises(cf.DeclarationError, match=r"a complex64 scalar has no PyTorch schema type"):
+        Rot.torch_op("cuforge_unit::rot")
+
+
+def test_cf_torch_imports_torch_only_when_asked(tmp_path):
+    code = "import sys, cuforge as cf\nassert 'torch' not in sys.modules\ncf.torch.custom_op\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
