@@ -25,6 +25,9 @@ from typing import Any
 import torch
 
 from .errors import ArgumentTypeError, DeclarationError
+
+if not hasattr(torch.library, "custom_op"):
+    raise ImportError(f"cuforge.torch needs PyTorch 2.4 or later (torch.library.custom_op); this is {torch.__version__}")
 from .types import ArrayType, DType, TypeParam
 
 __all__ = ["custom_op"]
