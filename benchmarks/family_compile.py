@@ -3,8 +3,9 @@
     python benchmarks/family_compile.py
 
 cuforge batched (one NVRTC program), cuforge one at a time (twelve programs) and, where
-CuPy is installed, CuPy RawModule(name_expressions=...). Each run uses a fresh define, so
-nothing is served from a cache. Median of 3 runs, in milliseconds.
+CuPy is installed, CuPy RawModule(name_expressions=...). Each run uses a define (or comment)
+unique to this process and run, so nothing is served from a cache: not cuforge's, not CuPy's,
+not an earlier run's on the same machine. Median of 3 runs, in milliseconds.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import statistics
 import sys
 import time
+import uuid
 
 import cuforge as cf
 
@@ -35,10 +37,11 @@ class Axpy:
 
 
 def main(arch: str = "sm_90") -> dict:
+    token = uuid.uuid4().hex  # per process: a second run on the same machine finds nothing cached
     run = iter(range(10**6))
 
     def opts():
-        return cf.CompileOptions(defines={"CUFORGE_BENCH_RUN": next(run)})
+        return cf.CompileOptions(defines={"CUFORGE_BENCH_RUN": f"{token}_{next(run)}"})
 
     def batched():
         Axpy.precompile(arch, options=opts())
@@ -72,7 +75,7 @@ def main(arch: str = "sm_90") -> dict:
         counter = iter(range(10**6))
 
         def cupy_module():
-            mod = cp.RawModule(code=src + f"// run {next(counter)}\n", options=("-std=c++17",), name_expressions=exprs)
+            mod = cp.RawModule(code=src + f"// run {token} {next(counter)}\n", options=("-std=c++17",), name_expressions=exprs)
             for e in exprs:
                 mod.get_function(e)
 
