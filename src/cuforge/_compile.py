@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _config, _cuda
+from . import _config, _cuda, _pch
 from ._elf import cubin_resources
 from ._stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 from .errors import CompileError, CuforgeError, NoDeviceError
@@ -207,8 +207,12 @@ def compile_program(
     try:
         for expr in name_expressions:
             _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), [f.encode() for f in flags])
-        log = _program_log(nvrtc, prog)
+        with _pch.session(source) as pch:  # (not in the result's flags: a PCH changes no output)
+            every = flags + pch
+            (err,) = nvrtc.nvrtcCompileProgram(prog, len(every), [f.encode() for f in every])
+            log = _program_log(nvrtc, prog)
+            if pch:
+                log = _pch.after_compile(nvrtc, prog, log)
         if int(err) != 0:
             sources = {program_name: source, **(line_sources or {})}
             raise CompileError(format_failure(kernel, flags, log, sources), log=log, source=source, options=flags)

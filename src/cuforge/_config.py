@@ -23,6 +23,10 @@ CUFORGE_LAUNCHER        how launches reach the driver: auto (cuforge's C
                         bindings
 CUFORGE_BUILD_DIR       a directory made by python -m cuforge build: kernels found
                         there load from its fatbins, with no NVRTC call
+CUFORGE_PCH             NVRTC's precompiled headers within a process: auto (for
+                        sources including CCCL's headers: CUB, Thrust, libcu++,
+                        cooperative groups), 1 (any include) or 0 (off)
+CUFORGE_PCH_HEAP_MB     the NVRTC heap that holds precompiled headers (default 400)
 ======================  =========================================================
 """
 
@@ -38,7 +42,7 @@ from .errors import ConfigError
 
 __all__ = [
     "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "cuda_include",
-    "ensure_dir", "get", "launcher", "scope", "set_cache", "template_path",
+    "ensure_dir", "get", "launcher", "pch", "pch_heap_bytes", "scope", "set_cache", "template_path",
 ]  # fmt: skip
 
 _DEFAULTS: dict[str, Any] = {
@@ -51,6 +55,8 @@ _DEFAULTS: dict[str, Any] = {
     "arch": "",
     "launcher": "auto",
     "build_dir": "",
+    "pch": "auto",
+    "pch_heap_mb": "400",
 }
 SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
 _overrides: dict[str, Any] = {}
@@ -131,6 +137,20 @@ def launcher() -> str:
     if value not in ("auto", "c", "bindings"):
         raise ConfigError(f"CUFORGE_LAUNCHER expects auto, c or bindings, got {value!r}; unset it to launch from C when built")
     return value
+
+
+def pch() -> str:
+    """CUFORGE_PCH: ``auto``, ``1`` (on for any include) or ``0`` (off)."""
+    value = str(get("pch")).strip().lower()
+    mapped = {"auto": "auto", "1": "1", "on": "1", "true": "1", "0": "0", "off": "0", "false": "0"}.get(value)
+    if mapped is None:
+        raise ConfigError(f"CUFORGE_PCH expects auto, 1 or 0, got {value!r}; unset it for auto")
+    return mapped
+
+
+def pch_heap_bytes() -> int:
+    """CUFORGE_PCH_HEAP_MB in bytes."""
+    return int(_number("pch_heap_mb") * 2**20)
 
 
 def template_path() -> list[str]:

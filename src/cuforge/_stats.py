@@ -19,6 +19,8 @@ class CacheStats:
     compile_seconds: float
     disk_errors: int
     disk_writes: int
+    pch_creations: int = 0  # NVRTC precompiled headers made (see _pch)
+    pch_hits: int = 0  # compiles that used one
 
 
 class _Counters:
@@ -28,6 +30,7 @@ class _Counters:
 
     def reset(self) -> None:
         self.memory_hits = self.disk_hits = self.compiles = self.disk_errors = self.disk_writes = 0
+        self.pch_creations = self.pch_hits = 0
         self.compile_seconds = 0.0
 
     def add(self, **deltas: float) -> None:
@@ -41,14 +44,16 @@ counters = _Counters()
 
 def cache_stats(reset: bool = False) -> CacheStats:
     """Counters of this process: memory and disk hits, NVRTC compiles and their seconds,
-    disk errors (damaged or unreadable entries, failed writes) and disk writes.
+    disk errors (damaged or unreadable entries, failed writes), disk writes, and NVRTC
+    precompiled headers made and used.
 
     ``reset=True`` returns the counts and sets them to zero.
     """
     with counters.lock:
         snap = CacheStats(
             counters.memory_hits, counters.disk_hits, counters.compiles,
-            counters.compile_seconds, counters.disk_errors, counters.disk_writes,
+            counters.compile_seconds, counters.disk_errors, counters.disk_writes, counters.pch_creations,
+            counters.pch_hits,
         )  # fmt: skip
         if reset:
             counters.reset()

@@ -73,12 +73,11 @@ class CudaMagics(Magics):
         source = self._render(cell)
         bound = self._build(source, args, opts)
         with _config.scope(cache="0") if args.no_cache else contextlib.nullcontext():
-            for obj in bound.values():
-                for k in _kernels_of(obj):
-                    try:
-                        k.compile(arch)
-                    except CompileError as exc:
-                        raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
+            kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
+            try:  # every kernel of the cell in one NVRTC program: the cell is one source
+                _cache.compile_together(kernels, arch, None, who="%%cuda")
+            except CompileError as exc:
+                raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
         for what in args.show:
             self._show(what, bound, arch)
         self._user_ns.update(bound)
@@ -187,7 +186,8 @@ class CudaMagics(Magics):
         s = _stats.cache_stats()
         print(
             f"counters: memory_hits={s.memory_hits} disk_hits={s.disk_hits} compiles={s.compiles} "
-            f"compile_seconds={s.compile_seconds:.3f} disk_errors={s.disk_errors}"
+            f"compile_seconds={s.compile_seconds:.3f} disk_errors={s.disk_errors} pch_creations={s.pch_creations} "
+            f"pch_hits={s.pch_hits}"
         )
 
 

@@ -52,6 +52,21 @@ def test_rerunning_an_unchanged_cell_hits_the_cache_and_an_edit_recompiles(shell
     assert cf.cache_stats().compiles == before + 1
 
 
+FIVE = "\n".join(
+    f'extern "C" __global__ void k{i}(float* y, int n) {{ int j = threadIdx.x; if (j < n) y[j] += {i}.0f; }}' for i in range(5)
+) + "\ntemplate <typename T> __global__ void t(T* y) { y[threadIdx.x] = T(1); }"
+
+
+def test_a_cell_is_one_nvrtc_program_however_many_kernels(shell, capsys):
+    before = cf.cache_stats().compiles
+    cuda(shell, "--arch sm_90 --instantiate 't<float>' --instantiate 't<double>'", FIVE)
+    assert cf.cache_stats().compiles == before + 1  # five kernels and two instantiations: one compile
+    names = {shell.user_ns[f"k{i}"].lowered_name for i in range(5)}
+    assert names == {f"k{i}" for i in range(5)}
+    assert shell.user_ns["t"][cf.float64].compile("sm_90").lowered_name == "_Z1tIdEvPT_"
+    assert cf.cache_stats().compiles == before + 1
+
+
 def test_jinja_sees_notebook_variables(shell, capsys):
     shell.user_ns["TILE"] = 64
     cuda(shell, "--arch sm_90 --name tiled", "__global__ void k(float* x) { x[threadIdx.x] = {{ TILE }}; }")
