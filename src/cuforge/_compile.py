@@ -194,25 +194,14 @@ def compile_program(
     nvrtc = _nvrtc()
     headers = dict(headers or {})
     start = time.perf_counter()
-    prog = _check(
-        nvrtc.nvrtcCreateProgram(
-            source.encode(),
-            program_name.encode(),
-            len(headers),
-            [v.encode() for v in headers.values()],
-            [k.encode() for k in headers],
-        ),
-        "nvrtcCreateProgram",
-    )
+    with _pch.session(source) as pch:  # (not in the result's flags: a PCH changes no output)
+        prog, err, log = _compile_once(nvrtc, source, program_name, headers, name_expressions, flags + pch)
+        if pch:
+            log = _pch.after_compile(nvrtc, prog, log)
+            if int(err) != 0 and _pch.failed(log):  # no room to write a PCH: compile without, from now on
+                nvrtc.nvrtcDestroyProgram(prog)
+                prog, err, log = _compile_once(nvrtc, source, program_name, headers, name_expressions, flags)
     try:
-        for expr in name_expressions:
-            _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
-        with _pch.session(source) as pch:  # (not in the result's flags: a PCH changes no output)
-            every = flags + pch
-            (err,) = nvrtc.nvrtcCompileProgram(prog, len(every), [f.encode() for f in every])
-            log = _program_log(nvrtc, prog)
-            if pch:
-                log = _pch.after_compile(nvrtc, prog, log)
         if int(err) != 0:
             sources = {program_name: source, **(line_sources or {})}
             raise CompileError(format_failure(kernel, flags, log, sources), log=log, source=source, options=flags)
@@ -250,6 +239,26 @@ def compile_program(
         seconds=time.perf_counter() - start,
         nvrtc_version=nvrtc_version(),
     )
+
+
+def _compile_once(nvrtc: Any, source: str, program_name: str, headers: dict[str, str], name_expressions: Sequence[str],
+                  flags: tuple[str, ...]) -> tuple[Any, Any, str]:  # fmt: skip
+    """One NVRTC program made and compiled: (program, its nvrtcResult, its log)."""
+    prog = _check(
+        nvrtc.nvrtcCreateProgram(
+            source.encode(), program_name.encode(), len(headers), [v.encode() for v in headers.values()],
+            [k.encode() for k in headers],
+        ),
+        "nvrtcCreateProgram",
+    )  # fmt: skip
+    try:
+        for expr in name_expressions:
+            _check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "nvrtcAddNameExpression")
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(flags), [f.encode() for f in flags])
+        return prog, err, _program_log(nvrtc, prog)
+    except BaseException:
+        nvrtc.nvrtcDestroyProgram(prog)
+        raise
 
 
 def _program_log(nvrtc: Any, prog: Any) -> str:

@@ -31,6 +31,8 @@ _SCALARS: dict[str, t.DType] = {
     "__nv_bfloat16": t.bfloat16, "nv_bfloat16": t.bfloat16,
     "float": t.float32, "double": t.float64,
     "cuFloatComplex": t.complex64, "cuComplex": t.complex64, "cuDoubleComplex": t.complex128,
+    "cuda::std::complex<float>": t.complex64, "cuda::std::complex<double>": t.complex128,
+    "cuforge::complex<float>": t.complex64, "cuforge::complex<double>": t.complex128,
 }  # fmt: skip
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict"}
 _HEAD = re.compile(

@@ -141,6 +141,13 @@ class Kernel(_KernelBase):
         line_sources: dict[str, str] = {}
         if decl.source is not None:
             prelude, unit = decl.source, ""
+            # A family's name expressions spell its template arguments: the headers of those
+            # types (cuforge::complex's) come first, for every instantiation alike (they share
+            # the prelude), and #line keeps the user's line numbers.
+            if decl.tparams and decl.headers:
+                source_file = f"{decl.name}.source"
+                prelude = f'{_render.includes(decl.headers)}#line 1 "{source_file}"\n{decl.source}'
+                line_sources[source_file] = decl.source
         elif decl.template is not None:
             ctx = {
                 **self._context(),

@@ -45,6 +45,7 @@ _dir: str | None = None
 _owner = 0  # the pid that made _dir (a forked child makes its own)
 _heap_set = False
 _made: dict[str, tuple[int, int]] = {}  # PCH path -> (size, mtime_ns) when NVRTC made it
+_off: str | None = None  # why PCHs were given up in this process (a full disk), if they were
 HEAP_EXHAUSTED = 14  # NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED
 
 
@@ -55,7 +56,7 @@ def session(source: str) -> Iterator[tuple[str, ...]]:
     process anyway), so that no file is checked while NVRTC writes it."""
     mode = _config.pch()
     pattern = _CCCL if mode == "auto" else _ANY
-    if mode == "0" or not pattern.search(source):
+    if mode == "0" or _off is not None or not pattern.search(source):
         yield ()
         return
     directory = _directory()
@@ -104,6 +105,17 @@ def _set_heap(size: int) -> None:
     from cuda.bindings import nvrtc
 
     nvrtc.nvrtcSetPCHHeapSize(size)  # (the default, 256 MB, is too small for CUB's headers)
+
+
+def failed(log: str) -> bool:
+    """Whether a failed compile failed for want of room to write its PCH (a full disk, a
+    quota, a file-size limit): NVRTC then stops with a catastrophic error. PCHs are given up
+    for the process, and the caller compiles again without."""
+    global _off
+    if "unable to obtain mapped memory" in log or ("precompiled header" in log.lower() and "catastrophic" in log.lower()):
+        _off = log.strip().splitlines()[0]
+        return True
+    return False
 
 
 def after_compile(nvrtc: Any, prog: Any, log: str) -> str:

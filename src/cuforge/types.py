@@ -158,9 +158,10 @@ float16 = DType("float16", "__half", 2, "f", 2, "e", "cuda_fp16.h", 65504.0)
 bfloat16 = DType("bfloat16", "__nv_bfloat16", 2, "f", 2, "H", "cuda_bf16.h", 3.3895313892515355e38)
 float32 = DType("float32", "float", 4, "f", 4, "f", None, 3.4028234663852886e38)
 float64 = DType("float64", "double", 8, "f", 8, "d", None, sys.float_info.max)
-# cuComplex.h's types are float2/double2: the same layout as NumPy's complex64/128.
-complex64 = DType("complex64", "cuFloatComplex", 8, "c", 8, "ff", "cuComplex.h")
-complex128 = DType("complex128", "cuDoubleComplex", 16, "c", 16, "dd", "cuComplex.h")
+# cuforge::complex<T> (templates/cuforge_complex.cuh): NumPy's complex64/128 layout, that of
+# cuComplex's float2/double2, with arithmetic; it converts to and from those.
+complex64 = DType("complex64", "cuforge::complex<float>", 8, "c", 8, "ff", "cuforge_complex.cuh")
+complex128 = DType("complex128", "cuforge::complex<double>", 16, "c", 16, "dd", "cuforge_complex.cuh")
 
 SCALAR_TYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,

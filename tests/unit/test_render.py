@@ -35,7 +35,7 @@ def test_jinja_sees_name_and_params_and_headers_follow_types():
         """
 
     src = Half.render()
-    assert src.index("#include <cuComplex.h>") < src.index("#include <cuda_fp16.h>") < src.index("__global__")
+    assert src.index("#include <cuda_fp16.h>") < src.index("#include <cuforge_complex.cuh>") < src.index("__global__")
     assert "// Half has 2 params; x is __half" in src
     assert '#line 1 "Half.preamble"\n__device__ int twice_Half(int v)' in src
 

@@ -10,7 +10,8 @@ def test_every_scalar_type_knows_cpp_numpy_and_size():
         "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
         "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int",
         "uint64": "unsigned long long", "float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float",
-        "float64": "double", "complex64": "cuFloatComplex", "complex128": "cuDoubleComplex",
+        "float64": "double", "complex64": "cuforge::complex<float>",
+        "complex128": "cuforge::complex<double>",
     }  # fmt: skip
     assert {t.name: t.cpp for t in SCALAR_TYPES} == expected
     for t in SCALAR_TYPES:
