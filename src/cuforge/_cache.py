@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import _compile, _config, _cuda, _disk, _graph, _link
+from . import _compile, _config, _cuda, _disk, _graph, _link, _parallel
 from ._stats import counters
 from .errors import DeclarationError, NoDeviceError
 from .options import CompileOptions, check_arch, to_flags
@@ -253,26 +253,31 @@ def _compile_missing(
             f"launch it once, or call .compile() (Family.precompile() for a family), then open the capture"
         )
     prelude = first._pieces()[0]
-    units, line_sources = [], {}
-    for k in todo:
-        _, unit, lines = k._pieces()
-        units.append(unit)
-        line_sources.update(lines)
-    headers: dict[str, str] = {}
-    for k in todo:
-        headers.update(k._headers())
-    result = _compile.compile_program(
-        prelude + "".join(units),
-        headers=headers,
-        program_name=f"{first.name}.cu",
-        name_expressions=tuple(dict.fromkeys(k.name_expression for k in todo)),
-        flags=flags,
-        kernel=first.label if len(todo) == 1 else f"{first.name} ({len(todo)} instantiations)",
-        line_sources=line_sources,
-    )
-    if "-rdc=true" in flags:
-        result = _link.link_result(result, first, arch, flags)
-    for key, k in pending.items():
-        memory.put(key, _compile.CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
-        if disk is not None:
-            disk.store(key, result)
+    key_of = {id(k): key for key, k in pending.items()}
+
+    def spec_of(group: list[Any]) -> dict[str, Any]:
+        """compile_program's arguments for one NVRTC program of ``group`` (one prelude, a unit each)."""
+        units, line_sources, headers = [], {}, {}
+        for k in group:
+            _, unit, lines = k._pieces()
+            units.append(unit)
+            line_sources.update(lines)
+            headers.update(k._headers())
+        return {
+            "source": prelude + "".join(units),
+            "headers": headers,
+            "program_name": f"{first.name}.cu",
+            "name_expressions": tuple(dict.fromkeys(k.name_expression for k in group)),
+            "flags": flags,
+            "kernel": group[0].label if len(group) == 1 else f"{first.name} ({len(group)} instantiations)",
+            "line_sources": line_sources,
+        }
+
+    for group, result in _parallel.compile_groups(todo, flags, spec_of, first._decl):
+        if "-rdc=true" in flags:
+            result = _link.link_result(result, group[0], arch, flags)
+        for k in group:
+            key = key_of[id(k)]
+            memory.put(key, _compile.CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
+            if disk is not None:
+                disk.store(key, result)

@@ -27,6 +27,10 @@ CUFORGE_PCH             NVRTC's precompiled headers within a process: auto (for
                         sources including CCCL's headers: CUB, Thrust, libcu++,
                         cooperative groups), 1 (any include) or 0 (off)
 CUFORGE_PCH_HEAP_MB     the NVRTC heap that holds precompiled headers (default 400)
+CUFORGE_COMPILE_WORKERS processes a heavy family's compile may use (default: the
+                        CPUs this process may run on; 1: compile in this process)
+CUFORGE_COMPILE_SPLIT_S the compile time, in seconds, past which a heavy family's
+                        instantiations are split across them (default 1)
 ======================  =========================================================
 """
 
@@ -41,7 +45,8 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "cuda_include",
+    "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "compile_split_seconds",
+    "compile_workers", "cuda_include",
     "ensure_dir", "get", "launcher", "pch", "pch_heap_bytes", "scope", "set_cache", "template_path",
 ]  # fmt: skip
 
@@ -57,6 +62,8 @@ _DEFAULTS: dict[str, Any] = {
     "build_dir": "",
     "pch": "auto",
     "pch_heap_mb": "400",
+    "compile_workers": "",
+    "compile_split_s": "1",
 }
 SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
 _overrides: dict[str, Any] = {}
@@ -151,6 +158,25 @@ def pch() -> str:
 def pch_heap_bytes() -> int:
     """CUFORGE_PCH_HEAP_MB in bytes."""
     return int(_number("pch_heap_mb") * 2**20)
+
+
+def compile_workers() -> int:
+    """CUFORGE_COMPILE_WORKERS (default: the CPUs this process may run on)."""
+    value = str(get("compile_workers")).strip()
+    if not value:
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            return os.cpu_count() or 1
+    workers = _number("compile_workers")
+    if workers < 1 or workers != int(workers):
+        raise ConfigError(f"CUFORGE_COMPILE_WORKERS expects a whole number >= 1, got {value!r}")
+    return int(workers)
+
+
+def compile_split_seconds() -> float:
+    """CUFORGE_COMPILE_SPLIT_S."""
+    return _number("compile_split_s")
 
 
 def template_path() -> list[str]:

@@ -9,9 +9,10 @@ takes the common calls, and the general path (``_launch``, ``_checks``) takes th
 from __future__ import annotations
 
 import threading
+from concurrent.futures import Future
 from typing import Any
 
-from . import _build, _cache, _compile, _cuda, _kinds, _launch, _pickling, _render
+from . import _build, _cache, _compile, _cuda, _kinds, _launch, _parallel, _pickling, _render
 from ._checks import checker
 from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
@@ -217,6 +218,12 @@ class Kernel(_KernelBase):
         if self._decl.module is not None:
             raise self._prebuilt("compile()")
         return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
+
+    def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
+        """:meth:`compile` on cuforge's compile thread: a ``concurrent.futures.Future`` of the
+        CompiledKernel, so that a notebook or a server goes on meanwhile. A launch that needs
+        the kernel before it is done waits for that compile; it does not start another."""
+        return _parallel.in_background(self.compile, arch, options=options)
 
     def _function(self, device: _cuda.DeviceInfo) -> _kinds.Loaded:
         """The kernel on ``device``: compiled (or read from the caches) and loaded on its first

@@ -49,6 +49,11 @@ _off: str | None = None  # why PCHs were given up in this process (a full disk),
 HEAP_EXHAUSTED = 14  # NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED
 
 
+def includes_cccl(source: str) -> bool:
+    """Whether ``source`` includes CCCL's headers (CUB, Thrust, libcu++, cooperative groups)."""
+    return _CCCL.search(source) is not None
+
+
 @contextlib.contextmanager
 def session(source: str) -> Iterator[tuple[str, ...]]:
     """The NVRTC flags that ask for a PCH for ``source`` (none where it would not pay), held

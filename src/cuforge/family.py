@@ -14,9 +14,10 @@ import itertools
 import math
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
-from . import _cache, _cuda, _disk, _graph, _launch, _pickling
+from . import _cache, _cuda, _disk, _graph, _launch, _parallel, _pickling
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
@@ -176,7 +177,9 @@ class Family:
     def precompile(
         self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None, options: CompileOptions | None = None
     ) -> list[CompiledKernel]:
-        """Compile every instantiation (or ``instances``) in ONE NVRTC program; cached ones are skipped."""
+        """Compile every instantiation (or ``instances``); cached ones are skipped. A small family
+        is one NVRTC program; a heavy one is split across worker processes (see the README's
+        "Compiling")."""
         chosen = self.instantiations() if instances is None else list(instances)
         for k in chosen:
             if not isinstance(k, Kernel) or k._decl is not self._decl:
@@ -184,6 +187,13 @@ class Family:
         if not chosen:
             return []
         return _cache.compile_together(chosen, arch, options, who=f"{self._decl.label}.precompile()")
+
+    def precompile_async(self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None,
+                         options: CompileOptions | None = None) -> Future[list[CompiledKernel]]:  # fmt: skip
+        """:meth:`precompile` on cuforge's compile thread: a ``concurrent.futures.Future`` of
+        the list. Launches meanwhile wait for the instantiations they need."""
+        chosen = None if instances is None else list(instances)
+        return _parallel.in_background(self.precompile, arch, instances=chosen, options=options)
 
     # ------------------------------------------------------------ launching
 

@@ -1,0 +1,122 @@
+"""How the instantiations a compile needs are split into NVRTC programs, and where those run.
+
+NVRTC compiles one program at a time in a process (two threads, even calling it with the GIL
+released, took as long as one after the other), so compiling in parallel takes processes. A
+process costs its start (about half a second to import cuforge and load NVRTC), which only
+heavy programs repay, while batching many small instantiations in one program is what makes
+a small family fast (12 saxpy instantiations: 48 ms batched against 424 ms one by one). So:
+
+- a family whose source is small (one instantiation's under ``LARGE`` characters, with no
+  ``#pragma unroll``) is one program, in this process;
+- otherwise its first missing instantiation is compiled alone here, and timed. If the rest,
+  at that pace, would take under ``CUFORGE_COMPILE_SPLIT_S`` (default 1 s) they are one more
+  program here; else they are dealt round-robin into one program per worker process
+  (``CUFORGE_COMPILE_WORKERS``, default: the CPUs this process may use; 1 turns this off),
+  compiled at once, with a progress bar where a terminal and tqdm are present;
+- the pace measured is remembered for the declaration, so its next compile in the process
+  splits (or not) without timing one first.
+
+Sources that include CCCL's headers are left batched: their cost is parsing the headers,
+which one program pays once, and which precompiled headers (``_pch``) spare the next
+program in the process; a worker would parse them again.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import Any
+
+from . import _compile, _config, _pch
+from ._stats import counters
+
+__all__ = ["compile_groups", "in_background"]
+
+LARGE = 2000  # characters of rendered source past which a family may be split
+_pace: dict[int, float] = {}  # id(declaration) -> seconds per instantiation, measured
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+_background: ThreadPoolExecutor | None = None
+
+
+def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[list[Any]], dict[str, Any]],
+                   decl: Any) -> list[tuple[list[Any], _compile.CompileResult]]:  # fmt: skip
+    """Compile the kernels ``todo`` (instantiations of ``decl``), as the module docstring
+    says: [(kernels, the result of the one program that compiled them)]."""
+    workers = _config.compile_workers()
+    if len(todo) < 2 or workers < 2 or not _may_split(spec_of(todo[:1])["source"]):  # judged on one instantiation
+        return [(todo, _compile.compile_program(**spec_of(todo)))]
+    pace = _pace.get(id(decl))
+    done: list[tuple[list[Any], _compile.CompileResult]] = []
+    rest = todo
+    if pace is None:  # time one instantiation, here
+        first = _compile.compile_program(**spec_of(todo[:1]))
+        pace = _pace[id(decl)] = first.seconds
+        done.append((todo[:1], first))
+        rest = todo[1:]
+    if pace * len(rest) < _config.compile_split_seconds() or len(rest) < 2:
+        return [*done, (rest, _compile.compile_program(**spec_of(rest)))]
+    chunks = [rest[i :: min(workers, len(rest))] for i in range(min(workers, len(rest)))]
+    return done + _in_processes(chunks, spec_of, workers)
+
+
+def _may_split(source: str) -> bool:
+    return (len(source) >= LARGE or "#pragma unroll" in source) and not _pch.includes_cccl(source)
+
+
+def _in_processes(chunks: list[list[Any]], spec_of: Callable[[list[Any]], dict[str, Any]],
+                  workers: int) -> list[tuple[list[Any], _compile.CompileResult]]:  # fmt: skip
+    pool = _processes(workers)
+    futures = [pool.submit(_compile.compile_program, **spec_of(chunk)) for chunk in chunks]
+    bar = _progress(len(chunks), f"{spec_of(chunks[0])['kernel']}: {sum(map(len, chunks))} instantiations")
+    out = []
+    try:
+        for chunk, future in zip(chunks, futures):
+            result = future.result()  # a CompileError raised there is raised here
+            counters.add(compiles=1, compile_seconds=result.seconds)  # (the worker counted it in its own process)
+            out.append((chunk, result))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        for future in futures:
+            future.cancel()
+        if bar is not None:
+            bar.close()
+    return out
+
+
+def _processes(workers: int) -> ProcessPoolExecutor:
+    """The worker processes, started on first use ('spawn': a fork after CUDA started would
+    not be safe) and kept for the process's later compiles."""
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            atexit.register(_pool.shutdown, wait=False, cancel_futures=True)
+        return _pool
+
+
+def _progress(total: int, what: str) -> Any:
+    """A tqdm bar where a terminal shows it and tqdm is installed, else None."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=what, unit="program", leave=False)
+
+
+def in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+    """Run ``fn`` on cuforge's compile thread: Kernel.compile_async and
+    Family.precompile_async. A launch that needs the same kernel meanwhile waits for it (the
+    memory cache lets one compile of a key run at a time) rather than compiling it again."""
+    global _background
+    with _lock:
+        if _background is None:
+            _background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuforge-compile")
+    return _background.submit(fn, *args, **kwargs)

@@ -1,0 +1,85 @@
+"""Compiles split across worker processes for heavy families, one program for small ones, and
+compiles in the background (real NVRTC, no GPU)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import cuforge as cf
+from cuforge import _config, _parallel
+
+
+def heavy_family(tag: str) -> cf.Family:
+    """A family whose source is past _parallel.LARGE: a candidate for worker processes."""
+    filler = "\n".join(f"// {tag} line {i}: padding that makes the source large, as real kernels are" for i in range(30))
+    cls = type(f"Unrolled_{tag}", (), {
+        "__annotations__": {"x": cf.Array[cf.float32], "n": cf.int32},
+        "K": cf.intparam(1, 2, 3, 4, 5),
+        "body": filler + """
+    float acc = 0.0f;
+    #pragma unroll
+    for (int j = 0; j < 8 * K; ++j) acc += x[(threadIdx.x + j) % n];
+    x[threadIdx.x] = acc;
+    """,
+    })  # fmt: skip
+    return cf.kernel(cls)
+
+
+def test_a_heavy_family_is_split_across_worker_processes():
+    fam = heavy_family("split")
+    before = cf.cache_stats().compiles
+    with _config.scope(compile_workers="2", compile_split_s="0"):
+        compiled = fam.precompile("sm_90")
+    assert [c.name_expression for c in compiled] == [f"Unrolled_split<{k}>" for k in range(1, 6)]
+    assert all(c.cubin[:4] == b"\x7fELF" for c in compiled)
+    # the first one timed here, then the other four dealt to two worker processes
+    assert cf.cache_stats().compiles - before == 3
+    assert id(fam._decl) in _parallel._pace
+
+
+def test_a_small_family_stays_one_program():
+    @cf.kernel
+    class Small:
+        T = cf.typeparam(cf.float32, cf.float64, cf.int32)
+        B = cf.intparam(64, 128, 256, 512)
+        x: cf.Array[T]
+        body = "x[threadIdx.x] = T(B);"
+        grid = 1
+
+    before = cf.cache_stats().compiles
+    with _config.scope(compile_workers="8", compile_split_s="0"):
+        assert len(Small.precompile("sm_90")) == 12
+    assert cf.cache_stats().compiles - before == 1
+
+
+def test_a_compile_error_in_a_worker_is_raised_here():
+    fam = heavy_family("broken")
+    broken = type(fam._decl.cls.__name__, (), dict(fam._decl.cls.__dict__))
+    broken.body = broken.body.replace("x[threadIdx.x] = acc;", "static_assert(K != 4, \"K=4 refused\"); x[threadIdx.x] = acc;")
+    fam = cf.kernel(broken)
+    with _config.scope(compile_workers="2", compile_split_s="0"), pytest.raises(cf.CompileError, match="K=4 refused"):
+        fam.precompile("sm_90")
+
+
+def test_compile_async_and_a_launch_path_compile_share_one_nvrtc_call():
+    fam = heavy_family("async")
+    k = fam[3]
+    before = cf.cache_stats().compiles
+    with _config.scope(compile_workers="1"):
+        future = k.compile_async("sm_90")
+        same = k.compile("sm_90")  # what a launch does meanwhile: it waits for the compile in flight
+        assert future.result(timeout=120) is same
+    assert cf.cache_stats().compiles - before == 1
+    assert [c.name_expression for c in fam.precompile_async("sm_90", instances=[fam[1]]).result(timeout=120)] == [
+        "Unrolled_async<1>"
+    ]
+    assert threading.current_thread() is threading.main_thread()
+
+
+def test_worker_setting_is_checked():
+    with _config.scope(compile_workers="0"), pytest.raises(cf.ConfigError, match=r"CUFORGE_COMPILE_WORKERS expects"):
+        _config.compile_workers()
+    with _config.scope(compile_workers="3"):
+        assert _config.compile_workers() == 3
