@@ -9,8 +9,7 @@ takes the common calls, and the general path (``_launch``, ``_checks``) takes th
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _build, _cache, _compile, _cuda, _kinds, _launch, _parallel, _pickling, _render
 from ._checks import checker
@@ -21,6 +20,9 @@ from ._version import __version__
 from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, SignatureMismatchError
 from .options import CompileOptions
 from .types import DType
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["CompiledKernel", "Kernel", "KernelTemplate"]
 

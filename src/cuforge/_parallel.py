@@ -24,15 +24,16 @@ program in the process; a worker would parse them again.
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _compile, _config, _pch
 from ._stats import counters
+
+if TYPE_CHECKING:  # multiprocessing and concurrent.futures.process cost `import cuforge` 20 ms: imported on use
+    from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 __all__ = ["compile_groups", "in_background"]
 
@@ -93,6 +94,9 @@ def _processes(workers: int) -> ProcessPoolExecutor:
     """The worker processes, started on first use ('spawn': a fork after CUDA started would
     not be safe) and kept for the process's later compiles."""
     global _pool
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     with _lock:
         if _pool is None:
             _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
@@ -116,6 +120,8 @@ def in_background(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[A
     Family.precompile_async. A launch that needs the same kernel meanwhile waits for it (the
     memory cache lets one compile of a key run at a time) rather than compiling it again."""
     global _background
+    from concurrent.futures import ThreadPoolExecutor
+
     with _lock:
         if _background is None:
             _background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuforge-compile")

@@ -14,8 +14,7 @@ import itertools
 import math
 import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _cache, _cuda, _disk, _graph, _launch, _parallel, _pickling
 from ._arrays import array_arg, scratch_copy
@@ -26,6 +25,9 @@ from ._kernel import Kernel
 from .errors import ArgumentTypeError, DeclarationError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["Autotune", "Family", "autotune"]
 
