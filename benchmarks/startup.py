@@ -6,7 +6,9 @@ Each contender is a complete `python -c` process: import, make arrays, launch on
 a warm disk cache, wait for it. The array library alone is the baseline; each kernel
 library's own cost is its process's time minus the baseline's. The contenders take turns,
 process by process, 9 rounds after one that fills the caches (each library its own cache
-directory); medians, in milliseconds:
+directory, and Python's bytecode written, as pip writes it at install: the GPU image sets
+PYTHONDONTWRITEBYTECODE, which would charge every process for compiling the pure-Python
+packages' sources); medians, in milliseconds:
 
 - CuPy alone; CuPy + ``RawModule`` (CuPy's disk cache); CuPy + cuforge;
 - PyTorch alone; PyTorch + cuforge (tensors), where PyTorch is installed.
@@ -61,6 +63,7 @@ CONTENDERS = {
 def main(rounds: int = 9) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "CUFORGE_CACHE_DIR": os.path.join(tmp, "cuforge"), "CUPY_CACHE_DIR": os.path.join(tmp, "cupy")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode: let the fill round write it
         present = {}
         for name, code in CONTENDERS.items():  # fill the caches; leave out what cannot run here
             out = subprocess.run([sys.executable, "-c", "WARM = False\n" + code], env=env, capture_output=True, text=True)
