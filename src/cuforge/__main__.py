@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     pre = sub.add_parser("precompile", help="compile modules' kernels into the cache (for this GPU, or --arch)")
     pre.add_argument("modules", nargs="+", metavar="PKG.MODULE", help="Python modules that declare kernels")
     pre.add_argument("--arch", help="default: the GPU's arch, else CUFORGE_ARCH")
-    pre.add_argument("--workers", type=int, default=1, help="NVRTC programs compiled at once")
+    pre.add_argument("--workers", type=int, default=None,
+                     help="worker processes a heavy family may use (default: the CPUs)")  # fmt: skip
     args = parser.parse_args(argv)
     try:
         if args.command == "build":

@@ -7,12 +7,14 @@ NVRTC program per family, optionally in a thread pool (NVRTC compiles programs i
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from . import _config
 from ._kernel import Kernel
 from .errors import DeclarationError
 from .family import Family
@@ -59,9 +61,13 @@ class Registry(Mapping[str, Any]):
         progress: bool | None = None,
     ) -> dict[str, list[Any]]:
         """Compile every instantiation of every registered kernel (or of ``kernels``: objects or
-        qualified names). Each family compiles in one NVRTC program; ``workers`` > 1 compiles
-        several programs at once. ``progress`` (default: when stderr is a terminal) prints a
-        progress line on stderr. Returns the CompiledKernels by qualified name.
+        qualified names). Each family compiles as :meth:`Family.precompile` does: one NVRTC
+        program, or split across worker processes when it is heavy. ``workers`` sets how many
+        (``CUFORGE_COMPILE_WORKERS`` for this call), and above 1 also starts several
+        declarations' compiles from threads, which overlap their rendering and disk-cache work
+        (NVRTC itself runs one compile at a time in a process). ``progress`` (default: when
+        stderr is a terminal) prints a progress line on stderr. Returns the CompiledKernels by
+        qualified name.
         """
         chosen = list(self._items.values()) if kernels is None else [self[k] if isinstance(k, str) else k for k in kernels]
         for obj in chosen:
@@ -80,11 +86,12 @@ class Registry(Mapping[str, Any]):
                     print(f"\rcuforge: compiled {done}/{total} kernels", end="" if done < total else "\n", file=sys.stderr)
             return obj.qualname, built
 
-        if workers and workers > 1 and len(chosen) > 1:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(one, chosen))
-        else:
-            results = [one(obj) for obj in chosen]
+        with _config.scope(compile_workers=str(workers)) if workers else contextlib.nullcontext():
+            if workers and workers > 1 and len(chosen) > 1:
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    results = list(pool.map(one, chosen))
+            else:
+                results = [one(obj) for obj in chosen]
         return dict(results)
 
     def __repr__(self) -> str:
