@@ -8,7 +8,8 @@ on CI's machine a CUB BlockReduce kernel took 2.6 s, and 0.7 s with the PCH of a
 NVRTC ties a PCH to the address of its PCH heap in the process that made it; elsewhere it
 warns ("incompatible precompiled header (PCH) heap allocation address") and parses again. A
 PCH therefore cannot serve another process, and at some 300 MB each it is not kept: the
-files live in a private directory (0700) that is removed when the process exits. What
+files live in a private directory (0700) that is removed when the process exits (and,
+should the process be killed, by the next process that makes one). What
 outlives the process is the compiled kernels, in the persistent cache.
 
 NVRTC maps a PCH file into memory, and a truncated one kills the process (SIGBUS). So the
@@ -75,13 +76,36 @@ def _directory() -> str:
     global _dir, _owner, _heap_set
     with _lock:
         if _dir is None or _owner != os.getpid():
-            _dir, _owner = tempfile.mkdtemp(prefix="cuforge-pch-"), os.getpid()  # 0700
+            _remove_orphans()
+            _dir, _owner = tempfile.mkdtemp(prefix=f"cuforge-pch-{os.getpid()}-"), os.getpid()  # 0700
             _made.clear()
             atexit.register(_remove, _dir, _owner)
         if not _heap_set:
             _set_heap(_config.pch_heap_bytes())
             _heap_set = True
     return _dir
+
+
+def _remove_orphans() -> None:
+    """Remove the PCH directories of this user's processes that died without removing theirs
+    (killed, or crashed): some 300 MB each, in the temporary directory."""
+    root = tempfile.gettempdir()
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry.name.split("-")
+        if len(parts) != 4 or parts[:2] != ["cuforge", "pch"] or not parts[2].isdigit():
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:  # its process is gone
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:  # alive (another user's, or EPERM), or unreadable: leave it
+            continue
 
 
 def _remove(directory: str, owner: int) -> None:
