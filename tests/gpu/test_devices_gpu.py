@@ -200,3 +200,44 @@ def test_prepare_can_be_the_first_cuda_use_of_a_process():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "512.0", out.stderr
+
+
+@two_gpus
+def test_a_graph_captures_and_replays_on_device_1_and_refuses_device_0_arrays():
+    cp = pytest.importorskip("cupy")
+    n = 4099
+    x, _ = _expected(n)
+    with cp.cuda.Device(1):
+        dx, dy = cp.asarray(x), cp.ones(n, dtype=cp.float32)
+    Saxpy(2.0, dx, dy, n)  # loaded on device 1 before the capture
+    with cp.cuda.Device(1):
+        dy[...] = 1
+        cp.cuda.Device(1).synchronize()
+    with cf.graph(device=1) as g:
+        Saxpy(2.0, dx, dy, n)
+    g()  # from a thread whose device is 0: the graph's context is made current for the replay
+    with cp.cuda.Device(1):
+        cp.cuda.Device(1).synchronize()
+        np.testing.assert_allclose(cp.asnumpy(dy), 2 * x + 1, rtol=1e-6)
+    assert cp.cuda.runtime.getDevice() == 0
+    on0 = cp.ones(n, dtype=cp.float32)
+    Saxpy(1.0, on0, on0, n)
+    with pytest.raises(cf.GraphCaptureError, match=r"Saxpy: the launch runs on device 0, but this graph captures on device 1"):
+        with cf.graph(device=1):
+            Saxpy(1.0, on0, on0, n)
+    Saxpy(1.0, on0, on0, n)  # device 0 still works
+    cp.cuda.Device(0).synchronize()
+    np.testing.assert_allclose(cp.asnumpy(on0), 4.0)
+
+
+@two_gpus
+def test_a_torch_op_runs_on_the_tensors_device():
+    torch = pytest.importorskip("torch")
+    from .. import examples
+
+    example = examples.load("torch_ops")
+    x = torch.randn(64, 32, device="cuda:1")
+    b = torch.randn(32, device="cuda:1")
+    y = example.bias_silu(x, b)
+    assert y.device == torch.device("cuda:1")
+    torch.testing.assert_close(y, torch.nn.functional.silu(x + b))
