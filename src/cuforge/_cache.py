@@ -14,12 +14,13 @@ import json
 import os
 import re
 import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from . import _compile, _config, _cuda, _disk, _graph, _link, _parallel
 from ._stats import counters
-from .errors import DeclarationError, NoDeviceError
+from .errors import CompileError, DeclarationError, NoDeviceError
 from .options import CompileOptions, check_arch, to_flags
 
 KEY_SCHEMA = 1
@@ -197,8 +198,10 @@ def default_arch(who: str) -> str:
 def compile_together(
     kernels: list[Any], arch: str | None, options: CompileOptions | None, *, who: str
 ) -> list[_compile.CompiledKernel]:
-    """Compile kernels of one declaration in ONE NVRTC program (one prelude, one unit each,
-    one name expression each); kernels already in the memory cache are not compiled again."""
+    """Compile kernels of one declaration (one prelude, one unit each, one name expression
+    each), with the kernels declared over the same source= text: one NVRTC program, or
+    several when a heavy family is split (``_parallel``); kernels already in the memory cache
+    are not compiled again."""
     first = kernels[0]
     arch = check_arch(arch if arch is not None else default_arch(who))
     opts = first.options if options is None else options
@@ -211,17 +214,69 @@ def compile_together(
     found = [memory.get(key) for key in keys]
     if any(f is None for f in found):
         missing = [key for key, f in zip(keys, found) if f is None]
-        with memory.gates(missing):  # one compile per key in this process
+        siblings = _siblings(kernels, options, flags, opts)
+        with memory.gates(missing + [key for _, key in siblings]):  # one compile per key in this process
             disk = _disk.current()
             if not _from_disk(kernels, keys, arch, disk):
                 lock = disk.locks(missing, _config.cache_lock_seconds()) if disk else contextlib.nullcontext()
                 with lock:  # one compile per key across processes
                     if not _from_disk(kernels, keys, arch, disk, recheck=True):
-                        _compile_missing(kernels, keys, arch, flags, disk)
+                        _compile_with_siblings(kernels, keys, siblings, arch, flags, disk)
     results = [f if f is not None else memory.peek(key) for f, key in zip(found, keys)]
     for k, ck in zip(kernels, results):
         k._compiled[ck.arch, ck.flags] = ck
     return results
+
+
+_by_source: dict[str, weakref.WeakSet[Any]] = {}  # a source= text -> the kernels declared over it
+
+
+def note_source_kernel(kernel: Any) -> None:
+    """Remember a kernel declared over a source= text: its siblings compile with it."""
+    with _source_lock:
+        _by_source.setdefault(kernel._decl.source, weakref.WeakSet()).add(kernel)
+
+
+_source_lock = threading.Lock()
+
+
+def _siblings(kernels: list[Any], options: CompileOptions | None, flags: tuple[str, ...],
+              opts: CompileOptions) -> list[tuple[Any, str]]:  # fmt: skip
+    """(kernel, key) of the other kernels declared over the same source= text, with the same
+    options, not compiled yet: one source is one NVRTC program, as CuPy's RawModule makes it
+    (a family's instantiations and sibling declarations alike)."""
+    first = kernels[0]
+    if options is not None or first._decl.source is None or first._decl.module is not None:
+        return []
+    with _source_lock:
+        group = list(_by_source.get(first._decl.source, ()))
+    prelude, out = first._pieces()[0], []
+    for s in group:
+        if any(s is k for k in kernels) or s.options != first.options or s._decl.link != first._decl.link:
+            continue
+        if s._pieces()[0] == prelude and memory.peek(key := s._key(flags, opts)) is None:
+            out.append((s, key))
+    return out
+
+
+def _compile_with_siblings(kernels: list[Any], keys: list[str], siblings: list[tuple[Any, str]], arch: str,
+                           flags: tuple[str, ...], disk: _disk.DiskCache | None) -> None:  # fmt: skip
+    """Compile ``kernels`` with the siblings that neither memory nor disk holds; where that
+    program fails, ``kernels`` alone, so that a sibling's own mistake is reported when it is
+    compiled, not here."""
+    others = [(s, key) for s, key in siblings if memory.peek(key) is None]
+    others = [(s, key) for s, key in others if not _from_disk([s], [key], arch, disk)]
+    if not others:
+        _compile_missing(kernels, keys, arch, flags, disk)
+        return
+    try:
+        _compile_missing(kernels + [s for s, _ in others], keys + [key for _, key in others], arch, flags, disk)
+    except CompileError:
+        _compile_missing(kernels, keys, arch, flags, disk)
+        return
+    for s, key in others:
+        ck = memory.peek(key)
+        s._compiled[ck.arch, ck.flags] = ck
 
 
 def _from_disk(kernels: list[Any], keys: list[str], arch: str, disk: _disk.DiskCache | None, *, recheck: bool = False) -> bool:

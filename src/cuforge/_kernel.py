@@ -102,6 +102,8 @@ class Kernel(_KernelBase):
         self._load_lock = threading.Lock()
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = _launch.c_launcher(self)
+        if decl.source is not None and decl.module is None:
+            _cache.note_source_kernel(self)  # compiled with the other kernels of its source
 
     # ------------------------------------------------------------ rendering and compiling
 

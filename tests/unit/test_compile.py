@@ -168,3 +168,36 @@ def test_nvrtc_outputs_never_write_into_shared_bytes_objects():
     ck = Quiet.compile(arch="sm_90")
     assert ck.log == ""
     assert b" " * 1 == bytes([32]) and b" "[0] == 32
+
+
+SIBLINGS = """
+extern "C" __global__ void sib_fill(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = 1.0f; }
+extern "C" __global__ void sib_twice(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }
+template <typename T> __global__ void sib_put(T* x) { x[0] = T(3); }
+"""
+
+
+def _over(source: str, name: str, family: bool = False) -> cf.Kernel | cf.Family:
+    ns = {"__annotations__": {"x": cf.Array[cf.float32], "n": cf.int32}, "name": name, "source": source, "grid": 1}
+    if family:
+        ns = {"T": cf.typeparam(cf.float32, cf.float64), "name": name, "source": source, "grid": 1}
+        ns["__annotations__"] = {"x": cf.Array[ns["T"]]}
+    return cf.kernel(type(f"Sib_{name}", (), ns))
+
+
+def test_kernels_declared_over_one_source_compile_in_one_program():
+    fill, twice, put = _over(SIBLINGS, "sib_fill"), _over(SIBLINGS, "sib_twice"), _over(SIBLINGS, "sib_put", family=True)
+    put[cf.float64]  # an instantiation that exists is a sibling too
+    before = cf.cache_stats().compiles
+    assert fill.compile("sm_90").lowered_name == "sib_fill"
+    assert twice.compile("sm_90").lowered_name == "sib_twice"
+    assert put[cf.float64].compile("sm_90").lowered_name == "_Z7sib_putIdEvPT_"
+    assert cf.cache_stats().compiles - before == 1
+
+
+def test_a_siblings_mistake_does_not_fail_a_good_kernel():
+    source = SIBLINGS.replace("T(3)", "T(5)")
+    good, typo = _over(source, "sib_fill"), _over(source, "sib_fil")
+    assert good.compile("sm_90").lowered_name == "sib_fill"
+    with pytest.raises(cf.CompileError, match=r"sib_fil: NVRTC failed to compile"):
+        typo.compile("sm_90")
