@@ -6,6 +6,7 @@ family share it. Mistakes raise :class:`~cuforge.DeclarationError` here, never a
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import itertools
 import keyword
@@ -180,15 +181,17 @@ def _substitute(ann: Any, values: dict[str, Any]) -> Any:
 
 
 def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
+    """Every attribute is one cuforge reads, functions included (a misspelt ``gird`` function
+    would otherwise be silently ignored); names starting with ``_`` are the user's own."""
     annotated = set(ns.get("__annotations__", {}))
     for key, value in ns.items():
-        if key.startswith("__") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
+        if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
             continue
-        if callable(value) or isinstance(value, (staticmethod, classmethod)):
-            continue  # helpers (and the grid function) may live on the class
+        close = difflib.get_close_matches(key, sorted(_CLASS_KEYS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise DeclarationError(
-            f"{label}: unknown class attribute {key!r}; a kernel class takes annotations for its "
-            f"parameters and {', '.join(sorted(_CLASS_KEYS))}"
+            f"{label}: unknown class attribute {key!r}; {hint}a kernel class takes annotations for its "
+            f"parameters and {', '.join(sorted(_CLASS_KEYS))} (start a helper's name with _ to keep it)"
         )
 
 

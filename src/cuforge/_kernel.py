@@ -178,7 +178,7 @@ class Kernel(_KernelBase):
                 params_cpp=sig.cpp(),
                 specialization=", ".join(t.spell(v) for t, v in zip(decl.tparams, self.template_args.values())),
                 aliases="".join(
-                    f"using {t.name} = {t.spell(v)}; " if t.kind == "type" else f"constexpr int {t.name} = {v}; "
+                    f"using {t.name} = {t.spell(v)}; " if t.kind == "type" else f"[[maybe_unused]] constexpr int {t.name} = {v}; "
                     for t, v in zip(decl.tparams, self.template_args.values())
                 ),
                 headers=decl.headers,

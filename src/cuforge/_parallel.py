@@ -24,6 +24,8 @@ program in the process; a worker would parse them again.
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _compile, _config, _pch
 from ._stats import counters
+from .errors import CompileError
 
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures.process cost `import cuforge` 20 ms: imported on use
     from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -50,7 +53,7 @@ def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[l
     says: [(kernels, the result of the one program that compiled them)]."""
     workers = _config.compile_workers()
     if len(todo) < 2 or workers < 2 or not _may_split(spec_of(todo[:1])["source"]):  # judged on one instantiation
-        return [(todo, _compile.compile_program(**spec_of(todo)))]
+        return _batched(todo, spec_of)
     pace = _pace.get(id(decl))
     done: list[tuple[list[Any], _compile.CompileResult]] = []
     rest = todo
@@ -60,9 +63,33 @@ def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[l
         done.append((todo[:1], first))
         rest = todo[1:]
     if pace * len(rest) < _config.compile_split_seconds() or len(rest) < 2:
-        return [*done, (rest, _compile.compile_program(**spec_of(rest)))]
+        return [*done, *_batched(rest, spec_of)]
     chunks = [rest[i :: min(workers, len(rest))] for i in range(min(workers, len(rest)))]
     return done + _in_processes(chunks, spec_of, workers)
+
+
+# What NVRTC says when instantiations declare one `extern __shared__` array with different
+# element types: in one program they are one entity; each alone compiles.
+_CLASH = re.compile(r"declaration is incompatible with previous")
+
+
+def _batched(todo: list[Any], spec_of: Callable[[list[Any]], dict[str, Any]]) -> list[tuple[list[Any], _compile.CompileResult]]:
+    """``todo`` as one program, or, where its instantiations' declarations clash (an
+    ``extern __shared__ T temp[]`` for several T), one program each: said in each result's
+    log and counted in ``cache_stats().batch_fallbacks``."""
+    try:
+        return [(todo, _compile.compile_program(**spec_of(todo)))]
+    except CompileError as exc:
+        if len(todo) < 2 or not _CLASH.search(exc.log):
+            raise
+    note = (f"cuforge: these {len(todo)} instantiations could not share one NVRTC program (their declarations "
+            f"clash, as extern __shared__ arrays of different types do), so each was compiled alone")  # fmt: skip
+    counters.add(batch_fallbacks=1)
+    out = []
+    for k in todo:
+        result = _compile.compile_program(**spec_of([k]))
+        out.append(([k], dataclasses.replace(result, log=f"{note}\n{result.log}".strip())))
+    return out
 
 
 def _may_split(source: str) -> bool:

@@ -21,6 +21,7 @@ class CacheStats:
     disk_writes: int
     pch_creations: int = 0  # NVRTC precompiled headers made (see _pch)
     pch_hits: int = 0  # compiles that used one
+    batch_fallbacks: int = 0  # batches compiled one instantiation at a time, their declarations clashing
 
 
 class _Counters:
@@ -30,7 +31,7 @@ class _Counters:
 
     def reset(self) -> None:
         self.memory_hits = self.disk_hits = self.compiles = self.disk_errors = self.disk_writes = 0
-        self.pch_creations = self.pch_hits = 0
+        self.pch_creations = self.pch_hits = self.batch_fallbacks = 0
         self.compile_seconds = 0.0
 
     def add(self, **deltas: float) -> None:
@@ -44,8 +45,8 @@ counters = _Counters()
 
 def cache_stats(reset: bool = False) -> CacheStats:
     """Counters of this process: memory and disk hits, NVRTC compiles and their seconds,
-    disk errors (damaged or unreadable entries, failed writes), disk writes, and NVRTC
-    precompiled headers made and used.
+    disk errors (damaged or unreadable entries, failed writes), disk writes, NVRTC
+    precompiled headers made and used, and batches compiled one instantiation at a time.
 
     ``reset=True`` returns the counts and sets them to zero.
     """
@@ -53,7 +54,7 @@ def cache_stats(reset: bool = False) -> CacheStats:
         snap = CacheStats(
             counters.memory_hits, counters.disk_hits, counters.compiles,
             counters.compile_seconds, counters.disk_errors, counters.disk_writes, counters.pch_creations,
-            counters.pch_hits,
+            counters.pch_hits, counters.batch_fallbacks,
         )  # fmt: skip
         if reset:
             counters.reset()

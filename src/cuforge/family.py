@@ -208,7 +208,7 @@ class Family:
         at = self._autotune
         chosen: dict[str, int] = {}
         if at is not None and grid is None and block is None:
-            chosen = self._choice(types, bound, stream)
+            chosen = self._choice(types, bound, stream, shared_mem)
         self._instance(self._values(types, chosen))(*bound, grid=grid, block=block, shared_mem=shared_mem, stream=stream)
 
     def select(self, *args: Any, **kwargs: Any) -> Kernel:
@@ -245,7 +245,7 @@ class Family:
 
     # ------------------------------------------------------------ autotuning
 
-    def _choice(self, types: tuple[Any, ...], bound: tuple[Any, ...], stream: Any) -> dict[str, int]:
+    def _choice(self, types: tuple[Any, ...], bound: tuple[Any, ...], stream: Any, shared_mem: Any = 0) -> dict[str, int]:
         at = self._autotune
         assert at is not None
         buckets = tuple(
@@ -275,7 +275,7 @@ class Family:
                     f"{self._decl.label}: autotuning would time {len(kernels)} candidates here, which a CUDA graph "
                     f"cannot hold; call the family once with these shapes before cf.graph(), so the choice is made"
                 )
-            times = self._time(kernels, bound, at)
+            times = self._time(kernels, bound, at, shared_mem)
             best = min(range(len(kernels)), key=lambda i: times[i])
             record = {"choice": candidates[best], "times_ms": [[c, t] for c, t in zip(candidates, times)]}
             store.put(record_key, record)
@@ -296,8 +296,11 @@ class Family:
     def _values(self, types: tuple[Any, ...], chosen: dict[str, int]) -> tuple[Any, ...]:
         return tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
 
-    def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune) -> list[float]:
-        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes."""
+    def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune, shared_mem: Any = 0) -> list[float]:
+        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes,
+        with the call's dynamic shared memory (a candidate launched without what its
+        ``extern __shared__`` array needs would fault the GPU). A fault is named as the
+        candidate's, while tuning."""
         global timing_runs
 
         params = kernels[0].signature.params
@@ -316,13 +319,14 @@ class Family:
         times = []
         try:
             for k in kernels:
+                where = f"autotuning {self._decl.label}: candidate {k.name_expression} (shared_mem={shared_mem})"
                 for _ in range(at.warmup):
-                    k(*args, stream=0)
+                    k(*args, stream=0, shared_mem=shared_mem)
                 _cuda.check(driver.cuEventRecord(start, 0), "cuEventRecord")
                 for _ in range(at.repeat):
-                    k(*args, stream=0)
+                    k(*args, stream=0, shared_mem=shared_mem)
                 _cuda.check(driver.cuEventRecord(stop, 0), "cuEventRecord")
-                _cuda.check(driver.cuEventSynchronize(stop), "cuEventSynchronize")
+                _cuda.check(driver.cuEventSynchronize(stop), where)
                 ms = _cuda.check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
                 times.append(float(ms) / at.repeat)
                 timing_runs += 1

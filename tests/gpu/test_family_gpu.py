@@ -105,3 +105,38 @@ def test_explicit_index_bypasses_tuning():
     x = np.zeros(1000, np.float32)
     Tuned[cf.float32, 256](x, 1000)
     assert (x == 256).all() and Tuned.tuning() == []
+
+
+def test_autotuning_launches_candidates_with_the_calls_shared_memory():
+    """Each candidate uses an extern __shared__ array: tuned without the call's shared_mem, it
+    faulted the GPU (and the context was lost)."""
+
+    @cf.kernel
+    class BlockSums:
+        BLOCK = cf.intparam(128, 256)
+        x: cf.In[cf.float32]
+        out: cf.Out[cf.float32]
+        n: cf.int32
+        block = "BLOCK"
+        grid = staticmethod(lambda n: ((n + 255) // 256,))
+        autotune = cf.autotune(BLOCK=[128, 256], key=["n"])
+        body = """
+        extern __shared__ float s[];
+        int base = blockIdx.x * 256;
+        float acc = 0.0f;
+        for (int i = threadIdx.x; i < 256; i += BLOCK) acc += base + i < n ? x[base + i] : 0.0f;
+        s[threadIdx.x] = acc;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float t = 0.0f;
+            for (int i = 0; i < BLOCK; ++i) t += s[i];
+            out[blockIdx.x] = t;
+        }
+        """
+
+    n = 256 * 40
+    x = np.random.default_rng(3).random(n, dtype=np.float32)
+    out = np.zeros(40, np.float32)
+    BlockSums(x, out, n, shared_mem=256 * 4)
+    np.testing.assert_allclose(out, x.reshape(40, 256).sum(axis=1), rtol=1e-5)
+    assert BlockSums.tuning()[0]["from"] == "timed"

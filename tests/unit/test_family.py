@@ -68,7 +68,7 @@ def test_template_values_reach_jinja_and_cpp():
     src = Axpy[cf.float64, 512].render()
     assert "template <typename T, int BLOCK>\n__global__ void Axpy(T a, const T* __restrict__ x, T* y, long long n);" in src
     assert "template <>\n__global__ void Axpy<double, 512>(double a, const double* __restrict__ x, double* y, long long n)" in src
-    assert "using T = double; constexpr int BLOCK = 512;" in src
+    assert "using T = double; [[maybe_unused]] constexpr int BLOCK = 512;" in src
     assert "(long long)512 + threadIdx.x" in src and "// float64: 8 bytes, float: True" in src
     assert '#line 1 "Axpy<double, 512>.body"' in src
 
@@ -195,3 +195,15 @@ def test_registry_lists_replaces_and_precompiles():
     assert len(built["regtest.Reg"]) == 1 and len(built[Axpy.qualname]) == 12
     with pytest.raises(KeyError, match=r"no kernel named 'nope' is registered"):
         cf.registry["nope"]
+
+
+def test_a_clean_family_compiles_with_a_clean_log():
+    @cf.kernel
+    class Quiet:
+        T = cf.typeparam(cf.float32, cf.float64)
+        BLOCK = cf.intparam(128, 256)
+        y: cf.Array[cf.float32]
+        body = "y[threadIdx.x] = 1.0f;"  # uses neither T nor BLOCK: no warning for cuforge's own lines
+        grid = 1
+
+    assert [c.log for c in Quiet.precompile("sm_90")] == [""] * 4

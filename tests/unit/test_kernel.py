@@ -93,3 +93,27 @@ def test_helpers_on_the_class_are_allowed():
             return (n // block[0] + 1, 1)
 
     assert WithGrid._block == (16, 16, 1)
+
+
+def test_a_misspelt_class_attribute_is_refused_with_the_closest_name_functions_included():
+    with pytest.raises(cf.DeclarationError, match=r"unknown class attribute 'gird'; did you mean 'grid'\?"):
+
+        @cf.kernel
+        class Typo:
+            x: cf.Array[cf.float32]
+            body = "x[0] = 1;"
+
+            @staticmethod
+            def gird(x):  # a function: ignored silently before
+                return (1,)
+
+    @cf.kernel
+    class Helper:  # a name starting with _ is the user's own
+        x: cf.Array[cf.float32]
+        body = "x[0] = 1;"
+
+        @staticmethod
+        def _size(x):
+            return 1
+
+    assert Helper.name == "Helper"

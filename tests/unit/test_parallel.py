@@ -83,3 +83,28 @@ def test_worker_setting_is_checked():
         _config.compile_workers()
     with _config.scope(compile_workers="3"):
         assert _config.compile_workers() == 3
+
+
+def test_extern_shared_arrays_of_several_types_compile_one_by_one_and_say_so():
+    @cf.kernel
+    class Reverse:
+        T = cf.typeparam(cf.float32, cf.float64)
+        BLOCK = cf.intparam(128, 256)
+        x: cf.Array[T]
+        n: cf.int32
+        block = "BLOCK"
+        grid = 1
+        body = """
+        extern __shared__ T temp[];
+        temp[threadIdx.x] = threadIdx.x < n ? x[threadIdx.x] : T(0);
+        __syncthreads();
+        if (threadIdx.x < n) x[threadIdx.x] = temp[BLOCK - 1 - threadIdx.x];
+        """
+
+    before = cf.cache_stats()
+    compiled = Reverse.precompile("sm_90")  # one program would fail: "declaration is incompatible"
+    after = cf.cache_stats()
+    assert [c.name_expression for c in compiled] == ["Reverse<float, 128>", "Reverse<float, 256>", "Reverse<double, 128>",
+                                                     "Reverse<double, 256>"]  # fmt: skip
+    assert (after.compiles - before.compiles, after.batch_fallbacks - before.batch_fallbacks) == (4, 1)
+    assert compiled[0].log.startswith("cuforge: these 4 instantiations could not share one NVRTC program")
