@@ -128,6 +128,8 @@ class _Decl:
             except ArgumentError as exc:
                 raise DeclarationError(str(exc)) from None
         self.grid = ns.get("grid")
+        if self.grid is not None and not isinstance(self.grid, (str, int, tuple)):  # a function: checked now
+            _launch.grid_function_names(label, self.grid, [n for n, _ in self.params], [t.name for t in self.tparams])
         self.autotune = ns.get("autotune")
         self.launch_kind = _kinds.kind_of(label, ns.get("cooperative", False), ns.get("cluster"),
                                           ns.get("non_portable_cluster", False), where="class")  # fmt: skip

@@ -90,7 +90,7 @@ class Kernel(_KernelBase):
         # What both launch paths read, built once: see _launch and _csrc/.
         self._specs = param_specs(self.signature)
         self._block = _launch.dims(resolved, "block", self.label, _launch.BLOCK_LIMIT)
-        self._grid = _launch.GridRule(self.label, decl.grid, self._specs)
+        self._grid = _launch.GridRule(self.label, decl.grid, self._specs, self.template_args)
         self._checks = tuple(checker(self.label, s) for s in self._specs)
         self._packer = _launch.Packer(self._specs)
         self._family: Any = None  # the Family this is an instantiation of (set by it)

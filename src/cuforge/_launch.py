@@ -97,7 +97,7 @@ class GridRule:
 
     __slots__ = ("function", "kernel", "source")
 
-    def __init__(self, kernel: str, rule: Any, specs: tuple[ParamSpec, ...]):
+    def __init__(self, kernel: str, rule: Any, specs: tuple[ParamSpec, ...], template_args: dict[str, Any] | None = None):
         self.kernel = kernel
         self.function: Callable[[tuple[Any, ...], tuple[int, int, int]], Any] | None = None
         names = [s.name for s in specs]
@@ -124,7 +124,7 @@ class GridRule:
             self.function = lambda args, block: fixed
         else:
             self.source = -2
-            self.function = _grid_function(kernel, rule, names)
+            self.function = _grid_function(kernel, rule, names, template_args or {})
 
     def __call__(self, args: tuple[Any, ...], arrays: list[tuple[int, ArrayArg]], block: tuple[int, int, int]) -> Any:
         """The grid, or None when the sizing count is 0 (nothing to launch)."""
@@ -140,20 +140,32 @@ class GridRule:
         return dims(-(-count // block[0]), "grid", self.kernel, GRID_LIMIT)
 
 
-def _grid_function(kernel: str, rule: Any, names: list[str]) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:
+def grid_function_names(kernel: str, rule: Any, names: list[str], template_names: list[str]) -> list[str]:
+    """The names a grid function asks for, each a kernel parameter, a template parameter or
+    ``block`` (checked when the class is defined, family or not)."""
     fn = rule.__func__ if isinstance(rule, staticmethod) else rule
     if not callable(fn):
         raise DeclarationError(f"{kernel}: grid must be a parameter name or a function, got {rule!r}")
     wanted = list(inspect.signature(fn).parameters)
-    unknown = [w for w in wanted if w not in names and w != "block"]
+    unknown = [w for w in wanted if w not in names and w not in template_names and w != "block"]
     if unknown:
+        known = ", ".join([*names, *template_names])
         raise DeclarationError(
-            f"{kernel}: the grid function asks for {', '.join(unknown)}, which are not parameters ({', '.join(names)}) or 'block'"
+            f"{kernel}: the grid function asks for {', '.join(unknown)}, which are not parameters or template "
+            f"parameters ({known}) or 'block'"
         )
-    picks = [(w, names.index(w) if w in names else -1) for w in wanted]
+    return wanted
+
+
+def _grid_function(kernel: str, rule: Any, names: list[str],
+                   template_args: dict[str, Any]) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:  # fmt: skip
+    fn = rule.__func__ if isinstance(rule, staticmethod) else rule
+    wanted = grid_function_names(kernel, rule, names, list(template_args))
+    # (name, parameter index) or (name, -1) for block, or (name, -2) for a template parameter's value
+    picks = [(w, names.index(w) if w in names else -1 if w == "block" else -2) for w in wanted]
 
     def by_function(args: tuple[Any, ...], block: tuple[int, int, int]) -> Any:
-        grid = fn(**{w: (block if i < 0 else args[i]) for w, i in picks})
+        grid = fn(**{w: (args[i] if i >= 0 else block if i == -1 else template_args[w]) for w, i in picks})
         return dims(grid, "grid (from the class's grid function)", kernel, GRID_LIMIT)
 
     return by_function

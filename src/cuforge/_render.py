@@ -71,7 +71,12 @@ def _error(kernel: str, where: str, exc: BaseException, filename: str, text: str
             shown = f"\n  {line:>4} | {lines[line - 1]}"
     at = f" line {line}" if line is not None else ""
     hint = ""
-    if isinstance(exc, jinja2.UndefinedError):
+    if isinstance(exc, jinja2.UndefinedError) and where == "preamble":
+        # one preamble serves every instantiation of a family: no instantiation's values are in it
+        hint = ("; a preamble is shared by every instantiation, so only `name` and `params` are defined in it, not "
+                "template parameters: write a C++ template (template <typename T> __device__ T f(T v)) or move it "
+                "into the body")  # fmt: skip
+    elif isinstance(exc, jinja2.UndefinedError):
         hint = "; only declared values (template parameters, `name`, `params`) are defined"
     text_of = getattr(exc, "message", None) or str(exc)
     return TemplateError(f"{kernel}: cannot render {where}{at}: {text_of}{hint}{shown}")

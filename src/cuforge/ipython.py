@@ -9,6 +9,7 @@ the notebook under its name: the same checks, cache and launch rule as class-dec
 from __future__ import annotations
 
 import contextlib
+import keyword
 import re
 import shlex
 from typing import Any
@@ -82,6 +83,11 @@ class CudaMagics(Magics):
             self._show(what, bound, arch)
         self._user_ns.update(bound)
         print("bound: " + "; ".join(_describe(name, obj) for name, obj in bound.items()))
+        renamed = sorted({q.name[:-1] for k in kernels for q in k.signature.params
+                          if q.name.endswith("_") and keyword.iskeyword(q.name[:-1])})  # fmt: skip
+        if renamed:
+            print(f"note: C++ parameter(s) {', '.join(renamed)} are Python keywords: pass them as "
+                  f"{', '.join(n + '_' for n in renamed)}")  # fmt: skip
 
     def _options(self, args: Any) -> CompileOptions:
         defines: list[tuple[str, str | None]] = []
@@ -232,12 +238,18 @@ def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, 
     if sig is not None:
         annotations = dict(sig)
     else:
-        annotations = {n: _cparse.cpp_type(ty, f"{expr}: parameter '{n}'", subs) for n, ty in p.params}
+        # A C++ name that is a Python keyword (`in`, `lambda`) is bound as `in_` on the Python
+        # side, where it must be a keyword argument's name; the bound line says so.
+        annotations = {_python_name(n): _cparse.cpp_type(ty, f"{expr}: parameter '{n}'", subs) for n, ty in p.params}
     ns = {"__annotations__": annotations, "source": source, "name": expr, "options": opts, "__module__": "__main__",
           **(launch or {})}  # fmt: skip
     cls = type(p.name, (), ns)
     cls.__qualname__ = expr
     return kernel(cls)  # type: ignore[no-any-return]
+
+
+def _python_name(name: str) -> str:
+    return f"{name}_" if keyword.iskeyword(name) else name
 
 
 def _kernels_of(obj: Any) -> list[Kernel]:

@@ -207,3 +207,31 @@ def test_a_clean_family_compiles_with_a_clean_log():
         grid = 1
 
     assert [c.log for c in Quiet.precompile("sm_90")] == [""] * 4
+
+
+def test_a_grid_function_reads_template_parameters_and_unknown_names_fail_at_definition():
+    @cf.kernel
+    class Tiled:
+        TILE = cf.intparam(2, 4)
+        x: cf.Array[cf.float32]
+        n: cf.int64
+        block = 64
+
+        @staticmethod
+        def grid(n, TILE, block):  # Kernel Tuner's rule: each thread does TILE elements
+            return (-(-n // (block[0] * TILE)),)
+
+        body = "long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * TILE; if (i < n) x[i] = 1.0f;"
+
+    assert Tiled[4]._grid((None, 1000), [], (64, 1, 1)) == (4, 1, 1)
+    assert Tiled[2]._grid((None, 1000), [], (64, 1, 1)) == (8, 1, 1)
+    with pytest.raises(cf.DeclarationError, match=r"the grid function asks for tile_size_x, which are not parameters or "
+                                                  r"template parameters \(x, n, TILE\) or 'block'"):  # fmt: skip
+
+        @cf.kernel
+        class Misnamed:
+            TILE = cf.intparam(2, 4)
+            x: cf.Array[cf.float32]
+            n: cf.int64
+            grid = staticmethod(lambda n, tile_size_x: (n // tile_size_x,))
+            body = "x[0] = 1.0f;"

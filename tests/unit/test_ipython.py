@@ -226,3 +226,14 @@ def test_without_a_gpu_the_arch_comes_from_cuforge_arch_or_a_clear_error(shell, 
     with _config.scope(arch="sm_90"):
         cuda(shell, "", SAXPY)
     assert "bound: saxpy(a: float32" in capsys.readouterr().out
+
+
+def test_a_parameter_named_as_a_python_keyword_binds_with_an_underscore(shell, capsys):
+    cuda(shell, "--arch sm_90", 'extern "C" __global__ void copy_in(const float* in, float* out, int n) '
+                                "{ if (threadIdx.x < n) out[threadIdx.x] = in[threadIdx.x]; }")  # fmt: skip
+    out = capsys.readouterr().out
+    assert "bound: copy_in(in_: In[float32], out: Array[float32], n: int32)" in out
+    assert "note: C++ parameter(s) in are Python keywords: pass them as in_" in out
+    k = shell.user_ns["copy_in"]
+    assert [p.name for p in k.signature.params] == ["in_", "out", "n"]
+    assert k.compile("sm_90").lowered_name == "copy_in"

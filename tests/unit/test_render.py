@@ -82,3 +82,17 @@ def test_template_path_setting_and_missing_template():
     missing = cf.kernel(type("Missing", (), {**class_ns, "template": "nope.cu.j2"}))
     with pytest.raises(cf.TemplateError, match=r"Missing: template 'nope.cu.j2' not found in .*CUFORGE_TEMPLATE_PATH"):
         missing.render()
+
+
+def test_a_preamble_naming_a_template_parameter_gets_a_hint_that_says_why_it_is_not_there():
+    @cf.kernel
+    class Shared:
+        T = cf.typeparam(cf.float32, cf.float64)
+        x: cf.Array[T]
+        preamble = "__device__ {{ T }} twice({{ T }} v) { return v + v; }"
+        body = "x[0] = twice(x[0]);"
+        grid = 1
+
+    with pytest.raises(cf.TemplateError, match=r"'T' is undefined; a preamble is shared by every instantiation, so only "
+                                               r"`name` and `params` are defined in it, not template parameters"):  # fmt: skip
+        Shared[cf.float32].render()
