@@ -51,6 +51,7 @@ from .registry import Registry as Registry
 from .registry import registry as registry
 from .types import Array as Array
 from .types import ArrayType as ArrayType
+from .types import BoolParam as BoolParam
 from .types import DType as DType
 from .types import In as In
 from .types import IntParam as IntParam
@@ -58,6 +59,7 @@ from .types import Out as Out
 from .types import TypeParam as TypeParam
 from .types import bfloat16 as bfloat16
 from .types import bool_ as bool_
+from .types import boolparam as boolparam
 from .types import complex64 as complex64
 from .types import complex128 as complex128
 from .types import float16 as float16
@@ -101,6 +103,8 @@ __all__ = [
     "autotune",
     "bfloat16",
     "bool_",
+    "boolparam",
+    "BoolParam",
     "cache_stats",
     "CacheStats",
     "CompiledKernel",

@@ -19,12 +19,14 @@ from ._signature import Param, Signature, param_specs
 from ._version import __version__
 from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, SignatureMismatchError
 from .options import CompileOptions
-from .types import DType
+from .types import CppBool, DType
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
 __all__ = ["CompiledKernel", "Kernel", "KernelTemplate"]
+
+_CPP_KIND = {"type": "typename", "int": "int", "bool": "bool"}  # a template parameter's kind, as C++ declares it
 
 
 class _PythonCall:
@@ -133,7 +135,8 @@ class Kernel(_KernelBase):
         return next(reversed(self._compiled.values())).lowered_name
 
     def _context(self) -> dict[str, Any]:
-        return {"name": self.name, "params": {p.name: p for p in self.signature.params}, **self.template_args}
+        values = {k: CppBool(v) if isinstance(v, bool) else v for k, v in self.template_args.items()}
+        return {"name": self.name, "params": {p.name: p for p in self.signature.params}, **values}
 
     def _pieces(self) -> tuple[str, str, dict[str, str]]:
         """(prelude, unit, #line sources): a program holds one prelude and the units of the
@@ -173,12 +176,13 @@ class Kernel(_KernelBase):
             generic = Signature(tuple(Param(n, i, ann) for i, (n, ann) in enumerate(decl.params)))
             prelude, unit = _render.assemble(
                 name=self.name,
-                template_params=", ".join(f"{'typename' if t.kind == 'type' else 'int'} {t.name}" for t in decl.tparams),
+                template_params=", ".join(f"{_CPP_KIND[t.kind]} {t.name}" for t in decl.tparams),
                 generic_params_cpp=generic.cpp(),
                 params_cpp=sig.cpp(),
                 specialization=", ".join(t.spell(v) for t, v in zip(decl.tparams, self.template_args.values())),
                 aliases="".join(
-                    f"using {t.name} = {t.spell(v)}; " if t.kind == "type" else f"[[maybe_unused]] constexpr int {t.name} = {v}; "
+                    f"using {t.name} = {t.spell(v)}; " if t.kind == "type"
+                    else f"[[maybe_unused]] constexpr {_CPP_KIND[t.kind]} {t.name} = {t.spell(v)}; "
                     for t, v in zip(decl.tparams, self.template_args.values())
                 ),
                 headers=decl.headers,

@@ -329,7 +329,8 @@ class IntParam:
             raise DeclarationError("cf.intparam() needs at least one value, e.g. cf.intparam(256, 128)")
         for v in values:
             if isinstance(v, bool) or not isinstance(v, int) or not -(2**31) <= v < 2**31:
-                raise DeclarationError(f"cf.intparam(...) takes ints that fit a C++ int, got {v!r}")
+                hint = "; for a C++ bool use cf.boolparam()" if isinstance(v, bool) else ""
+                raise DeclarationError(f"cf.intparam(...) takes ints that fit a C++ int, got {v!r}{hint}")
         if len(set(values)) != len(values):
             raise DeclarationError(f"cf.intparam{values!r} lists a value twice")
         self.values: tuple[int, ...] = tuple(values)
@@ -359,6 +360,41 @@ class IntParam:
         return f"cuforge.intparam({', '.join(map(str, self.values))})"
 
 
+class BoolParam(IntParam):
+    """A family's bool parameter: ``POW2 = cf.boolparam()`` (default False) or
+    ``cf.boolparam(True)``. A C++ ``bool`` template parameter: ``POW2`` is ``true`` or
+    ``false`` in the C++, and ``{{ POW2 }}`` renders the same (``{% if POW2 %}`` works)."""
+
+    __module__ = "cuforge"
+    kind = "bool"
+
+    def __init__(self, default: bool = False):
+        if not isinstance(default, bool):
+            raise DeclarationError(f"cf.boolparam(default) takes True or False, got {default!r}")
+        self.values: tuple[int, ...] = (default, not default)
+        self.name = "?"
+
+    def resolve(self, value: Any, kernel: str) -> int:
+        if value is True or value is False:
+            return value
+        raise DeclarationError(f"{kernel}: template parameter {self.name} is a bool: True or False; got {value!r}")
+
+    def spell(self, value: int) -> str:
+        return "true" if value else "false"
+
+    def __repr__(self) -> str:
+        return f"cuforge.boolparam({self.values[0]!r})"
+
+
+class CppBool(int):
+    """A bool parameter's value in Jinja: true in ``{% if %}``, rendered as C++ spells it."""
+
+    def __str__(self) -> str:
+        return "true" if self else "false"
+
+    __repr__ = __str__
+
+
 def typeparam(*dtypes: Any) -> TypeParam:
     """Declare a family's type parameter; the allowed dtypes in order, the first the default."""
     return TypeParam(*dtypes)
@@ -367,3 +403,8 @@ def typeparam(*dtypes: Any) -> TypeParam:
 def intparam(*values: int) -> IntParam:
     """Declare a family's integer parameter; the allowed values in order, the first the default."""
     return IntParam(*values)
+
+
+def boolparam(default: bool = False) -> BoolParam:
+    """Declare a family's bool parameter (a C++ ``bool`` template parameter); ``default`` first."""
+    return BoolParam(default)

@@ -235,3 +235,26 @@ def test_a_grid_function_reads_template_parameters_and_unknown_names_fail_at_def
             n: cf.int64
             grid = staticmethod(lambda n, tile_size_x: (n // tile_size_x,))
             body = "x[0] = 1.0f;"
+
+
+def test_bool_template_parameters_render_as_cpp_bools():
+    @cf.kernel
+    class Reduce:
+        POW2 = cf.boolparam()  # reduce7's nIsPow2
+        x: cf.Array[cf.float32]
+        n: cf.int32
+        grid = 1
+        body = """
+        {% if POW2 %}// a power of two{% else %}// any size{% endif %}: {{ POW2 }}
+        if (POW2 || threadIdx.x < n) x[threadIdx.x] = 1.0f;
+        """
+
+    assert [k.name_expression for k in Reduce.instantiations()] == ["Reduce<false>", "Reduce<true>"]
+    assert "// a power of two: true" in Reduce[True].render() and "// any size: false" in Reduce[False].render()
+    assert "[[maybe_unused]] constexpr bool POW2 = true;" in Reduce[True].render()
+    assert [c.lowered_name for c in Reduce.precompile("sm_90")] == ["_Z6ReduceILb0EEvPfi", "_Z6ReduceILb1EEvPfi"]
+    with pytest.raises(cf.DeclarationError, match=r"template parameter POW2 is a bool: True or False; got 1"):
+        Reduce[1]
+    with pytest.raises(cf.DeclarationError, match=r"for a C\+\+ bool use cf.boolparam\(\)"):
+        cf.intparam(True, False)
+    assert repr(cf.boolparam(True)) == "cuforge.boolparam(True)"
