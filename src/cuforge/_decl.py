@@ -32,7 +32,7 @@ _CPP_RESERVED = frozenset(
 )
 _CLASS_KEYS = frozenset(
     {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune",
-     "cooperative", "cluster", "non_portable_cluster", "module", "link"}
+     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem"}
 )  # fmt: skip
 # Keywords a call takes besides the kernel's arguments: no parameter may take their names.
 LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch.CALL_OPTIONS)
@@ -130,6 +130,10 @@ class _Decl:
         self.grid = ns.get("grid")
         if self.grid is not None and not isinstance(self.grid, (str, int, tuple)):  # a function: checked now
             _launch.grid_function_names(label, self.grid, [n for n, _ in self.params], [t.name for t in self.tparams])
+        self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
+        if self.shared_mem is not None and not isinstance(self.shared_mem, (str, int)):
+            _launch.grid_function_names(label, self.shared_mem, [n for n, _ in self.params], [t.name for t in self.tparams],
+                                        "shared_mem")  # fmt: skip
         self.autotune = ns.get("autotune")
         self.launch_kind = _kinds.kind_of(label, ns.get("cooperative", False), ns.get("cluster"),
                                           ns.get("non_portable_cluster", False), where="class")  # fmt: skip

@@ -93,6 +93,8 @@ class Kernel(_KernelBase):
         self._specs = param_specs(self.signature)
         self._block = _launch.dims(resolved, "block", self.label, _launch.BLOCK_LIMIT)
         self._grid = _launch.GridRule(self.label, decl.grid, self._specs, self.template_args)
+        self._smem = (None if decl.shared_mem is None
+                      else _launch.SharedMemRule(self.label, decl.shared_mem, self._specs, self.template_args))  # fmt: skip
         self._checks = tuple(checker(self.label, s) for s in self._specs)
         self._packer = _launch.Packer(self._specs)
         self._family: Any = None  # the Family this is an instantiation of (set by it)

@@ -140,35 +140,84 @@ class GridRule:
         return dims(-(-count // block[0]), "grid", self.kernel, GRID_LIMIT)
 
 
-def grid_function_names(kernel: str, rule: Any, names: list[str], template_names: list[str]) -> list[str]:
-    """The names a grid function asks for, each a kernel parameter, a template parameter or
-    ``block`` (checked when the class is defined, family or not)."""
+def grid_function_names(kernel: str, rule: Any, names: list[str], template_names: list[str], what: str = "grid") -> list[str]:
+    """The names a grid (or shared_mem) function asks for, each a kernel parameter, a template
+    parameter or ``block`` (checked when the class is defined, family or not)."""
     fn = rule.__func__ if isinstance(rule, staticmethod) else rule
     if not callable(fn):
-        raise DeclarationError(f"{kernel}: grid must be a parameter name or a function, got {rule!r}")
+        raise DeclarationError(f"{kernel}: {what} must be a parameter name or a function, got {rule!r}")
     wanted = list(inspect.signature(fn).parameters)
     unknown = [w for w in wanted if w not in names and w not in template_names and w != "block"]
     if unknown:
         known = ", ".join([*names, *template_names])
         raise DeclarationError(
-            f"{kernel}: the grid function asks for {', '.join(unknown)}, which are not parameters or template "
+            f"{kernel}: the {what} function asks for {', '.join(unknown)}, which are not parameters or template "
             f"parameters ({known}) or 'block'"
         )
     return wanted
 
 
-def _grid_function(kernel: str, rule: Any, names: list[str],
-                   template_args: dict[str, Any]) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:  # fmt: skip
+def _rule_function(kernel: str, rule: Any, names: list[str], template_args: dict[str, Any],
+                   what: str = "grid") -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:  # fmt: skip
+    """The class's grid (or shared_mem) function, called with the arguments it names."""
     fn = rule.__func__ if isinstance(rule, staticmethod) else rule
-    wanted = grid_function_names(kernel, rule, names, list(template_args))
+    wanted = grid_function_names(kernel, rule, names, list(template_args), what)
     # (name, parameter index) or (name, -1) for block, or (name, -2) for a template parameter's value
     picks = [(w, names.index(w) if w in names else -1 if w == "block" else -2) for w in wanted]
 
+    def call(args: tuple[Any, ...], block: tuple[int, int, int]) -> Any:
+        return fn(**{w: (args[i] if i >= 0 else block if i == -1 else template_args[w]) for w, i in picks})
+
+    return call
+
+
+def _grid_function(kernel: str, rule: Any, names: list[str],
+                   template_args: dict[str, Any]) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:  # fmt: skip
+    call = _rule_function(kernel, rule, names, template_args)
+
     def by_function(args: tuple[Any, ...], block: tuple[int, int, int]) -> Any:
-        grid = fn(**{w: (args[i] if i >= 0 else block if i == -1 else template_args[w]) for w, i in picks})
-        return dims(grid, "grid (from the class's grid function)", kernel, GRID_LIMIT)
+        return dims(call(args, block), "grid (from the class's grid function)", kernel, GRID_LIMIT)
 
     return by_function
+
+
+class SharedMemRule:
+    """A class's ``shared_mem``: a fixed int, an integer parameter's value, or a function of
+    parameters, template parameters and ``block``. A call that leaves ``shared_mem`` at 0
+    (its default) gets it; a call that passes bytes overrides it."""
+
+    __slots__ = ("fixed", "function", "kernel")
+
+    def __init__(self, kernel: str, rule: Any, specs: tuple[ParamSpec, ...], template_args: dict[str, Any]):
+        self.kernel = kernel
+        self.fixed: int | None = None
+        self.function: Callable[[tuple[Any, ...], tuple[int, int, int]], Any] | None = None
+        names = [s.name for s in specs]
+        if isinstance(rule, int) and not isinstance(rule, bool):
+            if not 0 <= rule <= SHARED_MEM_MAX:
+                raise DeclarationError(f"{kernel}: shared_mem = {rule} must be from 0 to {SHARED_MEM_MAX} bytes")
+            self.fixed = rule
+        elif isinstance(rule, str):
+            spec = specs[names.index(rule)] if rule in names else None
+            if spec is None or spec.is_array or not spec.dtype.is_integer:
+                raise DeclarationError(
+                    f"{kernel}: shared_mem = {rule!r} must name an integer parameter; the parameters are {', '.join(names)}"
+                )
+            index = spec.index
+            self.function = lambda args, block: args[index]
+        else:
+            self.function = _rule_function(kernel, rule, names, template_args, "shared_mem")
+
+    def __call__(self, args: tuple[Any, ...], block: tuple[int, int, int]) -> int:
+        if self.fixed is not None:
+            return self.fixed
+        value = self.function(args, block)  # type: ignore[misc]  # set when fixed is None
+        if not _is_int(value) or not 0 <= value <= SHARED_MEM_MAX:
+            raise ArgumentError(
+                f"{self.kernel}: the class's shared_mem rule gave {value!r}; it must give an int from 0 to "
+                f"{SHARED_MEM_MAX} (bytes)"
+            )
+        return int(value)
 
 
 # ---------------------------------------------------------------- streams
@@ -343,6 +392,8 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
             grd = _DIMS[grid, _GRID_KEY] if exact_ints(grid) else dims(grid, "grid", label, GRID_LIMIT)
         except (KeyError, TypeError):
             grd = dims(grid, "grid", label, GRID_LIMIT)
+    if shared_mem == 0 and kernel._smem is not None:  # the class's rule, where the call passes none
+        shared_mem = kernel._smem(args, blk)
     if grd is None:
         return None  # every option was checked all the same
     if kind.cluster is not None:
@@ -569,7 +620,10 @@ def c_launcher(kernel: Any) -> Any:
         return None
     if kernel._kind is not _kinds.PLAIN:  # cooperative or clustered: checked against the device on every call
         return None
+    smem = kernel._smem
+    if smem is not None and smem.fixed is None:  # shared_mem from the arguments: the general path computes it
+        return None
     grid = kernel._grid
     converters = tuple(None if s.is_array else scalar_to_bytes(check, s) for check, s in zip(kernel._checks, kernel._specs))
     return _claunch.Launcher(kernel.label, kernel._specs, converters, kernel._by_device, grid.source, grid.function,
-                             kernel._block, kernel._attrs)  # fmt: skip
+                             kernel._block, kernel._attrs, smem.fixed if smem is not None else 0)  # fmt: skip

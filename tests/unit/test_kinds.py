@@ -160,3 +160,32 @@ def test_clusters_on_a_gpu_before_sm_90_are_refused():
     with pytest.raises(cf.ArgumentError, match=r"K: thread-block clusters need compute capability 9.0 or newer; device 0 "
                                                r"\(GPU\) is 8.0; launch without cluster="):  # fmt: skip
         _kinds.check_on_device("K", _loaded(cc=80), _kinds.LaunchKind(cluster=(2, 1, 1)), (2, 1, 1), (32, 1, 1), 0)
+
+
+def test_a_class_shared_mem_rule_fills_calls_that_pass_none():
+    fixed = declare(shared_mem=1024)
+    c = _launch.check_and_pack(fixed, (cai(64),), {}, 1, 64, 0, None)
+    assert c.shared_mem == 1024
+    assert _launch.check_and_pack(fixed, (cai(64),), {}, 1, 64, 512, None).shared_mem == 512  # the call's own
+    if fixed._fast is not None:  # the C launcher takes a fixed rule itself
+        assert fixed._fast.check_and_pack((cai(64),), {}, 1, 64, 0, None)[3] == 1024
+
+    @cf.kernel
+    class PerBlock:
+        BLOCK = cf.intparam(128, 256)
+        y: cf.Array[cf.float32]
+        block = "BLOCK"
+        shared_mem = staticmethod(lambda BLOCK: BLOCK * 4)  # an extern __shared__ float per thread
+        body = "extern __shared__ float s[]; s[threadIdx.x] = 1.0f; y[threadIdx.x] = s[threadIdx.x];"
+
+    assert _launch.check_and_pack(PerBlock[256], (cai(256),), {}, 1, None, 0, None).shared_mem == 1024
+    assert PerBlock[256]._fast is None  # computed from the arguments: the general path
+
+    by_param = declare(__annotations__={"y": cf.Array[cf.float32], "smem": cf.int32}, shared_mem="smem")
+    assert _launch.check_and_pack(by_param, (cai(64), 2048), {}, 1, 64, 0, None).shared_mem == 2048
+    with pytest.raises(cf.ArgumentError, match=r"the class's shared_mem rule gave -4; it must give an int from 0"):
+        _launch.check_and_pack(by_param, (cai(64), -4), {}, 1, 64, 0, None)
+    with pytest.raises(cf.DeclarationError, match=r"shared_mem = 'y' must name an integer parameter"):
+        declare(shared_mem="y")
+    with pytest.raises(cf.DeclarationError, match=r"the shared_mem function asks for TILE, which are not parameters"):
+        declare(shared_mem=staticmethod(lambda TILE: TILE))

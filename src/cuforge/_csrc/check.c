@@ -315,7 +315,7 @@ int check_and_pack(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     if (!PyLong_CheckExact(shared)) goto decline;
     unsigned long smem = PyLong_AsUnsignedLong(shared);
     if ((smem == (unsigned long)-1 && PyErr_Occurred()) || smem > UINT_MAX) goto decline;
-    out->dims.smem = (unsigned int)smem;
+    out->dims.smem = smem ? (unsigned int)smem : self->smem_default;
     out->have_stream = stream != Py_None;
     out->dims.stream = NULL;
     if (out->have_stream && !stream_of(self, stream, &out->dims.stream)) goto decline;

@@ -91,6 +91,7 @@ typedef struct {
     Spec spec[MAX_PARAMS];
     PyObject *name, *by_device, *grid_fn, *attrs, *last_grid, *last_block;
     unsigned int block_default[3];
+    unsigned int smem_default; /* a class's fixed shared_mem, taken where the call leaves shared_mem 0 */
     unsigned int last_grid_dims[3], last_block_dims[3]; /* the checked values of last_grid/last_block */
     int grid_rule; /* -2: grid_fn(args, block), -1: the largest array, k: parameter k's value or size */
     long long function_device; /* the device of function (-1: none yet) */

@@ -186,7 +186,7 @@ static void launcher_dealloc(Launcher *self) {
     Py_DECREF(tp);
 }
 
-/* Launcher(name, specs, converters, by_device, grid_rule, grid_fn, block_default, attrs):
+/* Launcher(name, specs, converters, by_device, grid_rule, grid_fn, block_default, attrs, smem_default=0):
  * specs are the kernel's ParamSpecs, converters each scalar's scalar_to_bytes (None for
  * arrays), by_device the kernel's {device: (function handle, compiled)}, attrs None or bytes
  * of CUlaunchAttribute records. */
@@ -194,8 +194,9 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     (void)kwargs;
     PyObject *name, *specs, *converters, *by_device, *grid_fn, *block_default, *attrs;
     int grid_rule;
-    if (!PyArg_ParseTuple(args, "UOOO!iOOO", &name, &specs, &converters, &PyDict_Type, &by_device, &grid_rule,
-                          &grid_fn, &block_default, &attrs))
+    unsigned int smem_default = 0;
+    if (!PyArg_ParseTuple(args, "UOOO!iOOO|I", &name, &specs, &converters, &PyDict_Type, &by_device, &grid_rule,
+                          &grid_fn, &block_default, &attrs, &smem_default))
         return NULL;
     if (attrs != Py_None && (!PyBytes_Check(attrs) || PyBytes_Size(attrs) % 72 != 0)) {
         PyErr_SetString(PyExc_TypeError, "Launcher: attrs must be None or bytes of CUlaunchAttribute records");
@@ -209,6 +210,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     KEEP(name), KEEP(by_device), KEEP(grid_fn), KEEP(attrs);
 #undef KEEP
     self->grid_rule = grid_rule;
+    self->smem_default = smem_default;
     self->function_device = -1;
     self->max_threads = self->max_shared = 0;
     if (read_specs(self, specs, converters) < 0 || dims3(block_default, "block_default", self->block_default) < 0 ||
