@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import _build, _cache, _compile, _cuda, _kinds, _launch, _parallel, _pickling, _render
+from . import _build, _cache, _compile, _cuda, _globals, _kinds, _launch, _parallel, _pickling, _render
 from ._checks import checker
 from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
@@ -363,6 +363,17 @@ class Kernel(_KernelBase):
                 f"(cf.to_device, CuPy, PyTorch) to prepare a launch"
             )
         return _launch.PreparedLaunch(self, checked, handle, sh, stream)
+
+    def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
+        """Write host data into the module variable ``name`` (``__constant__`` or
+        ``__device__``, at namespace scope) on ``device`` (default: the thread's), on ``stream``;
+        the size must match the variable's. Loads the kernel there first."""
+        _globals.set_global(self, name, value, stream=stream, device=device)
+
+    def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
+        """The module variable ``name`` as a host NumPy array of ``dtype``, after the device's
+        work so far."""
+        return _globals.get_global(self, name, dtype, device=device)
 
     def torch_op(self, name: str, **options: Any) -> Any:
         """Register this kernel as the PyTorch operator ``name`` (``"mylib::saxpy"``); see
