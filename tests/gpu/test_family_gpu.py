@@ -140,3 +140,31 @@ def test_autotuning_launches_candidates_with_the_calls_shared_memory():
     BlockSums(x, out, n, shared_mem=256 * 4)
     np.testing.assert_allclose(out, x.reshape(40, 256).sum(axis=1), rtol=1e-5)
     assert BlockSums.tuning()[0]["from"] == "timed"
+
+
+def test_a_family_with_extern_shared_arrays_of_two_types_precompiles_and_runs():
+    """One program cannot hold `extern __shared__ T temp[]` for float and double: precompile
+    failed before; now each instantiation compiles alone, and both run."""
+
+    @cf.kernel
+    class Reverse:
+        T = cf.typeparam(cf.float32, cf.float64)
+        x: cf.Array[T]
+        n: cf.int32
+        block = 128
+        grid = 1
+        shared_mem = staticmethod(lambda block: block[0] * 8)
+        body = """
+        extern __shared__ T temp[];
+        temp[threadIdx.x] = threadIdx.x < n ? x[threadIdx.x] : T(0);
+        __syncthreads();
+        if (threadIdx.x < n) x[threadIdx.x] = temp[n - 1 - threadIdx.x];
+        """
+
+    before = cf.cache_stats().batch_fallbacks
+    assert len(Reverse.precompile()) == 2
+    assert cf.cache_stats().batch_fallbacks == before + 1
+    for dtype in (np.float32, np.float64):
+        x = np.arange(100, dtype=dtype)
+        Reverse(x, 100)
+        np.testing.assert_array_equal(x, np.arange(99, -1, -1, dtype=dtype))
