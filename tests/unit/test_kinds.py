@@ -58,6 +58,8 @@ def test_parameters_cannot_take_launch_option_names(name):
 
 def test_a_fixed_grid_on_the_class():
     assert kk.BigShared._grid.function((), (256, 1, 1)) == (4, 1, 1)
+    assert declare(grid=(240,))._grid.function((), (256, 1, 1)) == (240, 1, 1)  # as the samples write it
+    assert declare(grid=240)._grid.function((), (256, 1, 1)) == (240, 1, 1)
     with pytest.raises(cf.DeclarationError, match=r"K: grid\[0\] expects an int from 1 to 2147483647, got 0"):
         declare(grid=0)
 
