@@ -50,7 +50,7 @@ def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = Non
         The functional form: each ``Out`` (or ``Array``) parameter named here is allocated by
         the operator and returned (in declaration order), given its shape rule: ``"like x"``
         (the shape of tensor argument ``x``), or a function of arguments by name returning a
-        shape (``lambda x, w: (x.shape[0], w.shape[1])``). Its dtype is the annotated one, or
+        shape (``lambda x, w: (x.shape[0], w.shape[1])``) or one size (``lambda x: x.shape[0]``). Its dtype is the annotated one, or
         for a family's ``Out[T]`` the dtype of the arguments that set ``T``.
     sizes : dict, optional
         Integer parameters computed from the arguments rather than passed:
@@ -191,7 +191,9 @@ class _OpSpec:
         device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
         for _, (shape, dtype) in self.outputs:
             dt = bound[dtype].dtype if isinstance(dtype, str) else dtype
-            outs.append(torch.empty(tuple(shape(bound)), dtype=dt, device=device))
+            size = shape(bound)  # a shape, or one size (an int, or a SymInt while tracing)
+            dims = tuple(size) if isinstance(size, (tuple, list, torch.Size)) else (size,)
+            outs.append(torch.empty(dims, dtype=dt, device=device))
         return outs
 
     def _run(self, bound: dict[str, Any]) -> Any:

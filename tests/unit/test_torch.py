@@ -37,7 +37,7 @@ class Split:
 
 act = example.bias_silu
 saxpy_ = Saxpy.torch_op("cuforge_unit::saxpy_", sizes={"n": lambda x: x.numel()})
-split = Split.torch_op("cuforge_unit::split", outputs={"rows": lambda x: (x.shape[0],), "cols": lambda x: (x.shape[1],)})
+split = Split.torch_op("cuforge_unit::split", outputs={"rows": lambda x: (x.shape[0],), "cols": lambda x: x.shape[1]})
 
 
 def test_schemas_come_from_the_annotations():
