@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -62,13 +63,22 @@ def session(source: str) -> Iterator[tuple[str, ...]]:
     process anyway), so that no file is checked while NVRTC writes it."""
     mode = _config.pch()
     pattern = _CCCL if mode == "auto" else _ANY
-    if mode == "0" or _off is not None or not pattern.search(source):
+    if mode == "0" or _off is not None or not pattern.search(source) or not _supported():
         yield ()
         return
     directory = _directory()
     with _compiling:
         _drop_damaged(directory)
         yield ("--pch", f"--pch-dir={directory}", "--pch-verbose=true")
+
+
+@functools.lru_cache(maxsize=1)
+def _supported() -> bool:
+    """NVRTC 12.8 brought precompiled headers (an older one refuses --pch)."""
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    return int(err) == 0 and (int(major), int(minor)) >= (12, 8)
 
 
 def _directory() -> str:

@@ -50,8 +50,9 @@ def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = Non
         The functional form: each ``Out`` (or ``Array``) parameter named here is allocated by
         the operator and returned (in declaration order), given its shape rule: ``"like x"``
         (the shape of tensor argument ``x``), or a function of arguments by name returning a
-        shape (``lambda x, w: (x.shape[0], w.shape[1])``) or one size (``lambda x: x.shape[0]``). Its dtype is the annotated one, or
-        for a family's ``Out[T]`` the dtype of the arguments that set ``T``.
+        shape (``lambda x, w: (x.shape[0], w.shape[1])``) or one size (``lambda x: x.shape[0]``).
+        Its dtype is the annotated one, or for a family's ``Out[T]`` the dtype of the arguments
+        that set ``T``.
     sizes : dict, optional
         Integer parameters computed from the arguments rather than passed:
         ``{"n": lambda x: x.numel()}`` (the function's parameter names pick the arguments).
