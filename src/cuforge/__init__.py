@@ -57,6 +57,7 @@ from .types import In as In
 from .types import IntParam as IntParam
 from .types import Out as Out
 from .types import TypeParam as TypeParam
+from .types import VectorDType as VectorDType
 from .types import bfloat16 as bfloat16
 from .types import bool_ as bool_
 from .types import boolparam as boolparam
@@ -75,6 +76,7 @@ from .types import uint8 as uint8
 from .types import uint16 as uint16
 from .types import uint32 as uint32
 from .types import uint64 as uint64
+from .types import vector as vector
 
 
 def __getattr__(name: str) -> _ModuleType:
@@ -160,5 +162,7 @@ __all__ = [
     "uint64",
     "uint8",
     "use_build",
+    "vector",
+    "VectorDType",
     "zeros",
 ]

@@ -15,6 +15,7 @@ argument to these checkers; a Hypothesis test holds the two to the same answers.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import struct
@@ -25,7 +26,7 @@ from typing import Any
 from ._arrays import _EXTRACTORS, HOST, ArrayArg, array_arg
 from ._signature import ParamSpec
 from .errors import ArgumentError, ArgumentTypeError
-from .types import bfloat16, float32
+from .types import VectorDType, bfloat16, float32
 
 
 def numpy_scalar(value: Any, kinds: str = "") -> bool:
@@ -57,7 +58,38 @@ Arrays = list[tuple[int, ArrayArg]]
 
 def checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], Any]:
     """The checker of one parameter (see the module docstring)."""
+    if spec.is_array and isinstance(spec.dtype, VectorDType):
+        return vector_array_checker(kernel, spec)
     return array_checker(kernel, spec) if spec.is_array else scalar_checker(kernel, spec)
+
+
+def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
+    """An array of a vector type (``float4``): an array of its element dtype whose last
+    dimension is the vector's length, checked as such, and aligned to the vector's size. The
+    launch rule sees its shape without that dimension (it counts vectors)."""
+    vec = spec.dtype
+    assert isinstance(vec, VectorDType)
+    element = dataclasses.replace(spec, dtype=vec.element, ndim=spec.ndim + 1 if spec.ndim >= 0 else -1)
+    check_elements = array_checker(kernel, element)
+
+    def fail(message: str) -> Exception:
+        return ArgumentTypeError(f"{kernel}: argument '{spec.name}' expects {spec.type_name} ({vec.cpp}), {message}")
+
+    def check(value: Any, arrays: Arrays) -> int:
+        ptr = check_elements(value, arrays)  # dtype (the element's), rank, layout, writability, place
+        i, arg = arrays[-1]
+        if not arg.shape or arg.shape[-1] != vec.lanes:
+            del arrays[-1]
+            raise fail(f"got shape {arg.shape}; its last dimension must be {vec.lanes}, one {vec.cpp} each: reshape it "
+                       f"to (..., {vec.lanes})")  # fmt: skip
+        if arg.device != HOST and ptr % vec.align:
+            del arrays[-1]
+            raise fail(f"got memory at {ptr:#x}, which is not aligned to {vec.align} bytes as a {vec.cpp} must be (an "
+                       f"offset view?); pass an array that starts at an aligned address")  # fmt: skip
+        arrays[-1] = (i, arg._replace(shape=arg.shape[:-1]))
+        return ptr
+
+    return check
 
 
 # ---------------------------------------------------------------- arrays

@@ -197,6 +197,58 @@ def dtype_of(value: Any) -> DType | None:
     return found
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class VectorDType(DType):
+    """A CUDA vector type as an array's element: ``cf.vector(cf.float32, 4)`` is ``float4``.
+
+    Only for arrays (``cf.In[cf.vector(cf.float32, 4)]``): such a parameter takes an array of
+    the element dtype whose last dimension is the vector's length, C-contiguous and aligned to
+    the vector's size, and the kernel gets a ``float4*``; the launch rule counts vectors.
+    """
+
+    element: Any = None
+    lanes: int = 1
+
+    @property
+    def numpy(self) -> np.dtype[Any]:
+        return self.element.numpy  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"cuforge.vector(cuforge.{self.element.name}, {self.lanes})"
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # type: ignore[override]
+        return vector, (self.element, self.lanes)
+
+
+# (element, lanes) -> (C++ type, alignment): CUDA's built-in vector types (vector_types.h,
+# cuda_fp16.h, cuda_bf16.h)
+_VECTOR_TYPES = {
+    ("float32", 2): ("float2", 8), ("float32", 4): ("float4", 16), ("float64", 2): ("double2", 16),
+    ("int32", 2): ("int2", 8), ("int32", 4): ("int4", 16), ("uint32", 2): ("uint2", 8), ("uint32", 4): ("uint4", 16),
+    ("int64", 2): ("longlong2", 16), ("uint64", 2): ("ulonglong2", 16),
+    ("int16", 2): ("short2", 4), ("int16", 4): ("short4", 8), ("uint16", 2): ("ushort2", 4), ("uint16", 4): ("ushort4", 8),
+    ("int8", 4): ("char4", 4), ("uint8", 4): ("uchar4", 4),
+    ("float16", 2): ("__half2", 4), ("bfloat16", 2): ("__nv_bfloat162", 4),
+}  # fmt: skip
+_VECTORS: dict[tuple[str, int], VectorDType] = {}
+
+
+def vector(dtype: DType, lanes: int) -> VectorDType:
+    """The CUDA vector type of ``lanes`` ``dtype`` values, as an array element:
+    ``cf.In[cf.vector(cf.float32, 4)]`` is a ``const float4*``."""
+    key = (getattr(dtype, "name", None), lanes)
+    found = _VECTORS.get(key)  # type: ignore[arg-type]
+    if found is None:
+        if not isinstance(dtype, DType) or isinstance(dtype, VectorDType) or key not in _VECTOR_TYPES:
+            have = ", ".join(f"({e}, {n})" for e, n in _VECTOR_TYPES)
+            raise DeclarationError(f"cf.vector({dtype!r}, {lanes!r}) is no CUDA vector type; there are: {have}")
+        cpp, align = _VECTOR_TYPES[key]  # type: ignore[index]
+        found = _VECTORS.setdefault(key, VectorDType(  # type: ignore[arg-type]
+            f"{dtype.name}x{lanes}", cpp, dtype.itemsize * lanes, "V", align, f"{dtype.itemsize * lanes}s", dtype.header,
+            None, dtype, lanes))  # fmt: skip
+    return found
+
+
 _INTENTS = {"inout": "Array", "in": "In", "out": "Out"}
 
 

@@ -425,3 +425,19 @@ print("ok")
     env = dict(os.environ, CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM="1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_float4_arrays_match_numpy():
+    cp = pytest.importorskip("cupy")
+    from ..unit.test_vectors import Saxpy4
+
+    n4 = 10_001
+    x = np.random.default_rng(4).random((n4, 4), dtype=np.float32)
+    y = np.ones((n4, 4), np.float32)
+    dx, dy = cp.asarray(x), cp.asarray(y)
+    Saxpy4(2.0, dx, dy, n4)  # CuPy arrays of shape (n4, 4): float4*
+    Saxpy4(2.0, x, y, n4)  # host NumPy arrays: staged as usual
+    np.testing.assert_allclose(cp.asnumpy(dy), 2 * x + 1, rtol=1e-6)
+    np.testing.assert_allclose(y, 2 * x + 1, rtol=1e-6)
+    with pytest.raises(cf.ArgumentTypeError, match=r"not aligned to 16 bytes as a float4 must be"):
+        Saxpy4(2.0, dx.ravel()[1:-3].reshape(-1, 4), dy[:-1], n4 - 1)  # a view one float in

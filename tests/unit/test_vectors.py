@@ -1,0 +1,64 @@
+"""Vector element types: cf.vector(cf.float32, 4) is float4; an array of float32 whose last
+dimension is 4 passes as float4*, checked for shape and alignment (no GPU needed)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge import _launch
+
+from ..launch_inputs import FakeCAI
+
+
+@cf.kernel
+class Saxpy4:
+    a: cf.float32
+    x: cf.In[cf.vector(cf.float32, 4)]
+    y: cf.Array[cf.vector(cf.float32, 4)]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) { float4 u = x[i], v = y[i]; y[i] = make_float4(a * u.x + v.x, a * u.y + v.y, a * u.z + v.z, a * u.w + v.w); }
+    """
+
+
+def vec4(n: int, ptr: int = 0x7F0000000000) -> FakeCAI:
+    return FakeCAI("<f4", (n, 4), None, False, ptr)
+
+
+def test_a_vector_array_renders_as_the_cuda_vector_type_and_compiles():
+    assert "const float4* __restrict__ x, float4* y" in Saxpy4.render()
+    assert Saxpy4.compile("sm_90").lowered_name == "_Z6Saxpy4fPK6float4PS_x"
+    assert cf.vector(cf.float16, 2).cpp == "__half2" and cf.vector(cf.float16, 2).header == "cuda_fp16.h"
+    assert cf.vector(cf.float32, 4) is cf.vector(cf.float32, 4)
+    assert pickle.loads(pickle.dumps(cf.vector(cf.float32, 4))) is cf.vector(cf.float32, 4)
+
+
+def test_the_launch_rule_counts_vectors_and_the_last_dimension_is_checked():
+    c = _launch.check_and_pack(Saxpy4, (2.0, vec4(1000), vec4(1000, 0x7F0000100000), 1000), {}, None, None, 0, None)
+    assert c.grid == (4, 1, 1)  # 1000 float4s in blocks of 256, not 4000 floats
+    assert [arg.shape for _, arg in c.arrays] == [(1000,), (1000,)]
+    with pytest.raises(cf.ArgumentTypeError, match=r"argument 'x' expects In\[float32x4\] \(float4\), got shape \(1000, 3\); "
+                                                   r"its last dimension must be 4"):  # fmt: skip
+        _launch.check_and_pack(Saxpy4, (2.0, FakeCAI("<f4", (1000, 3), None, False, 0x7F0000000000), vec4(1000), 1000),
+                               {}, None, None, 0, None)  # fmt: skip
+    with pytest.raises(cf.ArgumentTypeError, match=r"got memory at 0x7f0000000004, which is not aligned to 16 bytes"):
+        _launch.check_and_pack(Saxpy4, (2.0, vec4(10, 0x7F0000000004), vec4(10), 10), {}, None, None, 0, None)
+    with pytest.raises(cf.ArgumentTypeError, match=r"expects In\[float32x4\], got a float64 array"):
+        _launch.check_and_pack(Saxpy4, (2.0, np.zeros((10, 4)), vec4(10), 10), {}, None, None, 0, None)
+
+
+def test_vector_types_are_array_elements_only_and_known_ones_only():
+    with pytest.raises(cf.DeclarationError, match=r"parameter 'v' is a cuforge.vector\(cuforge.float32, 4\) scalar"):
+
+        @cf.kernel
+        class Scalar4:
+            v: cf.vector(cf.float32, 4)
+            body = ""
+
+    with pytest.raises(cf.DeclarationError, match=r"cf.vector\(cuforge.float64, 3\) is no CUDA vector type"):
+        cf.vector(cf.float64, 3)
