@@ -4,9 +4,9 @@ What CuPy's ``RawModule.get_global`` and Kernel Tuner's ``cmem_args`` give: a fi
 constant memory, a device-side counter. The variable is found in the kernel's loaded module
 on that device by ``cuLibraryGetGlobal`` (so by its symbol: a variable at namespace scope,
 outside any C++ namespace, as ``__constant__ float d_filter[289];`` in a preamble or a
-``source=``); its size, from the driver, is what a write must match. Kernels compiled in one
-NVRTC program (a family's instantiations batched together, siblings over one source) share
-one module, and so its variables.
+``source=``); its size, from the driver, is what a write must match. A family whose source
+declares module variables compiles each instantiation alone (``_parallel``), so each has its
+own; kernels declared over one ``source=`` text share one program, and so its variables.
 """
 
 from __future__ import annotations

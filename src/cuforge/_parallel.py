@@ -14,7 +14,9 @@ a small family fast (12 saxpy instantiations: 48 ms batched against 424 ms one b
   (``CUFORGE_COMPILE_WORKERS``, default: the CPUs this process may use; 1 turns this off),
   compiled at once, with a progress bar where a terminal and tqdm are present;
 - the pace measured is remembered for the declaration, so its next compile in the process
-  splits (or not) without timing one first.
+  splits (or not) without timing one first;
+- a family whose source declares module variables (``__constant__``, ``__device__``) is one
+  program per instantiation, so that each instantiation has its own (``Kernel.set_global``).
 
 Sources that include CCCL's headers are left batched: their cost is parsing the headers,
 which one program pays once, and which precompiled headers (``_pch``) spare the next
@@ -52,7 +54,11 @@ def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[l
     """Compile the kernels ``todo`` (instantiations of ``decl``), as the module docstring
     says: [(kernels, the result of the one program that compiled them)]."""
     workers = _config.compile_workers()
-    if len(todo) < 2 or workers < 2 or not _may_split(spec_of(todo[:1])["source"]):  # judged on one instantiation
+    one = spec_of(todo[:1])["source"]  # what is judged: one instantiation's source
+    if len(todo) > 1 and decl.tparams and _VARIABLE.search(one):
+        # module variables (__constant__, __device__): each instantiation gets its own module, and so its own
+        return [([k], _compile.compile_program(**spec_of([k]))) for k in todo]
+    if len(todo) < 2 or workers < 2 or not _may_split(one):
         return _batched(todo, spec_of)
     pace = _pace.get(id(decl))
     done: list[tuple[list[Any], _compile.CompileResult]] = []
@@ -68,6 +74,9 @@ def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[l
     return done + _in_processes(chunks, spec_of, workers)
 
 
+# A module variable: `__constant__ float taps[3];`, `__device__ unsigned calls;` (a __device__
+# function has a parenthesis before its first semicolon or brace).
+_VARIABLE = re.compile(r"\b__constant__\b|\b__device__\b[^;{()]*;")
 # What NVRTC says when instantiations declare one `extern __shared__` array with different
 # element types: in one program they are one entity; each alone compiles.
 _CLASH = re.compile(r"declaration is incompatible with previous")

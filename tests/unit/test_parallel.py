@@ -108,3 +108,18 @@ def test_extern_shared_arrays_of_several_types_compile_one_by_one_and_say_so():
                                                      "Reverse<double, 256>"]  # fmt: skip
     assert (after.compiles - before.compiles, after.batch_fallbacks - before.batch_fallbacks) == (4, 1)
     assert compiled[0].log.startswith("cuforge: these 4 instantiations could not share one NVRTC program")
+
+
+def test_a_family_with_module_variables_gives_each_instantiation_its_own_module():
+    @cf.kernel
+    class Scaled:
+        T = cf.typeparam(cf.float32, cf.float64)
+        x: cf.Array[T]
+        grid = 1
+        preamble = "__constant__ double factor;"
+        body = "x[threadIdx.x] *= T(factor);"
+
+    before = cf.cache_stats().compiles
+    compiled = Scaled.precompile("sm_90")
+    assert cf.cache_stats().compiles - before == 2  # one program each: each has its own `factor`
+    assert compiled[0]._result is not compiled[1]._result
