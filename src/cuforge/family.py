@@ -22,7 +22,7 @@ from ._checks import describe
 from ._compile import CompiledKernel
 from ._decl import _Decl
 from ._kernel import Kernel
-from .errors import ArgumentTypeError, DeclarationError
+from .errors import ArgumentTypeError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam
 
@@ -320,13 +320,16 @@ class Family:
         try:
             for k in kernels:
                 where = f"autotuning {self._decl.label}: candidate {k.name_expression} (shared_mem={shared_mem})"
-                for _ in range(at.warmup):
-                    k(*args, stream=0, shared_mem=shared_mem)
-                _cuda.check(driver.cuEventRecord(start, 0), "cuEventRecord")
-                for _ in range(at.repeat):
-                    k(*args, stream=0, shared_mem=shared_mem)
-                _cuda.check(driver.cuEventRecord(stop, 0), "cuEventRecord")
-                _cuda.check(driver.cuEventSynchronize(stop), where)
+                try:
+                    for _ in range(at.warmup):
+                        k(*args, stream=0, shared_mem=shared_mem)
+                    _cuda.check(driver.cuEventRecord(start, 0), "cuEventRecord")
+                    for _ in range(at.repeat):
+                        k(*args, stream=0, shared_mem=shared_mem)
+                    _cuda.check(driver.cuEventRecord(stop, 0), "cuEventRecord")
+                    _cuda.check(driver.cuEventSynchronize(stop), where)
+                except DeviceFaultError as exc:  # reported by whichever call came next: say it was the tuning
+                    raise DeviceFaultError(f"{where} faulted the GPU: {exc}") from None
                 ms = _cuda.check(driver.cuEventElapsedTime(start, stop), "cuEventElapsedTime")
                 times.append(float(ms) / at.repeat)
                 timing_runs += 1

@@ -72,3 +72,32 @@ def test_a_fault_is_named_and_every_later_call_says_the_context_is_lost(bad_line
     assert "restart it" in first
     for later in lines[1:]:
         assert later == first, later  # the same fault, never blaming the later Good launches
+
+
+TUNING = """
+import numpy as np, cuforge as cf
+
+@cf.kernel
+class Wild:
+    BLOCK = cf.intparam(128, 256)
+    y: cf.Array[cf.float32]
+    n: cf.int64
+    block = "BLOCK"
+    autotune = cf.autotune(BLOCK=[128, 256], key=["n"])
+    body = "if (BLOCK == 256) ((float*)0x10)[threadIdx.x] = 1.0f; else if (threadIdx.x < n) y[threadIdx.x] = 1.0f;"
+
+try:
+    Wild(cf.zeros(1000, cf.float32), 1000)
+    print("no error")
+except cf.CuforgeError as exc:
+    print(f"{type(exc).__name__}: {exc}".replace("\\n", " "))
+"""
+
+
+def test_a_fault_while_autotuning_names_the_candidate_and_the_tuning():
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(TUNING)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.strip().splitlines()[-1]
+    assert line.startswith("DeviceFaultError: autotuning Wild: candidate Wild<256> (shared_mem=0) faulted the GPU: "
+                           "a kernel faulted on the GPU"), line
+    assert "Wild<256> (grid=" in line, line  # and it is among the suspects
