@@ -54,17 +54,19 @@ def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[l
     """Compile the kernels ``todo`` (instantiations of ``decl``), as the module docstring
     says: [(kernels, the result of the one program that compiled them)]."""
     workers = _config.compile_workers()
-    one = spec_of(todo[:1])["source"]  # what is judged: one instantiation's source
-    if len(todo) > 1 and decl.tparams and _VARIABLE.search(one):
+    alone = spec_of(todo[:1])  # one instantiation's program: what is judged, and what is timed
+    if len(todo) == 1:
+        return [(todo, _compile.compile_program(**alone))]
+    if decl.tparams and _VARIABLE.search(alone["source"]):
         # module variables (__constant__, __device__): each instantiation gets its own module, and so its own
         return [([k], _compile.compile_program(**spec_of([k]))) for k in todo]
-    if len(todo) < 2 or workers < 2 or not _may_split(one):
+    if workers < 2 or not _may_split(alone["source"]):
         return _batched(todo, spec_of)
     pace = _pace.get(id(decl))
     done: list[tuple[list[Any], _compile.CompileResult]] = []
     rest = todo
     if pace is None:  # time one instantiation, here
-        first = _compile.compile_program(**spec_of(todo[:1]))
+        first = _compile.compile_program(**alone)
         pace = _pace[id(decl)] = first.seconds
         done.append((todo[:1], first))
         rest = todo[1:]
@@ -108,8 +110,9 @@ def _may_split(source: str) -> bool:
 def _in_processes(chunks: list[list[Any]], spec_of: Callable[[list[Any]], dict[str, Any]],
                   workers: int) -> list[tuple[list[Any], _compile.CompileResult]]:  # fmt: skip
     pool = _processes(workers)
-    futures = [pool.submit(_compile.compile_program, **spec_of(chunk)) for chunk in chunks]
-    bar = _progress(len(chunks), f"{spec_of(chunks[0])['kernel']}: {sum(map(len, chunks))} instantiations")
+    specs = [spec_of(chunk) for chunk in chunks]
+    futures = [pool.submit(_compile.compile_program, **spec) for spec in specs]
+    bar = _progress(len(chunks), f"{specs[0]['kernel']}: {sum(map(len, chunks))} instantiations")
     out = []
     try:
         for chunk, future in zip(chunks, futures):
