@@ -99,7 +99,9 @@ def fault(err: Any, where: str, *, current: str | None = None) -> DeviceFaultErr
         launches = list(recent_launches())[: max(launch_count() - _clean, 0)]  # only those since the last clean sync
         if current is not None and launches and launches[0][0] == current:
             launches = launches[1:]
-        suspects = "; ".join(f"{k} (grid={g}, block={b}, shared_mem={m})" for k, g, b, m in launches) or "none recorded"
+        # (a graph replay is recorded with a zero grid: its kernels' dims are in the graph)
+        suspects = "; ".join(k if tuple(g) == (0, 0, 0) else f"{k} (grid={g}, block={b}, shared_mem={m})"
+                             for k, g, b, m in launches) or "none recorded"  # fmt: skip
         # (launches that finished before the last clean synchronisation are left out: they ran)
         info = getattr(_tls, "device", None)
         device = f"device {info.id}" if info is not None else "the device"

@@ -300,7 +300,7 @@ class Graph:
         if info is None or info.id != device or (_cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(device)):
             _, restore = _cuda.enter_device(device)
         try:
-            _cuda.note_launch(self._label, (0, 0, 0), (0, 0, 0), 0)  # named if a later CUDA call reports a fault
+            _cuda.note_launch(self._label, (0, 0, 0), (0, 0, 0), 0)  # named if a later CUDA call reports a fault (no dims)
             err = _cuda.driver.cuGraphLaunch(self._exec, handle)[0]
         finally:
             if restore is not None:
