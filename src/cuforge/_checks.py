@@ -79,11 +79,9 @@ def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays]
         ptr = check_elements(value, arrays)  # dtype (the element's), rank, layout, writability, place
         i, arg = arrays[-1]
         if not arg.shape or arg.shape[-1] != vec.lanes:
-            del arrays[-1]
             raise fail(f"got shape {arg.shape}; its last dimension must be {vec.lanes}, one {vec.cpp} each: reshape it "
                        f"to (..., {vec.lanes})")  # fmt: skip
         if arg.device != HOST and ptr % vec.align:
-            del arrays[-1]
             raise fail(f"got memory at {ptr:#x}, which is not aligned to {vec.align} bytes as a {vec.cpp} must be (an "
                        f"offset view?); pass an array that starts at an aligned address")  # fmt: skip
         arrays[-1] = (i, arg._replace(shape=arg.shape[:-1]))

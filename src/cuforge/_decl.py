@@ -128,12 +128,12 @@ class _Decl:
             except ArgumentError as exc:
                 raise DeclarationError(str(exc)) from None
         self.grid = ns.get("grid")
-        if self.grid is not None and not isinstance(self.grid, (str, int, tuple)):  # a function: checked now
-            _launch.grid_function_names(label, self.grid, [n for n, _ in self.params], [t.name for t in self.tparams])
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
-        if self.shared_mem is not None and not isinstance(self.shared_mem, (str, int)):
-            _launch.grid_function_names(label, self.shared_mem, [n for n, _ in self.params], [t.name for t in self.tparams],
-                                        "shared_mem")  # fmt: skip
+        names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
+        # a function's names are checked now (a grid may also be fixed by a tuple, shared_mem not)
+        for what, rule, plain in (("grid", self.grid, (str, int, tuple)), ("shared_mem", self.shared_mem, (str, int))):
+            if rule is not None and not isinstance(rule, plain):
+                _launch.grid_function_names(label, rule, names, tnames, what)
         self.autotune = ns.get("autotune")
         self.launch_kind = _kinds.kind_of(label, ns.get("cooperative", False), ns.get("cluster"),
                                           ns.get("non_portable_cluster", False), where="class")  # fmt: skip

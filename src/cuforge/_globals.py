@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _compile, _cuda
+from ._launch import stream_handle
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["get_global", "set_global"]
@@ -40,8 +41,6 @@ def set_global(kernel: Any, name: str, value: Any, *, stream: Any = None, device
     """Copy host data ``value`` (a NumPy array or anything ``numpy.asarray`` takes) into the
     module variable ``name`` on ``device`` (default: the thread's), on ``stream`` (default:
     the legacy default stream). Its size must be the variable's, exactly."""
-    from ._launch import stream_handle
-
     who = f"{kernel.label}.set_global({name!r})"
     data = np.ascontiguousarray(value)
     if data.dtype.hasobject or data.dtype.kind not in "biufc":
