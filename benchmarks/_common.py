@@ -39,3 +39,23 @@ def example(name: str) -> Any:
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+# The axpy family the start-up benchmarks declare in fresh processes (warm_start.py,
+# startup.py, launch_kinds.py), and the same kernel as CUDA C++ for CuPy's RawModule.
+AXPY_FAMILY = """
+import cuforge as cf
+
+@cf.kernel
+class Axpy:
+    T = cf.typeparam(cf.float32, cf.float64)
+    a: T
+    x: cf.In[T]
+    y: cf.Array[T]
+    n: cf.int64
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+"""
+AXPY_CUDA = (
+    "template <typename T> __global__ void axpy(T a, const T* __restrict__ x, T* y, long long n)"
+    " { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"
+)

@@ -23,7 +23,7 @@ import cuforge as cf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import report  # noqa: E402
+from _common import AXPY_FAMILY, report  # noqa: E402
 from launch_overhead import measure  # noqa: E402
 
 
@@ -66,18 +66,7 @@ def launches() -> dict[str, float]:
     return r
 
 
-KERNELS = textwrap.dedent("""
-    import cuforge as cf
-
-    @cf.kernel
-    class Axpy:
-        T = cf.typeparam(cf.float32, cf.float64)
-        a: T
-        x: cf.In[T]
-        y: cf.Array[T]
-        n: cf.int64
-        body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
-""")
+KERNELS = AXPY_FAMILY
 FIRST_CALL = textwrap.dedent("""
     import time, cupy as cp, cuforge as cf
     from cuforge import _cuda

@@ -24,27 +24,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import report
+from _common import AXPY_CUDA, AXPY_FAMILY, report
 
 N = 1 << 20
-SRC = (
-    "template <typename T> __global__ void axpy(T a, const T* __restrict__ x, T* y, long long n)"
-    " { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"
-)
+SRC = AXPY_CUDA
 CUPY_ARRAYS = f"import cupy as cp\nx = cp.ones({N}, dtype=cp.float32); y = cp.ones({N}, dtype=cp.float32)\n"
 TORCH_ARRAYS = f"import torch\nx = torch.ones({N}, device='cuda'); y = torch.ones({N}, device='cuda')\n"
-CUFORGE = f"""
-import cuforge as cf
-
-@cf.kernel
-class Axpy:
-    T = cf.typeparam(cf.float32, cf.float64)
-    a: T
-    x: cf.In[T]
-    y: cf.Array[T]
-    n: cf.int64
-    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
-
+CUFORGE = AXPY_FAMILY + f"""
 Axpy(2.0, x, y, {N})
 assert cf.cache_stats().compiles == 0 or not WARM
 """

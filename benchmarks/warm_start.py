@@ -21,34 +21,27 @@ import tempfile
 import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import report
+from _common import AXPY_CUDA, AXPY_FAMILY, report
 
-SRC = (
-    "template <typename T> __global__ void axpy(T a, const T* __restrict__ x, T* y, long long n)"
-    " { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"
-)
+SRC = AXPY_CUDA
 
-CUFORGE = textwrap.dedent(
-    """
+CUFORGE = (
+    textwrap.dedent(
+        """
     import time, numpy as np, cupy as cp
     cp.cuda.Device(0).use(); cp.cuda.runtime.deviceSynchronize()   # the CUDA context (excluded), made by CuPy
     x = cp.ones(1 << 20, dtype=cp.float32); y = cp.ones(1 << 20, dtype=cp.float32)
-    t = time.perf_counter()
-    import cuforge as cf                         # everything of cuforge's is timed, its import included
-
-    @cf.kernel
-    class Axpy:
-        T = cf.typeparam(cf.float32, cf.float64)
-        a: T
-        x: cf.In[T]
-        y: cf.Array[T]
-        n: cf.int64
-        body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
-
+    t = time.perf_counter()                      # everything of cuforge's is timed, its import included
+    """
+    )
+    + AXPY_FAMILY
+    + textwrap.dedent(
+        """
     Axpy(2.0, x, y, 1 << 20)
     cp.cuda.runtime.deviceSynchronize()
     print((time.perf_counter() - t) * 1e3, cf.cache_stats().compiles)
     """
+    )
 )
 
 CUPY = (
