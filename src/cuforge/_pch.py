@@ -69,7 +69,10 @@ def session(source: str) -> Iterator[tuple[str, ...]]:
     directory = _directory()
     with _compiling:
         _drop_damaged(directory)
-        yield ("--pch", f"--pch-dir={directory}", "--pch-verbose=true")
+        # Warnings 20283 (where NVRTC stops the PCH, or why it makes none: cuforge's own #line
+        # directives after the includes) and 630 (a PCH in the directory made for other
+        # includes) are about cuforge's use of PCHs, not the user's code: kept out of the log.
+        yield ("--pch", f"--pch-dir={directory}", "--pch-verbose=true", "--diag-suppress=20283,630")
 
 
 @functools.lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -166,6 +167,20 @@ def includes(headers: tuple[str, ...]) -> str:
     return "".join(f"#include <{h}>\n" for h in headers)
 
 
+_INCLUDE_PREFIX = re.compile(r"(?:[ \t]*(?:#[ \t]*include\b[^\n]*|//[^\n]*)?\n)*")
+
+
+def split_includes(preamble: str) -> tuple[str, str, int]:
+    """(the preamble's leading ``#include`` lines, the rest, the rest's first line number).
+
+    The includes go first in the program, before any ``#line``: NVRTC makes no precompiled
+    header for a program whose include prefix holds a ``#line`` directive (warning 20283).
+    """
+    m = _INCLUDE_PREFIX.match(preamble)
+    leading = preamble[: m.end()] if m else ""
+    return leading, preamble[len(leading) :], leading.count("\n") + 1
+
+
 def assemble(
     *,
     name: str,
@@ -191,7 +206,8 @@ def assemble(
     """
     parts = [f"// {comment}\n" if comment else "", includes(headers)]
     if preamble:
-        parts += [f'#line 1 "{preamble_file}"\n', preamble]
+        leading, rest, first = split_includes(preamble)
+        parts += [leading, f'#line {first} "{preamble_file}"\n' if rest else "", rest]
     if template_params:
         parts.append(f'#line 1 "{name}.cu"\ntemplate <{template_params}>\n__global__ void {name}({generic_params_cpp});\n')
         head = f"template <>\n__global__ void {name}<{specialization}>({params_cpp})\n{{\n{aliases}\n"

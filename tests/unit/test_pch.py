@@ -50,6 +50,31 @@ def test_cccl_headers_compile_and_a_pch_serves_the_next_kernel():
     assert "--pch" not in " ".join(second.flags)  # nor in the flags, nor so in the cache key
 
 
+def preamble_reduction(tag: int) -> cf.Kernel:
+    """A body-declared kernel whose preamble includes CUB, as the README writes one."""
+    cls = type(f"PreambleSum{tag}", (), {
+        "__annotations__": {"x": cf.In[cf.float32], "out": cf.Out[cf.float32], "n": cf.int64},
+        "block": 256, "preamble": "#include <cub/block/block_reduce.cuh>\n__device__ float sq(float v) { return v * v; }",
+        "body": f"using R = cub::BlockReduce<float, 256>; __shared__ typename R::TempStorage t;\n"
+                f"long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                f"float v = R(t).Sum(i < n ? sq(x[i]) + {tag}.0f : 0.0f); if (threadIdx.x == 0) out[blockIdx.x] = v;",
+    })  # fmt: skip
+    return cf.kernel(cls)
+
+
+def test_a_preambles_includes_get_a_pch_and_a_clean_log():
+    """The preamble's #include lines go before cuforge's #line directives, which would stop
+    NVRTC from making a PCH (warning 20283): it was never made for body-declared kernels."""
+    first = preamble_reduction(1)
+    assert first.source.index("#include <cub/block/block_reduce.cuh>") < first.source.index("#line")
+    assert '#line 2 "PreambleSum1.preamble"\n__device__ float sq' in first.source  # the user's line numbers stay
+    before = cf.cache_stats()
+    logs = [first.compile("sm_90").log, preamble_reduction(2).compile("sm_90").log]
+    after = cf.cache_stats()
+    assert (after.pch_creations - before.pch_creations, after.pch_hits - before.pch_hits) == (1, 1)
+    assert logs == ["", ""]
+
+
 def test_a_damaged_pch_is_made_again_not_used():
     reduction(3).compile("sm_90")
     pch = [e.path for e in os.scandir(_pch._dir)]
