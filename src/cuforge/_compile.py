@@ -379,6 +379,14 @@ class CompiledKernel:
                     fn = self._loaded[device] = _cuda.get_kernel(module, self.lowered_name)
         return fn
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its binary and what describes it (so a worker process can hand one back);
+        the copy loads the code again on first use, since driver handles do not travel."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_loaded", "_lock")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _loaded={}, _lock=threading.Lock())
+
     def _repr_html_(self) -> str:
         from ._display import compiled_html
 

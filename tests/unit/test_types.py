@@ -70,3 +70,12 @@ def test_every_public_type_and_value_pickles():
     back = pickle.loads(pickle.dumps(err))
     assert (str(back), back.log, back.source, back.options) == (str(err), "log", "src", ("-arch=sm_90",))
     assert str(pickle.loads(pickle.dumps(cf.ArgumentTypeError("K: argument 'x' expects ...")))) == "K: argument 'x' expects ..."
+
+
+def test_a_compiled_kernel_pickles_as_its_binary(saxpy_sm90):
+    import pickle
+
+    back = pickle.loads(pickle.dumps(saxpy_sm90))
+    assert (back.cubin, back.lowered_name, back.source, back.arch, back.flags) == (
+        saxpy_sm90.cubin, saxpy_sm90.lowered_name, saxpy_sm90.source, saxpy_sm90.arch, saxpy_sm90.flags)
+    assert back.resources() == saxpy_sm90.resources() and back._loaded == {}
