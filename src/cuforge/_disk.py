@@ -105,6 +105,8 @@ class DiskCache:
         from cuda.core.utils import FileStreamProgramCache
 
         self.root = root
+        if root.parent.is_dir() and (reason := untrusted_reason(root.parent)) is not None:
+            raise UntrustedCacheError(reason)  # before creating anything in it
         for sub in ("", "entries", "tmp", "locks"):
             _config.ensure_dir(root / sub)  # 0700 before cuda.core creates them with its defaults
         for d in (root.parent, root, root / "entries", root / "tmp", root / "locks"):

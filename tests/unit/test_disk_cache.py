@@ -347,6 +347,19 @@ def test_a_cache_writable_by_others_is_refused_and_nothing_is_loaded(tmp_path):
     assert not from_disk and errors == 1  # compiled again, in memory only
 
 
+def test_a_world_writable_cache_dir_gets_nothing_created_in_it(tmp_path):
+    """CUFORGE_CACHE_DIR names the folder that holds v1/: refused before v1/ is made in it."""
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    os.chmod(shared, 0o777)
+    with _config.scope(cache_dir=str(shared)):
+        _fresh_process_state()
+        with pytest.warns(_disk.CacheSecurityWarning, match="is writable by group or others"):
+            assert not _declare("x[0] = 7;").compile(arch="sm_90").from_cache
+    _fresh_process_state()
+    assert list(shared.iterdir()) == []
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a directory's owner needs root")
 def test_a_cache_owned_by_another_user_is_refused_and_nothing_is_loaded(tmp_path):
     from_disk, errors = _plant_and_reload(tmp_path / "c", lambda r: os.chown(r / "v1" / "entries", 4242, -1))
