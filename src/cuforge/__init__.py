@@ -87,7 +87,13 @@ def __getattr__(name: str) -> _ModuleType:
 
 
 def load_ipython_extension(ipython: object) -> None:
-    """``%load_ext cuforge``: register ``%%cuda`` and ``%cuda_info`` (IPython is imported only now)."""
+    """``%load_ext cuforge``: register ``%%cuda`` and ``%cuda_info`` (IPython is imported only now).
+
+    Parameters
+    ----------
+    ipython : IPython.core.interactiveshell.InteractiveShell
+        The shell loading the extension.
+    """
     from .ipython import load_ipython_extension as load
 
     load(ipython)

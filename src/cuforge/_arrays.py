@@ -197,7 +197,14 @@ class DeviceArray:
     """A C-contiguous array in device memory.
 
     Build one with :func:`cuforge.to_device`, :func:`cuforge.empty` or
-    :func:`cuforge.zeros`; copy it back with :meth:`to_numpy`.
+    :func:`cuforge.zeros`; copy it back with :meth:`to_numpy`. It is for users with neither
+    CuPy nor PyTorch; it has ``__cuda_array_interface__``, so those libraries can view it.
+
+    Examples
+    --------
+    >>> x = cf.to_device(np.arange(4, dtype=np.float32))  # doctest: +GPU
+    >>> x.shape, x.dtype, x.to_numpy()  # doctest: +GPU
+    ((4,), cuforge.float32, array([0., 1., 2., 3.], dtype=float32))
     """
 
     __module__ = "cuforge"
@@ -218,6 +225,12 @@ class DeviceArray:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions.
+
+        Returns
+        -------
+        int
+        """
         return len(self.shape)
 
     @property
@@ -231,7 +244,12 @@ class DeviceArray:
         }
 
     def to_numpy(self) -> np.ndarray:
-        """Copy to a new host NumPy array (waits for work queued before it)."""
+        """Copy to a new host NumPy array (waits for work queued before it).
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         import numpy as np
 
         out = np.empty(self.shape, dtype=self.dtype.numpy)
@@ -242,7 +260,18 @@ class DeviceArray:
         return out
 
     def copy_from_host(self, host: np.ndarray) -> None:
-        """Copy a host array of the same dtype and size into this array."""
+        """Copy a host array of the same dtype and size into this array.
+
+        Parameters
+        ----------
+        host : numpy.ndarray
+            Of this array's dtype and size (any shape).
+
+        Raises
+        ------
+        ArgumentTypeError
+            For another dtype or size.
+        """
         import numpy as np
 
         host = np.ascontiguousarray(host)
@@ -267,12 +296,52 @@ class DeviceArray:
 
 
 def empty(shape: Any, dtype: Any) -> DeviceArray:
-    """An uninitialised device array."""
+    """An uninitialised device array.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : DType or dtype-like
+
+    Returns
+    -------
+    DeviceArray
+
+    Raises
+    ------
+    NoDeviceError
+        Where no GPU can be used.
+
+    Examples
+    --------
+    >>> cf.empty((2, 3), cf.float32).shape  # doctest: +GPU
+    (2, 3)
+    """
     return DeviceArray(shape, dtype)
 
 
 def zeros(shape: Any, dtype: Any) -> DeviceArray:
-    """A device array of zeros."""
+    """A device array of zeros.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : DType or dtype-like
+
+    Returns
+    -------
+    DeviceArray
+
+    Raises
+    ------
+    NoDeviceError
+        Where no GPU can be used.
+
+    Examples
+    --------
+    >>> cf.zeros(4, cf.int32).to_numpy()  # doctest: +GPU
+    array([0, 0, 0, 0], dtype=int32)
+    """
     arr = DeviceArray(shape, dtype)
     if arr.nbytes:
         _cuda.check(_cuda._driver().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
@@ -282,7 +351,28 @@ def zeros(shape: Any, dtype: Any) -> DeviceArray:
 def to_device(host: Any, dtype: Any = None) -> DeviceArray:
     """Copy a host array (anything NumPy accepts) to a new device array.
 
-    The dtype is kept exactly; pass ``dtype=`` to convert explicitly first.
+    Parameters
+    ----------
+    host : array-like
+        The data; its dtype is kept exactly.
+    dtype : DType or dtype-like, optional
+        Convert to this dtype first, explicitly.
+
+    Returns
+    -------
+    DeviceArray
+
+    Raises
+    ------
+    ArgumentTypeError
+        For a dtype cuforge has no type for.
+    NoDeviceError
+        Where no GPU can be used.
+
+    Examples
+    --------
+    >>> cf.to_device([1.0, 2.0], dtype=cf.float32).to_numpy()  # doctest: +GPU
+    array([1., 2.], dtype=float32)
     """
     import numpy as np
 

@@ -95,8 +95,25 @@ def current() -> Build | None:
 
 
 def use_build(path: str | os.PathLike[str] | None) -> None:
-    """Serve kernels from the build at ``path`` (made by ``python -m cuforge build``) in this
-    process, without NVRTC; None stops. Overrides ``CUFORGE_BUILD_DIR``."""
+    """Serve kernels from an ahead-of-time build in this process, without NVRTC.
+
+    Parameters
+    ----------
+    path : str, os.PathLike or None
+        The build directory ``python -m cuforge build`` made; None stops. Overrides
+        ``CUFORGE_BUILD_DIR``.
+
+    Raises
+    ------
+    CuforgeError
+        Where ``path`` holds no readable build (no manifest, another schema).
+
+    Examples
+    --------
+    ``cf.use_build("build/")`` serves the kernels of ``build/``; this stops:
+
+    >>> cf.use_build(None)
+    """
     root = "" if path is None else os.fspath(path)
     if root:
         Build(root)  # fail now, not at the first launch

@@ -321,6 +321,16 @@ class CompiledKernel:
         Time NVRTC took (when it was compiled, for one read from the disk cache).
     from_cache : bool
         True when read from the persistent cache rather than compiled in this process.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Inc:
+    ...     x: cf.Array[cf.int32]
+    ...     body = "x[threadIdx.x] += 1;"
+    >>> ck = Inc.compile(arch="sm_90")
+    >>> ck.arch, ck.code_type, ck.lowered_name, ck.cubin[1:4]
+    ('sm_90', 'cubin', '_Z3IncPi', b'ELF')
     """
 
     __module__ = "cuforge"
@@ -343,14 +353,39 @@ class CompiledKernel:
 
     @property
     def cubin(self) -> bytes:
-        """The ELF cubin (raises if this kernel was compiled to PTX)."""
+        """The ELF cubin.
+
+        Returns
+        -------
+        bytes
+
+        Raises
+        ------
+        CuforgeError
+            Where the kernel was compiled to PTX.
+        """
         if self.code_type != "cubin":
             raise CuforgeError(f"{self.kernel} was compiled to PTX for {self.arch}; use .ptx, or compile with arch='sm_XY'")
         return self.code
 
     @property
     def ptx(self) -> str:
-        """The PTX text (raises if this kernel was compiled to a cubin)."""
+        """The PTX text.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        CuforgeError
+            Where the kernel was compiled to a cubin.
+
+        Examples
+        --------
+        >>> ".entry _Z3IncPi" in Inc.compile(arch="compute_90").ptx
+        True
+        """
         if self.code_type != "ptx":
             raise CuforgeError(
                 f"{self.kernel} was compiled to a cubin for {self.arch}; use .cubin, or compile with arch='compute_XY'"
@@ -358,18 +393,51 @@ class CompiledKernel:
         return self.code.decode()
 
     def resources(self) -> dict[str, int]:
-        """Registers, stack and shared memory per thread/block read from the cubin (no GPU needed)."""
+        """What the cubin says the kernel uses, read without a GPU.
+
+        Returns
+        -------
+        dict of str to int
+            ``registers`` (per thread), ``frame_bytes`` and ``min_stack_bytes`` (per thread),
+            ``shared_bytes`` (static, per block); empty for PTX.
+
+        Examples
+        --------
+        >>> sorted(ck.resources())
+        ['frame_bytes', 'min_stack_bytes', 'registers', 'shared_bytes']
+        """
         if self.code_type != "cubin":
             return {}
         return cubin_resources(self.code, self.lowered_name)
 
     @property
     def registers(self) -> int | None:
-        """Registers per thread, from the cubin's metadata (None for PTX)."""
+        """Registers per thread, from the cubin's metadata.
+
+        Returns
+        -------
+        int or None
+            None for PTX.
+        """
         return self.resources().get("registers")
 
     def function(self, device: int) -> Any:
-        """The cuda.core Kernel loaded on ``device`` (loaded once per device)."""
+        """The code loaded on a device (once per device), as cuda.core's ``Kernel``.
+
+        Parameters
+        ----------
+        device : int
+            A device ordinal.
+
+        Returns
+        -------
+        cuda.core.Kernel
+
+        Raises
+        ------
+        NoDeviceError
+            Where no GPU can be used.
+        """
         fn = self._loaded.get(device)
         if fn is None:
             with self._lock:

@@ -213,7 +213,23 @@ def _follow_current() -> DeviceInfo | None:
 
 
 def set_device(device_id: int) -> None:
-    """Make ``device_id`` the device this thread launches on."""
+    """Make ``device_id`` the device this thread's launches go to when their arrays do not say
+    (launches run on the device their arrays are on).
+
+    Parameters
+    ----------
+    device_id : int
+        A CUDA device ordinal.
+
+    Raises
+    ------
+    NoDeviceError
+        Where that device is not present, or no GPU can be used.
+
+    Examples
+    --------
+    >>> cf.set_device(0)  # doctest: +GPU
+    """
     _make_current(device_id)
     _tls.device_id = device_id
 
@@ -445,7 +461,18 @@ def pointer_device(ptr: int) -> int | None:
 
 
 def synchronize() -> None:
-    """Wait for all work on the current device to finish (``cuCtxSynchronize``)."""
+    """Wait for all work on the current device to finish (``cuCtxSynchronize``).
+
+    Raises
+    ------
+    DeviceFaultError
+        Where a kernel launched since the last clean synchronisation faulted: it names those
+        launches.
+
+    Examples
+    --------
+    >>> cf.synchronize()  # doctest: +GPU
+    """
     global _clean
     current_device()
     count = launch_count()
@@ -481,7 +508,17 @@ if hasattr(os, "register_at_fork"):
 
 
 def gpu_available() -> bool:
-    """True when a CUDA device can be used for launches (initialises CUDA on first call)."""
+    """Whether a CUDA device can be used for launches (initialises CUDA on first call).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> isinstance(cf.gpu_available(), bool)
+    True
+    """
     try:
         current_device()
     except NoDeviceError:

@@ -33,16 +33,6 @@ _counter_lock = threading.Lock()
 def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_local") -> Graph:
     """A CUDA graph of the cuforge launches made in a ``with`` block, replayed by calling it.
 
-    ::
-
-        with cf.graph() as g:      # nothing runs here: the launches are recorded
-            Saxpy(2.0, x, y)
-            Scale(y, 0.5)
-        g()                        # runs both, as one graph launch
-        with g.update():           # the same launches, new arrays or scalars
-            Saxpy(3.0, x2, y2)
-            Scale(y2, 0.5)
-
     Parameters
     ----------
     stream : stream-like, optional
@@ -56,6 +46,40 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
         CUDA's capture mode: ``"thread_local"`` (default: CUDA calls that a capture cannot
         hold are refused in this thread only), ``"global"`` (in every thread, as
         ``torch.cuda.graph`` does) or ``"relaxed"``.
+
+    Returns
+    -------
+    Graph
+        Captured when its ``with`` block ends.
+
+    Raises
+    ------
+    GraphCaptureError
+        At a launch the capture cannot hold (host arrays, a first compile, a stream outside
+        the capture), or at the block's end where CUDA ended the capture with an error.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Inc:
+    ...     x: cf.Array[cf.float32]
+    ...     n: cf.int64
+    ...     body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) x[i] += 1;"
+    >>> x = cf.zeros(1000, cf.float32)  # doctest: +GPU
+    >>> Inc(x, 1000)  # compiled and loaded before the capture  # doctest: +GPU
+    >>> with cf.graph() as g:  # nothing runs here: the launches are recorded  # doctest: +GPU
+    ...     Inc(x, 1000)
+    ...     Inc(x, 1000)
+    >>> g()  # both, as one graph launch  # doctest: +GPU
+    >>> x.to_numpy()[:3]  # doctest: +GPU
+    array([3., 3., 3.], dtype=float32)
+    >>> y = cf.zeros(1000, cf.float32)  # doctest: +GPU
+    >>> with g.update():  # the same launches with another array  # doctest: +GPU
+    ...     Inc(y, 1000)
+    ...     Inc(y, 1000)
+    >>> g()  # doctest: +GPU
+    >>> y.to_numpy()[:3]  # doctest: +GPU
+    array([2., 2., 2.], dtype=float32)
     """
     return Graph(stream, device=device, mode=mode)
 
@@ -149,6 +173,12 @@ class Graph:
         The kernels captured, in order.
     device : int or None
         The device it was captured on.
+
+    Examples
+    --------
+    >>> g = cf.graph()      # captured by `with g:`; see cuforge.graph
+    >>> g.launches
+    ()
     """
 
     __module__ = "cuforge"
@@ -183,7 +213,18 @@ class Graph:
         """Capture the block again, with new arrays (same shapes) or scalars, and update the
         executable graph in place: ``with g.update(): ...``. The launches must be the same
         kernels in the same order; otherwise :class:`GraphUpdateError` is raised and the
-        graph is left as it was. Costs a capture, not an instantiation."""
+        graph is left as it was. Costs a capture, not an instantiation.
+
+        Returns
+        -------
+        context manager
+            Its ``with`` block is captured again.
+
+        Raises
+        ------
+        GraphCaptureError
+            Where the graph was never captured.
+        """
         if self._exec is None:
             raise GraphCaptureError("Graph.update(): the graph has not been captured yet; use `with cf.graph() as g:` first")
         return _Update(self)
@@ -290,10 +331,29 @@ class Graph:
     # ------------------------------------------------------------ replay
 
     def __call__(self, stream: Any = None) -> None:
+        """Replay the graph: the same as :meth:`launch`.
+
+        Parameters
+        ----------
+        stream : stream-like, optional
+            Default: the stream it was captured on.
+        """
         self.launch(stream)
 
     def launch(self, stream: Any = None) -> None:
-        """Replay the graph on ``stream`` (default: the stream it was captured on)."""
+        """Replay every launch captured, in order, as one graph launch.
+
+        Parameters
+        ----------
+        stream : stream-like, optional
+            Default: the stream it was captured on.
+
+        Raises
+        ------
+        GraphCaptureError
+            Where the graph was never captured, or was closed, or a module it uses was
+            unloaded.
+        """
         handle, device = self._ready("launch()", stream), self.device or 0  # set by the capture
         info = getattr(_cuda._tls, "device", None)
         restore = None
@@ -312,7 +372,13 @@ class Graph:
 
     def upload(self, stream: Any = None) -> None:
         """Upload the graph to the device ahead of its first replay, so that replay does not
-        pay for it (``cuGraphUpload``)."""
+        pay for it (``cuGraphUpload``).
+
+        Parameters
+        ----------
+        stream : stream-like, optional
+            Default: the stream it was captured on.
+        """
         handle = self._ready("upload()", stream)
         _, restore = _cuda.enter_device(self.device)  # type: ignore[arg-type]
         try:

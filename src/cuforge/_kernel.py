@@ -52,19 +52,38 @@ class Kernel(_KernelBase):
     ``kernel(*args, grid=None, block=None, shared_mem=0, stream=None, **kwargs)`` checks the
     arguments against the declared signature, then launches asynchronously.
 
-    Parameters
-    ----------
-    *args, **kwargs
-        The kernel's arguments, by position or by parameter name.
-    grid, block : int or tuple of ints, optional
-        Override the launch rule (default: a 1-D grid covering the largest array, or the
-        class's ``grid``/``block``).
-    shared_mem : int
-        Dynamic shared memory in bytes.
-    stream : stream-like, optional
-        A cuda.core, CuPy or PyTorch stream, anything with ``__cuda_stream__``, or an int
-        handle. Default: the current CuPy/PyTorch stream when the arrays come from them,
-        else the legacy default stream.
+    Notes
+    -----
+    The call takes:
+
+    - ``*args, **kwargs``: the kernel's arguments, by position or by parameter name;
+    - ``grid``, ``block`` (an int or a tuple of 1 to 3 ints): override the launch rule
+      (default: a 1-D grid covering the largest array, or the class's ``grid``/``block``);
+    - ``shared_mem`` (int): dynamic shared memory in bytes (default: the class's rule, else 0);
+    - ``stream``: a cuda.core, CuPy or PyTorch stream, anything with ``__cuda_stream__``, or
+      an int handle (default: the current CuPy/PyTorch stream when the arrays come from them,
+      else the legacy default stream);
+    - ``device`` (int), ``cooperative`` (bool), ``cluster`` (tuple), ``non_portable_cluster``:
+      see the guide's launch kinds and devices pages.
+
+    It raises :class:`ArgumentError` or :class:`ArgumentTypeError` on bad input, before any
+    CUDA call, and :class:`NoDeviceError` where no GPU can be used.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Saxpy:
+    ...     a: cf.float32
+    ...     x: cf.In[cf.float32]
+    ...     y: cf.Array[cf.float32]
+    ...     n: cf.int64
+    ...     body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+    >>> Saxpy
+    <cuforge.Kernel Saxpy(a: float32, x: In[float32], y: Array[float32], n: int64)>
+    >>> x, y = cf.to_device(np.ones(4, np.float32)), cf.zeros(4, cf.float32)  # doctest: +GPU
+    >>> Saxpy(2.0, x, y, 4)  # doctest: +GPU
+    >>> y.to_numpy()  # doctest: +GPU
+    array([2., 2., 2., 2.], dtype=float32)
     """
 
     __module__ = "cuforge"
@@ -112,7 +131,17 @@ class Kernel(_KernelBase):
     # ------------------------------------------------------------ rendering and compiling
 
     def render(self) -> str:
-        """The complete CUDA C++ translation unit for this kernel."""
+        """The complete CUDA C++ translation unit for this kernel.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        TemplateError
+            Where the body, preamble or template does not render.
+        """
         prelude, unit, _ = self._pieces()
         return prelude + unit
 
@@ -124,12 +153,27 @@ class Kernel(_KernelBase):
 
     @property
     def source(self) -> str:
-        """The rendered CUDA C++ (the same as :meth:`render`)."""
+        """The rendered CUDA C++ (the same as :meth:`render`).
+
+        Returns
+        -------
+        str
+        """
         return self.render()
 
     @property
     def lowered_name(self) -> str:
-        """The mangled symbol from the latest compile (NVRTC's ``nvrtcGetLoweredName``)."""
+        """The mangled symbol from the latest compile (NVRTC's ``nvrtcGetLoweredName``).
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        CuforgeError
+            Before the kernel is compiled.
+        """
         if self._decl.module is not None:
             return self._decl.module.symbols.get(self.name, self.name)
         if not self._compiled:
@@ -220,19 +264,68 @@ class Kernel(_KernelBase):
         )
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
-        """Compile for ``arch`` (``"sm_90"``: cubin, ``"compute_90"``: PTX).
+        """Compile with NVRTC, or read the compiled kernel from the caches.
 
-        Without ``arch`` the arch of the current device is used (a cubin if NVRTC knows it,
-        else PTX). Needs no GPU when ``arch`` is given. Results are cached per process.
+        Parameters
+        ----------
+        arch : str, optional
+            ``"sm_90"`` for a cubin, ``"compute_90"`` for PTX. Default: the current device's
+            (a cubin if NVRTC knows it, else PTX), else ``CUFORGE_ARCH``. Needs no GPU when
+            given.
+        options : CompileOptions, optional
+            Instead of the class's ``options``.
+
+        Returns
+        -------
+        CompiledKernel
+
+        Raises
+        ------
+        CompileError
+            With NVRTC's messages, lines numbered as in the body.
+        NoDeviceError
+            Without ``arch``, where there is no GPU and no ``CUFORGE_ARCH``.
+
+        Examples
+        --------
+        >>> @cf.kernel
+        ... class Twice:
+        ...     x: cf.Array[cf.float32]
+        ...     body = "x[threadIdx.x] *= 2;"
+        >>> ck = Twice.compile(arch="sm_90")
+        >>> ck.lowered_name, ck.code_type
+        ('_Z5TwicePf', 'cubin')
         """
         if self._decl.module is not None:
             raise self._prebuilt("compile()")
         return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
 
     def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
-        """:meth:`compile` on cuforge's compile thread: a ``concurrent.futures.Future`` of the
-        CompiledKernel, so that a notebook or a server goes on meanwhile. A launch that needs
-        the kernel before it is done waits for that compile; it does not start another."""
+        """:meth:`compile` on cuforge's compile thread, so that a notebook or a server goes on
+        meanwhile. A launch that needs the kernel before it is done waits for that compile;
+        it does not start another.
+
+        Parameters
+        ----------
+        arch : str, optional
+            As for :meth:`compile`.
+        options : CompileOptions, optional
+            As for :meth:`compile`.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Of the :class:`CompiledKernel`; its ``result()`` raises what :meth:`compile` would.
+
+        Examples
+        --------
+        >>> @cf.kernel
+        ... class Half:
+        ...     x: cf.Array[cf.float32]
+        ...     body = "x[threadIdx.x] *= 0.5f;"
+        >>> Half.compile_async(arch="sm_90").result().lowered_name
+        '_Z4HalfPf'
+        """
         return _parallel.in_background(self.compile, arch, options=options)
 
     def _function(self, device: _cuda.DeviceInfo) -> _kinds.Loaded:
@@ -285,7 +378,17 @@ class Kernel(_KernelBase):
     @property
     def attributes(self) -> _kinds.KernelAttributes:
         """Registers, local memory, static shared memory, the most threads per block and the
-        most dynamic shared memory a launch may ask, on the current device (loads the kernel)."""
+        most dynamic shared memory a launch may ask, on the current device (loads the kernel).
+
+        Returns
+        -------
+        KernelAttributes
+
+        Raises
+        ------
+        NoDeviceError
+            Where there is no GPU (``compile(...).resources()`` reads a cubin without one).
+        """
         loaded = self._function(_cuda.current_device())
         attrs = loaded.function.attributes[loaded.device.id]
         return _kinds.KernelAttributes(
@@ -298,8 +401,31 @@ class Kernel(_KernelBase):
         )
 
     def occupancy(self, block: Any = None, shared_mem: int = 0) -> int:
-        """Active blocks per SM for ``block`` (default: the class's) and ``shared_mem`` bytes
-        of dynamic shared memory, on the current device (loads the kernel)."""
+        """Active blocks per SM, on the current device (loads the kernel).
+
+        Parameters
+        ----------
+        block : int or tuple of ints, optional
+            Default: the class's block.
+        shared_mem : int
+            Dynamic shared memory per block, in bytes.
+
+        Returns
+        -------
+        int
+            Blocks of this kernel one SM runs at once; times the SM count, the most a
+            cooperative launch may ask.
+
+        Raises
+        ------
+        ArgumentError
+            For a block or shared memory that is not valid.
+
+        Examples
+        --------
+        >>> Saxpy.occupancy(block=256) >= 1  # doctest: +GPU
+        True
+        """
         blk = self._block if block is None else _launch.dims(block, "block", self.label, _launch.BLOCK_LIMIT)
         if shared_mem.__class__ is not int or shared_mem < 0:
             raise ArgumentError(f"{self.label}.occupancy(): shared_mem expects an int >= 0 (bytes), got {shared_mem!r}")
@@ -346,6 +472,30 @@ class Kernel(_KernelBase):
         The arrays are the same memory on every launch (their contents may change); the
         scalars, grid, block and stream are fixed: prepare again to change them. Host NumPy
         arrays are not accepted (they would need copies on every launch).
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The kernel's arguments, as for a call.
+        grid, block, shared_mem, stream
+            As for a call.
+
+        Returns
+        -------
+        PreparedLaunch
+
+        Raises
+        ------
+        ArgumentError, ArgumentTypeError
+            As a call would, and for host NumPy arrays or empty arrays.
+
+        Examples
+        --------
+        >>> step = Saxpy.prepare(2.0, x, y, 4)  # doctest: +GPU
+        >>> for _ in range(3):  # doctest: +GPU
+        ...     step()
+        >>> y.to_numpy()  # doctest: +GPU
+        array([8., 8., 8., 8.], dtype=float32)
         """
         checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
         if checked is None:
@@ -365,20 +515,91 @@ class Kernel(_KernelBase):
         return _launch.PreparedLaunch(self, checked, handle, sh, stream)
 
     def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
-        """Write host data into the module variable ``name`` (``__constant__`` or
-        ``__device__``, at namespace scope) on ``device`` (default: the thread's), on ``stream``;
-        the size must match the variable's. Loads the kernel there first."""
+        """Write host data into a module variable (``__constant__`` or ``__device__``, at
+        namespace scope). Loads the kernel on the device first.
+
+        Parameters
+        ----------
+        name : str
+            The variable, as the preamble or source declares it.
+        value : array-like
+            Host data whose size in bytes is the variable's.
+        stream : stream-like, optional
+            The copy's stream (default: the legacy default stream).
+        device : int, optional
+            Default: the thread's device.
+
+        Raises
+        ------
+        ArgumentError
+            For a name the module does not have.
+        ArgumentTypeError
+            For a size that is not the variable's (both are given).
+
+        Examples
+        --------
+        >>> @cf.kernel
+        ... class Scaled:
+        ...     x: cf.Array[cf.float32]
+        ...     preamble = "__constant__ float factor;"
+        ...     body = "x[threadIdx.x] *= factor;"
+        >>> Scaled.set_global("factor", np.array([3.0], np.float32))  # doctest: +GPU
+        """
         _globals.set_global(self, name, value, stream=stream, device=device)
 
     def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
-        """The module variable ``name`` as a host NumPy array of ``dtype``, after the device's
-        work so far."""
+        """Read a module variable back, after the device's work so far.
+
+        Parameters
+        ----------
+        name : str
+            The variable.
+        dtype : dtype-like
+            How to view its bytes (default: ``uint8``).
+        device : int, optional
+            Default: the thread's device.
+
+        Returns
+        -------
+        numpy.ndarray
+
+        Raises
+        ------
+        ArgumentError
+            For a name the module does not have.
+
+        Examples
+        --------
+        >>> Scaled.get_global("factor", np.float32)  # doctest: +GPU
+        array([3.], dtype=float32)
+        """
         return _globals.get_global(self, name, dtype, device=device)
 
     def torch_op(self, name: str, **options: Any) -> Any:
-        """Register this kernel as the PyTorch operator ``name`` (``"mylib::saxpy"``); see
-        :func:`cuforge.torch.custom_op` for ``outputs=``, ``sizes=``, ``backward=`` and
-        ``setup_context=``. Imports PyTorch."""
+        """Register this kernel as a PyTorch operator (imports PyTorch).
+
+        Parameters
+        ----------
+        name : str
+            ``"namespace::name"`` (``"mylib::saxpy"``).
+        **options
+            ``outputs=``, ``sizes=``, ``backward=``, ``setup_context=``: see
+            :func:`cuforge.torch.custom_op`.
+
+        Returns
+        -------
+        callable
+            The operator (``torch.ops.mylib.saxpy``).
+
+        Examples
+        --------
+        >>> import torch  # doctest: +GPU
+        >>> saxpy = Saxpy.torch_op("cuforge_doctest::saxpy", sizes={"n": lambda x: x.numel()})  # doctest: +GPU
+        >>> y = torch.zeros(4, device="cuda")  # doctest: +GPU
+        >>> saxpy(2.0, torch.ones(4, device="cuda"), y)  # mutates y  # doctest: +GPU
+        >>> y.tolist()  # doctest: +GPU
+        [2.0, 2.0, 2.0, 2.0]
+        """
         from .torch import custom_op
 
         return custom_op(self, name, **options)
@@ -399,7 +620,15 @@ class Kernel(_KernelBase):
 class KernelTemplate:
     """A templated ``%%cuda`` kernel (kept here, not in the IPython adapter, so that a worker
     without IPython can unpickle one): index it by its template arguments (``k[cf.float32, 256]``
-    or ``k["float", 256]``); call it directly when it has one instantiation."""
+    or ``k["float", 256]``); call it directly when it has one instantiation.
+
+    Examples
+    --------
+    A cell ``%%cuda --instantiate 'scale<float>' --instantiate 'scale<double>'`` binds one:
+
+    >>> scale[cf.float64]  # doctest: +SKIP
+    <cuforge.Kernel scale<double>(x: Array[float64], a: float64, n: int32)>
+    """
 
     __module__ = "cuforge"
 
@@ -408,6 +637,22 @@ class KernelTemplate:
         self.instances = instances
 
     def __getitem__(self, args: Any) -> Kernel:
+        """One instantiation the cell made.
+
+        Parameters
+        ----------
+        args : DType, str or int, or a tuple of them
+            The template arguments (``cf.float32``, ``"float"``, ``256``).
+
+        Returns
+        -------
+        Kernel
+
+        Raises
+        ------
+        DeclarationError
+            For arguments the cell did not instantiate; it lists those it did.
+        """
         args = args if isinstance(args, tuple) else (args,)
         spelled = tuple(a.cpp if isinstance(a, DType) else str(a) for a in args)
         found = self.instances.get(spelled)
@@ -417,6 +662,18 @@ class KernelTemplate:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
+        """Launch the only instantiation.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            As for a :class:`Kernel` call.
+
+        Raises
+        ------
+        DeclarationError
+            Where the cell made more than one instantiation: index it instead.
+        """
         if len(self.instances) != 1:
             raise DeclarationError(
                 f"{self.name} has {len(self.instances)} instantiations; index it, e.g. {self.name}[cf.float32, 256]"

@@ -198,7 +198,18 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
 
 @dataclass(frozen=True)
 class KernelAttributes:
-    """What a kernel's compiled code needs and allows on one device (``Kernel.attributes``)."""
+    """What a kernel's compiled code needs and allows on one device (``Kernel.attributes``).
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Probe:
+    ...     x: cf.Array[cf.float32]
+    ...     body = "__shared__ float s[32]; s[threadIdx.x] = x[threadIdx.x]; x[threadIdx.x] = s[31 - threadIdx.x];"
+    >>> attrs = Probe.attributes  # doctest: +GPU
+    >>> attrs.static_shared_bytes, attrs.max_threads_per_block  # doctest: +GPU
+    (128, 1024)
+    """
 
     __module__ = "cuforge"
 

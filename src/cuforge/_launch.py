@@ -577,6 +577,18 @@ class PreparedLaunch:
 
     Made by :meth:`Kernel.prepare`. It keeps the arguments and the stream alive and owns its
     parameter buffer, so it can be called from any thread that has the device's context current.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Inc:
+    ...     x: cf.Array[cf.int32]
+    ...     body = "x[threadIdx.x] += 1;"
+    >>> x = cf.zeros(32, cf.int32)  # doctest: +GPU
+    >>> step = Inc.prepare(x)  # doctest: +GPU
+    >>> step(); step()  # doctest: +GPU
+    >>> int(x.to_numpy()[0])  # doctest: +GPU
+    2
     """
 
     __module__ = "cuforge"

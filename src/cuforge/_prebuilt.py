@@ -47,6 +47,10 @@ def sniff(code: bytes) -> str | None:
 class Module:
     """Prebuilt device code: a cubin, PTX, fatbin or LTO-IR, from a path or from bytes.
 
+    ``functions()`` lists its entry points; ``unload()`` frees it, after which its kernels
+    raise :class:`LaunchError` instead of launching. A kernel class binds a signature to one
+    of its entry points with ``module = ...`` and ``name = ...``.
+
     Parameters
     ----------
     code : str, os.PathLike or bytes
@@ -61,17 +65,28 @@ class Module:
     name : str, optional
         What errors call the module (default: the file name, or ``"<bytes>"``).
 
-    Binding a kernel class to it::
+    Raises
+    ------
+    DeclarationError
+        For a path with no file, or code whose type cannot be told.
 
-        @cf.kernel
-        class Saxpy:
-            module = cf.Module("kernels.fatbin")  # or the path: "kernels.fatbin"
-            name = "saxpy"
-            a: cf.float32
-            ...
-
-    ``functions()`` lists its entry points; ``unload()`` frees it, after which its kernels
-    raise :class:`LaunchError` instead of launching.
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Fill:
+    ...     out: cf.Out[cf.float32]
+    ...     n: cf.int64
+    ...     name = "fill"
+    ...     source = 'extern "C" __global__ void fill(float* out, long long n) { if (threadIdx.x < n) out[threadIdx.x] = 1; }'
+    >>> module = cf.Module(Fill.compile(arch="sm_90").cubin)
+    >>> module.code_type, module.functions()
+    ('cubin', ['fill'])
+    >>> @cf.kernel
+    ... class PrebuiltFill:
+    ...     module = cf.Module(Fill.compile(arch="sm_90").cubin)   # or a path: "kernels.fatbin"
+    ...     name = "fill"
+    ...     out: cf.Out[cf.float32]
+    ...     n: cf.int64
     """
 
     __module__ = "cuforge"
@@ -105,7 +120,12 @@ class Module:
 
     @property
     def code(self) -> bytes:
-        """The image's bytes (read from the file on first use)."""
+        """The image's bytes (read from the file on first use).
+
+        Returns
+        -------
+        bytes
+        """
         if self._code is None:
             assert self.path is not None
             with open(self.path, "rb") as fh:
@@ -114,18 +134,39 @@ class Module:
 
     @property
     def digest(self) -> str:
-        """SHA-256 of the image (part of the cache key of a kernel that links it)."""
+        """SHA-256 of the image (part of the cache key of a kernel that links it).
+
+        Returns
+        -------
+        str
+            Hexadecimal.
+        """
         return hashlib.sha256(self.code).hexdigest()
 
     @property
     def loaded(self) -> bool:
-        """False once :meth:`unload` has run."""
+        """False once :meth:`unload` has run.
+
+        Returns
+        -------
+        bool
+        """
         return not self._unloaded
 
     def functions(self) -> list[str]:
         """The kernel entry points (lowered names). Cubin and PTX are read without a GPU;
         a fatbin is asked of the driver; LTO-IR is linked first, for the current GPU's arch
-        (or ``CUFORGE_ARCH``)."""
+        (or ``CUFORGE_ARCH``).
+
+        Returns
+        -------
+        list of str
+
+        Raises
+        ------
+        NoDeviceError
+            For a fatbin or LTO-IR where no GPU and no ``CUFORGE_ARCH`` says which image.
+        """
         self._check_loaded(f"{self.name}.functions()")
         if self.code_type == "ptx":
             return [m.decode() for m in _PTX_ENTRY.findall(self.code)]

@@ -9,7 +9,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class CacheStats:
-    """Process-wide cache counters (see :func:`cuforge.cache_stats`)."""
+    """Process-wide cache counters (see :func:`cuforge.cache_stats`).
+
+    Examples
+    --------
+    >>> stats = cf.cache_stats()
+    >>> stats.compiles >= 0 and stats.memory_hits >= 0
+    True
+    """
 
     __module__ = "cuforge"
 
@@ -48,7 +55,20 @@ def cache_stats(reset: bool = False) -> CacheStats:
     disk errors (damaged or unreadable entries, failed writes), disk writes, NVRTC
     precompiled headers made and used, and batches compiled one instantiation at a time.
 
-    ``reset=True`` returns the counts and sets them to zero.
+    Parameters
+    ----------
+    reset : bool
+        Return the counts and set them to zero.
+
+    Returns
+    -------
+    CacheStats
+
+    Examples
+    --------
+    >>> _ = cf.cache_stats(reset=True)
+    >>> cf.cache_stats().compiles
+    0
     """
     with counters.lock:
         snap = CacheStats(

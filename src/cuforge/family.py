@@ -36,7 +36,13 @@ timing_runs = 0  # candidate timings made by autotuning in this process (tests c
 
 class Autotune:
     """What a family tunes: candidate values of integer parameters, and the arguments whose
-    sizes key the choice (rounded up to a power of two). Built by :func:`autotune`."""
+    sizes key the choice (rounded up to a power of two). Built by :func:`autotune`.
+
+    Examples
+    --------
+    >>> cf.autotune(BLOCK=[128, 256], key=["n"]).candidates
+    {'BLOCK': (128, 256)}
+    """
 
     __module__ = "cuforge"
 
@@ -59,6 +65,41 @@ def autotune(*, key: Sequence[str] = (), warmup: int = 2, repeat: int = 10, **ca
     copies of the written arrays (the caller's outputs are never touched), the fastest is
     chosen, and the choice is stored in the disk cache per (GPU, kernel, instantiation
     source, key).
+
+    Parameters
+    ----------
+    key : sequence of str
+        Parameters whose sizes (an array's element count, an integer's value, rounded up to a
+        power of two) key the choice.
+    warmup, repeat : int
+        Untimed and timed launches of each candidate.
+    **candidates : iterable of int
+        For each integer template parameter to tune, the values to try.
+
+    Returns
+    -------
+    Autotune
+
+    Raises
+    ------
+    DeclarationError
+        With no candidates (and, when the class is defined, for a name that is not one of its
+        integer parameters or a value it does not allow).
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Tuned:
+    ...     BLOCK = cf.intparam(128, 256, 512)
+    ...     x: cf.Array[cf.float32]
+    ...     n: cf.int64
+    ...     block = "BLOCK"
+    ...     autotune = cf.autotune(BLOCK=[128, 256, 512], key=["n"])
+    ...     body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) x[i] += 1;"
+    >>> x = cf.zeros(1 << 16, cf.float32)  # doctest: +GPU
+    >>> Tuned(x, 1 << 16)  # times 128, 256 and 512 on a scratch copy of x, then launches  # doctest: +GPU
+    >>> len(Tuned.tuning()), float(x.to_numpy()[0])  # doctest: +GPU
+    (1, 1.0)
     """
     return Autotune(key, warmup, repeat, **candidates)
 
@@ -83,6 +124,23 @@ class Family:
     ``F[cf.float64, 512]`` and ``F.instantiate(T=cf.float64, BLOCK=512)`` give one
     instantiation (a :class:`~cuforge.Kernel`); ``F[cf.float64]`` takes defaults for the rest;
     ``F(*args)`` infers type parameters from the arrays and launches.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Axpy:
+    ...     T = cf.typeparam(cf.float32, cf.float64)
+    ...     BLOCK = cf.intparam(256, 128)
+    ...     a: T
+    ...     x: cf.In[T]
+    ...     y: cf.Array[T]
+    ...     n: cf.int64
+    ...     block = "BLOCK"
+    ...     body = "long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+    >>> Axpy[cf.float64, 128]
+    <cuforge.Kernel Axpy<double, 128>(a: float64, x: In[float64], y: Array[float64], n: int64)>
+    >>> Axpy.select(2.0, np.ones(4), np.ones(4), 4).name_expression
+    'Axpy<double, 256>'
     """
 
     __module__ = "cuforge"
@@ -148,6 +206,23 @@ class Family:
         return found
 
     def __getitem__(self, key: Any) -> Kernel:
+        """One instantiation, by its template arguments in declaration order.
+
+        Parameters
+        ----------
+        key : value or tuple of values
+            A DType for a type parameter, an int (or bool) for the others; the parameters
+            left out take their defaults.
+
+        Returns
+        -------
+        Kernel
+
+        Raises
+        ------
+        DeclarationError
+            For too many values, or one the parameter does not allow.
+        """
         given = key if isinstance(key, tuple) else (key,)
         tparams = self.template_params
         if len(given) > len(tparams):
@@ -160,7 +235,27 @@ class Family:
         return self._instance(tuple(values))
 
     def instantiate(self, **values: Any) -> Kernel:
-        """One instantiation by parameter name; unnamed parameters take their defaults."""
+        """One instantiation by parameter name.
+
+        Parameters
+        ----------
+        **values
+            Template parameter name to value; those left out take their defaults.
+
+        Returns
+        -------
+        Kernel
+
+        Raises
+        ------
+        DeclarationError
+            For an unknown name or a value the parameter does not allow.
+
+        Examples
+        --------
+        >>> Axpy.instantiate(T=cf.float64) is Axpy[cf.float64, 256]
+        True
+        """
         names = [t.name for t in self.template_params]
         unknown = [k for k in values if k not in names]
         if unknown:
@@ -173,15 +268,53 @@ class Family:
         )
 
     def instantiations(self) -> list[Kernel]:
-        """Every allowed combination, in declaration order (the last parameter varies fastest)."""
+        """Every allowed combination.
+
+        Returns
+        -------
+        list of Kernel
+            In declaration order, the last parameter varying fastest.
+
+        Examples
+        --------
+        >>> [k.name_expression for k in Axpy.instantiations()]
+        ['Axpy<float, 256>', 'Axpy<float, 128>', 'Axpy<double, 256>', 'Axpy<double, 128>']
+        """
         return [self._instance(tuple(c)) for c in itertools.product(*(t.values for t in self.template_params))]
 
     def precompile(
         self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None, options: CompileOptions | None = None
     ) -> list[CompiledKernel]:
         """Compile every instantiation (or ``instances``); cached ones are skipped. A small family
-        is one NVRTC program; a heavy one is split across worker processes (see the README's
-        "Compiling")."""
+        is one NVRTC program; a heavy one is split across worker processes (see the guide's
+        compile speed page).
+
+        Parameters
+        ----------
+        arch : str, optional
+            As for :meth:`Kernel.compile`.
+        instances : iterable of Kernel, optional
+            Instantiations of this family to compile (default: all).
+        options : CompileOptions, optional
+            Instead of the class's.
+
+        Returns
+        -------
+        list of CompiledKernel
+            In the order of ``instances``.
+
+        Raises
+        ------
+        CompileError
+            Naming the instantiation that failed.
+        DeclarationError
+            For an instance that is not of this family.
+
+        Examples
+        --------
+        >>> len(Axpy.precompile(arch="sm_90"))
+        4
+        """
         chosen = self.instantiations() if instances is None else list(instances)
         for k in chosen:
             if not isinstance(k, Kernel) or k._decl is not self._decl:
@@ -192,8 +325,24 @@ class Family:
 
     def precompile_async(self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None,
                          options: CompileOptions | None = None) -> Future[list[CompiledKernel]]:  # fmt: skip
-        """:meth:`precompile` on cuforge's compile thread: a ``concurrent.futures.Future`` of
-        the list. Launches meanwhile wait for the instantiations they need."""
+        """:meth:`precompile` on cuforge's compile thread. Launches meanwhile wait for the
+        instantiations they need.
+
+        Parameters
+        ----------
+        arch, instances, options
+            As for :meth:`precompile`.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Of the list of :class:`CompiledKernel`.
+
+        Examples
+        --------
+        >>> len(Axpy.precompile_async(arch="sm_90").result())
+        4
+        """
         chosen = None if instances is None else list(instances)
         return _parallel.in_background(self.precompile, arch, instances=chosen, options=options)
 
@@ -202,7 +351,20 @@ class Family:
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:  # fmt: skip
         """Infer the type parameters from the arrays, pick the integer parameters (defaults, or
-        autotuned), and launch that instantiation with the same arguments."""
+        autotuned), and launch that instantiation with the same arguments.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The kernel's arguments.
+        grid, block, shared_mem, stream
+            As for a :class:`Kernel` call (a ``grid`` or ``block`` given skips autotuning).
+
+        Raises
+        ------
+        ArgumentTypeError
+            Where the arrays bound to a type parameter match no allowed dtype, or disagree.
+        """
         bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
         types = tuple(self._infer(t, bound) if isinstance(t, TypeParam) else None for t in self.template_params)
         at = self._autotune
@@ -213,7 +375,17 @@ class Family:
 
     def select(self, *args: Any, **kwargs: Any) -> Kernel:
         """The instantiation a call with these arguments would launch (type parameters inferred,
-        integer parameters at their defaults; autotuning is not consulted)."""
+        integer parameters at their defaults; autotuning is not consulted).
+
+        Parameters
+        ----------
+        *args, **kwargs
+            The kernel's arguments.
+
+        Returns
+        -------
+        Kernel
+        """
         bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
         types = tuple(self._infer(t, bound) if isinstance(t, TypeParam) else None for t in self.template_params)
         return self._instance(self._values(types, {}))
@@ -339,8 +511,14 @@ class Family:
         return times
 
     def tuning(self) -> list[dict[str, Any]]:
-        """The autotuning table of this process: per key, the candidates' times and the choice,
-        and whether it was timed now or read from disk."""
+        """The autotuning table of this process.
+
+        Returns
+        -------
+        list of dict
+            Per key: the candidates' times, the choice, and whether it was timed now or read
+            from disk.
+        """
         return [dict(row) for row in self._table]
 
     def _repr_html_(self) -> str:
@@ -349,8 +527,21 @@ class Family:
         return family_html(self)
 
     def torch_op(self, name: str, **options: Any) -> Any:
-        """Register the family as the PyTorch operator ``name``, each call launching the
-        instantiation its tensors' dtypes pick; see :func:`cuforge.torch.custom_op`."""
+        """Register the family as a PyTorch operator, each call launching the instantiation its
+        tensors' dtypes pick (imports PyTorch).
+
+        Parameters
+        ----------
+        name : str
+            ``"namespace::name"``.
+        **options
+            See :func:`cuforge.torch.custom_op`.
+
+        Returns
+        -------
+        callable
+            The operator.
+        """
         from .torch import custom_op
 
         return custom_op(self, name, **options)

@@ -36,9 +36,38 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
     A class with ``cf.typeparam``/``cf.intparam`` attributes declares a family instead
     (see :class:`Family`). Every declaration is listed in ``cf.registry``.
 
+    Parameters
+    ----------
+    cls : type
+        The class to read (given by the decorator).
+    name : str, optional
+        The kernel's C++ name (default: the class's name).
+    options : CompileOptions, optional
+        Instead of the class's ``options``.
+
     Returns
     -------
     Kernel or Family
+
+    Raises
+    ------
+    DeclarationError
+        For anything the class declares that cuforge cannot use, when the class is defined.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Scale:
+    ...     a: cf.float32
+    ...     x: cf.Array[cf.float32]
+    ...     n: cf.int64
+    ...     body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) x[i] *= a;"
+    >>> Scale
+    <cuforge.Kernel Scale(a: float32, x: Array[float32], n: int64)>
+    >>> @cf.kernel(options=cf.CompileOptions(fast_math=True))
+    ... class FastScale:
+    ...     x: cf.Array[cf.float32]
+    ...     body = "x[threadIdx.x] = __expf(x[threadIdx.x]);"
     """
     if cls is None:
         return lambda c: kernel(c, name=name, options=options)

@@ -56,6 +56,17 @@ class CompileOptions:
         Extra include directories.
     extra : iterable of str
         Further NVRTC flags, passed as they are.
+
+    Raises
+    ------
+    DeclarationError
+        For a value NVRTC would not take (checked when built, with no GPU).
+
+    Examples
+    --------
+    >>> opts = cf.CompileOptions(std="c++20", fast_math=True, defines={"N": 4})
+    >>> opts.replace(lineinfo=True).lineinfo
+    True
     """
 
     __module__ = "cuforge"
@@ -88,7 +99,22 @@ class CompileOptions:
         object.__setattr__(self, "extra", _str_tuple("extra", self.extra))
 
     def replace(self, **changes: Any) -> CompileOptions:
-        """A copy with the given fields changed (validated like a new instance)."""
+        """A copy with the given fields changed (validated like a new instance).
+
+        Parameters
+        ----------
+        **changes
+            Field name to new value.
+
+        Returns
+        -------
+        CompileOptions
+
+        Raises
+        ------
+        DeclarationError
+            For an unknown field or a value that is not valid.
+        """
         try:
             return dataclasses.replace(self, **changes)
         except TypeError as exc:

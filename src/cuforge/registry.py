@@ -24,7 +24,17 @@ __all__ = ["Registry", "registry"]
 
 
 class Registry(Mapping[str, Any]):
-    """Every declared kernel and family, by qualified name (``module.Class``)."""
+    """Every declared kernel and family, by qualified name (``module.Class``): ``cf.registry``.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Listed:
+    ...     x: cf.Array[cf.float32]
+    ...     body = ""
+    >>> cf.registry[Listed.qualname] is Listed
+    True
+    """
 
     __module__ = "cuforge"
 
@@ -38,6 +48,22 @@ class Registry(Mapping[str, Any]):
             self._items[qualname] = obj
 
     def __getitem__(self, qualname: str) -> Any:
+        """The kernel or family declared as ``qualname``.
+
+        Parameters
+        ----------
+        qualname : str
+            ``module.Class``.
+
+        Returns
+        -------
+        Kernel or Family
+
+        Raises
+        ------
+        KeyError
+            Listing what is registered.
+        """
         try:
             return self._items[qualname]
         except KeyError:
@@ -66,8 +92,36 @@ class Registry(Mapping[str, Any]):
         (``CUFORGE_COMPILE_WORKERS`` for this call), and above 1 also starts several
         declarations' compiles from threads, which overlap their rendering and disk-cache work
         (NVRTC itself runs one compile at a time in a process). ``progress`` (default: when
-        stderr is a terminal) prints a progress line on stderr. Returns the CompiledKernels by
-        qualified name.
+        stderr is a terminal) prints a progress line on stderr.
+
+        Parameters
+        ----------
+        arch : str, optional
+            As for :meth:`Kernel.compile`.
+        kernels : iterable, optional
+            Kernels, families or qualified names (default: everything registered).
+        options : CompileOptions, optional
+            Instead of each class's.
+        workers : int, optional
+            Worker processes (default: ``CUFORGE_COMPILE_WORKERS``).
+        progress : bool, optional
+            Print a progress line (default: when stderr is a terminal).
+
+        Returns
+        -------
+        dict of str to list of CompiledKernel
+            By qualified name.
+
+        Raises
+        ------
+        CompileError
+            Naming the instantiation that failed.
+
+        Examples
+        --------
+        >>> compiled = cf.registry.precompile(arch="sm_90", kernels=[Listed])
+        >>> list(compiled) == [Listed.qualname]
+        True
         """
         chosen = list(self._items.values()) if kernels is None else [self[k] if isinstance(k, str) else k for k in kernels]
         for obj in chosen:

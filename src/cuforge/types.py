@@ -74,6 +74,13 @@ class DType:
         two floats; ``"H"`` for bfloat16: its 16 bits).
     max_finite : float or None
         The largest finite value of a float type (None for the others).
+
+    Examples
+    --------
+    >>> cf.float32.name, str(cf.float32), cf.float32.itemsize
+    ('float32', 'float', 4)
+    >>> cf.int8.range
+    (-128, 127)
     """
 
     __module__ = "cuforge"
@@ -89,7 +96,13 @@ class DType:
 
     @property
     def range(self) -> tuple[int, int] | None:
-        """(lowest, highest) value of an integer type; None for the others."""
+        """The range of an integer type.
+
+        Returns
+        -------
+        tuple of int, or None
+            (lowest, highest) for an integer type; None for the others.
+        """
         if self.kind == "i":
             return -(2 ** (8 * self.itemsize - 1)), 2 ** (8 * self.itemsize - 1) - 1
         if self.kind == "u":
@@ -98,28 +111,62 @@ class DType:
 
     @property
     def ckind(self) -> str:
-        """How cuforge's C launcher takes a scalar of this type: ``i``/``u`` signed/unsigned
-        integers, ``f``/``d`` float32/float64, ``b`` bool; ``x`` for types it hands to the
-        Python checks to convert (float16, bfloat16, complex)."""
+        """How cuforge's C launcher takes a scalar of this type.
+
+        Returns
+        -------
+        str
+            ``i``/``u`` signed/unsigned integers, ``f``/``d`` float32/float64, ``b`` bool;
+            ``x`` for types it hands to the Python checks to convert (float16, bfloat16,
+            complex).
+        """
         if self.kind in "iub":
             return self.kind
         return {"float32": "f", "float64": "d"}.get(self.name, "x")
 
     @property
     def is_float(self) -> bool:
+        """Whether this is a floating-point type (float16, bfloat16, float32, float64).
+
+        Returns
+        -------
+        bool
+        """
         return self.kind == "f"
 
     @property
     def is_integer(self) -> bool:
+        """Whether this is a signed or unsigned integer type (bool is not).
+
+        Returns
+        -------
+        bool
+        """
         return self.kind in "iu"
 
     @property
     def is_complex(self) -> bool:
+        """Whether this is complex64 or complex128.
+
+        Returns
+        -------
+        bool
+        """
         return self.kind == "c"
 
     @property
     def numpy(self) -> np.dtype[Any]:
-        """The matching NumPy dtype (bfloat16 needs the ``ml_dtypes`` package)."""
+        """The matching NumPy dtype.
+
+        Returns
+        -------
+        numpy.dtype
+
+        Raises
+        ------
+        DeclarationError
+            For bfloat16 where the ``ml_dtypes`` package is not installed.
+        """
         import numpy as np
 
         if self.name == "bfloat16":
@@ -204,6 +251,11 @@ class VectorDType(DType):
     Only for arrays (``cf.In[cf.vector(cf.float32, 4)]``): such a parameter takes an array of
     the element dtype whose last dimension is the vector's length, C-contiguous and aligned to
     the vector's size, and the kernel gets a ``float4*``; the launch rule counts vectors.
+
+    Examples
+    --------
+    >>> str(cf.vector(cf.float32, 4)), cf.vector(cf.float32, 4).itemsize
+    ('float4', 16)
     """
 
     element: Any = None
@@ -211,6 +263,12 @@ class VectorDType(DType):
 
     @property
     def numpy(self) -> np.dtype[Any]:
+        """The NumPy dtype of one lane (an array of vectors is an array of these).
+
+        Returns
+        -------
+        numpy.dtype
+        """
         return self.element.numpy  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
@@ -234,8 +292,31 @@ _VECTORS: dict[tuple[str, int], VectorDType] = {}
 
 
 def vector(dtype: DType, lanes: int) -> VectorDType:
-    """The CUDA vector type of ``lanes`` ``dtype`` values, as an array element:
-    ``cf.In[cf.vector(cf.float32, 4)]`` is a ``const float4*``."""
+    """The CUDA vector type of ``lanes`` ``dtype`` values, as an array element.
+
+    Parameters
+    ----------
+    dtype : DType
+        The lanes' type (``cf.float32``).
+    lanes : int
+        2 or 4, as CUDA defines the type (``float2``, ``float4``, ``__half2``, ...).
+
+    Returns
+    -------
+    VectorDType
+
+    Raises
+    ------
+    DeclarationError
+        Where CUDA has no such vector type; the message lists those it has.
+
+    Examples
+    --------
+    >>> cf.In[cf.vector(cf.float32, 4)]
+    In[float32x4]
+    >>> str(cf.vector(cf.float16, 2))
+    '__half2'
+    """
     key = (getattr(dtype, "name", None), lanes)
     found = _VECTORS.get(key)  # type: ignore[arg-type]
     if found is None:
@@ -258,6 +339,12 @@ class ArrayType:
 
     Built by ``cf.Array[dtype]``, ``cf.In[dtype]`` or ``cf.Out[dtype]``, optionally with a
     rank: ``cf.Array[cf.float32, 2]``.
+
+    Examples
+    --------
+    >>> t = cf.In[cf.float32, 2]
+    >>> t.dtype is cf.float32, t.ndim, t.writes
+    (True, 2, False)
     """
 
     __module__ = "cuforge"
@@ -268,6 +355,12 @@ class ArrayType:
 
     @property
     def writes(self) -> bool:
+        """Whether the kernel may write the array (``Array`` and ``Out``).
+
+        Returns
+        -------
+        bool
+        """
         return self.intent != "in"
 
     def __repr__(self) -> str:
@@ -294,21 +387,40 @@ class _ArrayFactory:
 
 
 class Array(_ArrayFactory):
-    """A read-write device array parameter: ``cf.Array[cf.float32]`` renders ``float*``."""
+    """A read-write array parameter: ``cf.Array[cf.float32]`` renders ``float*``.
+
+    Examples
+    --------
+    >>> cf.Array[cf.float32], cf.Array[cf.float32, 2].ndim
+    (Array[float32], 2)
+    """
 
     __module__ = "cuforge"
     _intent = "inout"
 
 
 class In(_ArrayFactory):
-    """A read-only array parameter: rendered ``const T* __restrict__``."""
+    """A read-only array parameter: rendered ``const T* __restrict__``.
+
+    Examples
+    --------
+    >>> cf.In[cf.float16].writes
+    False
+    """
 
     __module__ = "cuforge"
     _intent = "in"
 
 
 class Out(_ArrayFactory):
-    """A write-only array parameter: rendered ``T* __restrict__``."""
+    """A write-only array parameter: rendered ``T* __restrict__`` (do not pass one buffer for
+    two ``Out``/``In`` parameters).
+
+    Examples
+    --------
+    >>> cf.Out[cf.int32].writes
+    True
+    """
 
     __module__ = "cuforge"
     _intent = "out"
@@ -321,6 +433,12 @@ class TypeParam:
     instantiation (``x: cf.In[T]``); in the C++ it is a template parameter named as the
     class attribute; in Jinja ``{{ T }}`` renders the instantiation's C++ type and
     ``T.itemsize``, ``T.is_float``, ``T.name`` describe it.
+
+    Examples
+    --------
+    >>> T = cf.typeparam(cf.float32, cf.float64)
+    >>> T.values, T.default
+    ((cuforge.float32, cuforge.float64), cuforge.float32)
     """
 
     __module__ = "cuforge"
@@ -346,13 +464,43 @@ class TypeParam:
 
     @property
     def default(self) -> DType:
+        """The first allowed dtype, used where an instantiation does not name one.
+
+        Returns
+        -------
+        DType
+        """
         return self.values[0]
 
     @property
     def cpp(self) -> str:
+        """How the parameter is spelt in the C++ of an annotation: its name.
+
+        Returns
+        -------
+        str
+        """
         return self.name
 
     def resolve(self, value: Any, kernel: str) -> DType:
+        """The allowed dtype ``value`` names (a DType, a NumPy dtype or a name).
+
+        Parameters
+        ----------
+        value : DType, numpy.dtype or str
+            What an index or an instantiation gave.
+        kernel : str
+            The family's name, for the error.
+
+        Returns
+        -------
+        DType
+
+        Raises
+        ------
+        DeclarationError
+            Where ``value`` is not one of the allowed dtypes.
+        """
         found = dtype_of(value) if not isinstance(value, (bool, int)) else None
         if found is None or found not in self.values:
             allowed = ", ".join(v.name for v in self.values)
@@ -360,6 +508,16 @@ class TypeParam:
         return found
 
     def spell(self, value: DType) -> str:
+        """How ``value`` is written in the C++ (``float``).
+
+        Parameters
+        ----------
+        value : DType
+
+        Returns
+        -------
+        str
+        """
         return value.cpp
 
     def __repr__(self) -> str:
@@ -370,6 +528,11 @@ class IntParam:
     """A family's integer parameter: ``BLOCK = cf.intparam(256, 128, 512)``; the first is the default.
 
     It becomes an ``int`` template parameter, and ``{{ BLOCK }}`` renders its value.
+
+    Examples
+    --------
+    >>> cf.intparam(256, 128, 512).default
+    256
     """
 
     __module__ = "cuforge"
@@ -393,9 +556,33 @@ class IntParam:
 
     @property
     def default(self) -> int:
+        """The first allowed value, used where an instantiation does not name one.
+
+        Returns
+        -------
+        int
+        """
         return self.values[0]
 
     def resolve(self, value: Any, kernel: str) -> int:
+        """The allowed value ``value`` names.
+
+        Parameters
+        ----------
+        value : int
+            What an index or an instantiation gave (any integer, not a bool).
+        kernel : str
+            The family's name, for the error.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        DeclarationError
+            Where ``value`` is not one of the allowed values.
+        """
         try:
             as_int = None if isinstance(value, bool) else operator.index(value)
         except TypeError:
@@ -406,6 +593,16 @@ class IntParam:
         return as_int
 
     def spell(self, value: int) -> str:
+        """How ``value`` is written in the C++.
+
+        Parameters
+        ----------
+        value : int
+
+        Returns
+        -------
+        str
+        """
         return str(value)
 
     def __repr__(self) -> str:
@@ -415,7 +612,13 @@ class IntParam:
 class BoolParam(IntParam):
     """A family's bool parameter: ``POW2 = cf.boolparam()`` (default False) or
     ``cf.boolparam(True)``. A C++ ``bool`` template parameter: ``POW2`` is ``true`` or
-    ``false`` in the C++, and ``{{ POW2 }}`` renders the same (``{% if POW2 %}`` works)."""
+    ``false`` in the C++, and ``{{ POW2 }}`` renders the same (``{% if POW2 %}`` works).
+
+    Examples
+    --------
+    >>> cf.boolparam().values, cf.boolparam(True).spell(True)
+    ((False, True), 'true')
+    """
 
     __module__ = "cuforge"
     kind = "bool"
@@ -427,11 +630,38 @@ class BoolParam(IntParam):
         self.name = "?"
 
     def resolve(self, value: Any, kernel: str) -> int:
+        """``value`` itself, which must be True or False.
+
+        Parameters
+        ----------
+        value : bool
+        kernel : str
+            The family's name, for the error.
+
+        Returns
+        -------
+        bool
+
+        Raises
+        ------
+        DeclarationError
+            Where ``value`` is not a bool.
+        """
         if value is True or value is False:
             return value
         raise DeclarationError(f"{kernel}: template parameter {self.name} is a bool: True or False; got {value!r}")
 
     def spell(self, value: int) -> str:
+        """``true`` or ``false``, as C++ spells them.
+
+        Parameters
+        ----------
+        value : bool
+
+        Returns
+        -------
+        str
+        """
         return "true" if value else "false"
 
     def __repr__(self) -> str:
@@ -448,15 +678,91 @@ class CppBool(int):
 
 
 def typeparam(*dtypes: Any) -> TypeParam:
-    """Declare a family's type parameter; the allowed dtypes in order, the first the default."""
+    """Declare a family's type parameter.
+
+    Parameters
+    ----------
+    *dtypes : DType
+        The allowed dtypes, in order; the first is the default.
+
+    Returns
+    -------
+    TypeParam
+
+    Raises
+    ------
+    DeclarationError
+        With no dtype, a dtype listed twice, or something that is not a cuforge dtype.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Fill:
+    ...     T = cf.typeparam(cf.float32, cf.float64)
+    ...     out: cf.Out[T]
+    ...     value: T
+    ...     body = "out[threadIdx.x] = value;"
+    >>> Fill[cf.float64]
+    <cuforge.Kernel Fill<double>(out: Out[float64], value: float64)>
+    """
     return TypeParam(*dtypes)
 
 
 def intparam(*values: int) -> IntParam:
-    """Declare a family's integer parameter; the allowed values in order, the first the default."""
+    """Declare a family's integer parameter (a C++ ``int`` template parameter).
+
+    Parameters
+    ----------
+    *values : int
+        The allowed values, in order; the first is the default.
+
+    Returns
+    -------
+    IntParam
+
+    Raises
+    ------
+    DeclarationError
+        With no value, a value listed twice, or one that is not an int fitting a C++ int.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Tiled:
+    ...     TILE = cf.intparam(16, 32)
+    ...     x: cf.Array[cf.float32]
+    ...     body = "x[threadIdx.x] *= TILE;"
+    >>> [k.template_args["TILE"] for k in Tiled.instantiations()]
+    [16, 32]
+    """
     return IntParam(*values)
 
 
 def boolparam(default: bool = False) -> BoolParam:
-    """Declare a family's bool parameter (a C++ ``bool`` template parameter); ``default`` first."""
+    """Declare a family's bool parameter (a C++ ``bool`` template parameter).
+
+    Parameters
+    ----------
+    default : bool
+        The value used where an instantiation does not name one.
+
+    Returns
+    -------
+    BoolParam
+
+    Raises
+    ------
+    DeclarationError
+        Where ``default`` is not a bool.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Reduce:
+    ...     POW2 = cf.boolparam()
+    ...     x: cf.Array[cf.float32]
+    ...     body = "if (POW2) x[0] = 1;"
+    >>> Reduce[True].name_expression
+    'Reduce<true>'
+    """
     return BoolParam(default)
