@@ -1,6 +1,6 @@
 """Every benchmark in one run, on the GPU machine: JSON, plots and the targets' verdicts.
 
-    python benchmarks/run_all.py [OUTPUT_DIR]       (default: benchmarks/results)
+    python benchmarks/run_all.py [OUTPUT_DIR]       (default: docs/benchmarks, where the docs show them)
 
 Writes results.json (launch kinds and a build's start-up included) and launch_overhead.png,
 graphs.png, bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
@@ -156,5 +156,5 @@ def main(outdir: str) -> dict:
 
 
 if __name__ == "__main__":
-    result = main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "results"))
+    result = main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, os.pardir, "docs", "benchmarks"))
     print(json.dumps(result, indent=1))

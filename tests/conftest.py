@@ -1,23 +1,19 @@
 """Shared test set-up: the cuforge plugin, cache isolation, kernels compiled once per session.
 
 The `gpu` marker's skips come from cuforge's own pytest plugin: registered by its entry point
-when cuforge is installed, and loaded from here when it is not (the GPU machine runs the
-tests from the source tree).
+when cuforge is installed, and loaded by the top-level conftest.py when it is not (the GPU
+machine runs the tests from the source tree).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import os
 
 import pytest
 
 import cuforge as cf
 from cuforge import _config, _cuda
-
-if not any(ep.value == "cuforge.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11")):
-    pytest_plugins = ["cuforge.pytest_plugin"]
 
 
 @functools.lru_cache(maxsize=1)

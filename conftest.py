@@ -1,0 +1,116 @@
+"""Runs the code blocks of README.md and docs/ as tests (Sybil), and loads cuforge's pytest
+plugin where cuforge is not installed (the GPU machine runs the tests from the source tree).
+
+How a block is marked in the Markdown, with HTML comments that no page shows:
+
+- a ``python`` block runs on every machine, CI's included, which has no GPU: it compiles,
+  renders, checks arguments or shows an error. Blocks with ``>>>`` are doctests, their
+  output compared (``...`` matches anything);
+- an ``ipython`` block is a notebook cell (``%%cuda``, ``%load_ext``), run by a real IPython
+  shell;
+- ``<!-- gpu -->`` just before a block: it launches, so its test carries the ``gpu`` marker
+  and skips with the reason where no GPU is present. ``-m gpu`` also selects the other
+  blocks of a page that has one, since its GPU blocks build on the names they define;
+- ``<!-- illustration: why -->`` just before a block: shown, never run (a shell command that
+  installs, a user's own fatbin). tests/unit/test_docs.py holds every other block to the
+  rules above and keeps such blocks few;
+- ``<!-- invisible-code-block: python -->``: set-up a reader need not see;
+- a ``text`` block is what the block before it printed.
+
+The blocks of one page share a namespace (``cf`` and ``np`` are in it), and run in order.
+Each gets an empty cuforge cache directory (the plugin's ``cuforge_cache_dir`` fixture), as
+every test does.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.metadata
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from sybil import Document, Example, Region, Sybil
+from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser
+
+if not any(ep.value == "cuforge.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11")):
+    pytest_plugins = ["cuforge.pytest_plugin"]
+
+GPU_MARK = re.compile(r"<!--\s*gpu\s*-->\s*$")
+ILLUSTRATION_MARK = re.compile(r"<!--\s*illustration:[^>]*-->\s*$")
+
+
+def _marked(mark: re.Pattern[str], document: Document, start: int) -> bool:
+    """Whether the comment ``mark`` stands just before the fenced block holding ``start`` (a
+    doctest block is one example per ``>>>`` statement)."""
+    fence = document.text.rfind("```", 0, start + 3)
+    return fence >= 0 and mark.search(document.text, max(0, fence - 300), fence) is not None
+
+
+class _Runnable:
+    """Drops the blocks marked as illustrations from a parser's regions."""
+
+    def __init__(self, parser: Any):
+        self.parser = parser
+
+    def __call__(self, document: Document) -> Iterable[Region]:
+        return (r for r in self.parser(document) if not _marked(ILLUSTRATION_MARK, document, r.start))
+
+
+def _run_cell(example: Example) -> None:
+    """An ``ipython`` block: one cell of a real IPython shell, with cuforge's extension loaded."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = example.namespace.get("_shell")
+    if shell is None:
+        shell = example.namespace["_shell"] = InteractiveShell.instance()
+        shell.user_ns.update({k: v for k, v in example.namespace.items() if not k.startswith("_")})
+        example.namespace["_ns"] = shell.user_ns
+    result = shell.run_cell(example.parsed)
+    example.namespace.update({k: v for k, v in shell.user_ns.items() if not k.startswith("_")})
+    if not result.success:
+        raise AssertionError(f"the cell failed: {result.error_before_exec or result.error_in_exec!r}")
+
+
+def _setup(namespace: dict[str, Any]) -> None:
+    import numpy as np
+
+    import cuforge as cf
+
+    namespace.update(cf=cf, np=np)
+
+
+def _teardown(namespace: dict[str, Any]) -> None:
+    shell = namespace.get("_shell")
+    if shell is not None:  # the next page's cells start from an empty shell
+        from IPython.core.interactiveshell import InteractiveShell
+
+        shell.user_ns.clear()
+        InteractiveShell.clear_instance()
+
+
+pytest_collect_file = Sybil(
+    parsers=[
+        _Runnable(PythonCodeBlockParser(doctest_optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)),
+        _Runnable(CodeBlockParser("ipython", _run_cell)),
+    ],
+    patterns=["README.md", "docs/*.md", "docs/**/*.md"],
+    setup=_setup,
+    teardown=_teardown,
+    fixtures=["cuforge_cache_dir", "cuforge_compile_counter"],
+).pytest()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def gpu_block(item: pytest.Item) -> bool:
+        example = getattr(item, "example", None)
+        return example is not None and _marked(GPU_MARK, example.document, example.region.start)
+
+    gpu_pages = {item.example.document.path for item in items if gpu_block(item)}  # type: ignore[attr-defined]
+    selecting_gpu = "gpu" in (config.getoption("markexpr", "") or "")
+    for item in items:
+        example = getattr(item, "example", None)
+        if example is not None and (gpu_block(item) or (selecting_gpu and example.document.path in gpu_pages)):
+            item.add_marker(pytest.mark.gpu)

@@ -1,0 +1,146 @@
+"""The docs keep their promises: every code block of README.md and docs/ runs (conftest.py
+collects them; here, that each block is one the rules run), and every public function and
+class has a NumPy-style docstring whose examples run."""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+
+ROOT = Path(__file__).resolve().parents[2]
+# ``# doctest: +GPU`` marks a docstring example that launches: skipped where no GPU is present,
+# run by the gpu-marked test below on a GPU machine.
+GPU = doctest.register_optionflag("GPU")
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"^```(\w*)[^\n]*\n", re.M)
+ILLUSTRATION = re.compile(r"<!--\s*illustration:[^>]*-->\s*$")
+RUN = {"python", "ipython"}  # run by conftest.py's Sybil parsers
+OUTPUT = {"text"}  # what the block before printed
+
+
+def _blocks(text: str) -> list[tuple[str, int]]:
+    """(language, offset) of each opening fence."""
+    found, inside = [], False
+    for m in FENCE.finditer(text):
+        if not inside:
+            found.append((m.group(1), m.start()))
+        inside = not inside
+    return found
+
+
+def test_every_block_is_run_or_marked_as_an_illustration():
+    illustrations, unmarked = [], []
+    for page in PAGES:
+        text = page.read_text()
+        for language, at in _blocks(text):
+            marked = ILLUSTRATION.search(text, max(0, at - 300), at) is not None
+            where = f"{page.relative_to(ROOT)}:{text.count(chr(10), 0, at) + 1}"
+            if marked:
+                illustrations.append(where)
+            elif language not in RUN | OUTPUT:
+                unmarked.append(f"{where} ({language or 'no language'})")
+    assert not unmarked, f"blocks neither run nor marked <!-- illustration: why -->: {unmarked}"
+    assert len(illustrations) <= 6, f"illustrations should stay few: {illustrations}"
+
+
+def test_the_readme_is_short():
+    assert len((ROOT / "README.md").read_text().splitlines()) < 120
+
+
+def test_the_four_questions_are_answered_from_the_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    home = (ROOT / "docs" / "index.md").read_text()
+    for question, page, anchor in (
+        ("How do I pass a CuPy stream?", "guide/launching.md", "## Streams"),
+        ("Why was my kernel recompiled?", "guide/cache.md", "## Why a kernel is compiled again"),
+        ("How do I ship kernels without NVRTC?", "guide/prebuilt.md", "## Ahead-of-time builds"),
+        ("What happens after an illegal address?", "guide/errors.md", "## A kernel that faults"),
+    ):
+        assert page in nav and question in home, question
+        assert anchor in (ROOT / "docs" / page).read_text(), (page, anchor)
+
+
+# ------------------------------------------------------------------ docstrings
+
+
+def _public() -> dict[str, object]:
+    """Every public function, class and method (by dotted name)."""
+    found: dict[str, object] = {}
+    for name in cf.__all__:
+        obj = getattr(cf, name)
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            found[name] = obj
+        if inspect.isclass(obj) and not issubclass(obj, Exception):
+            for attr, value in vars(obj).items():
+                if attr.startswith("_") and attr not in ("__call__", "__getitem__"):
+                    continue
+                fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                if inspect.isfunction(fn):
+                    found[f"{name}.{attr}"] = fn
+    return found
+
+
+def _needs(obj: object) -> list[str]:
+    """The sections a NumPy-style docstring of ``obj`` must have."""
+    if inspect.isclass(obj):
+        return [] if issubclass(obj, Exception) else ["Examples"]
+    sig = inspect.signature(obj)  # type: ignore[arg-type]
+    params = [p for p in sig.parameters if p not in ("self", "cls")]
+    sections = ["Parameters"] if params else []
+    if sig.return_annotation not in ("None", None, inspect.Signature.empty):
+        sections.append("Returns")
+    return sections
+
+
+@pytest.mark.parametrize("name", sorted(_public()))
+def test_public_docstrings_are_complete(name):
+    obj = _public()[name]
+    doc = inspect.getdoc(obj) or ""
+    assert doc.strip(), f"{name} has no docstring"
+    missing = [s for s in _needs(obj) if not re.search(rf"^{s}\n-+$", doc, re.M)]
+    assert not missing, f"{name}'s docstring lacks {missing}"
+
+
+def _examples() -> dict[str, list[doctest.DocTest]]:
+    """The docstring examples of each public name: a class's and its methods' share one
+    namespace, in order, so that a method's example uses what the class's declared."""
+    finder = doctest.DocTestFinder(recurse=False)
+    groups: dict[str, list[doctest.DocTest]] = {}
+    for name, obj in _public().items():
+        for t in finder.find(obj, name):
+            if t.examples:
+                groups.setdefault(name.split(".")[0], []).append(t)
+    return groups
+
+
+def _run(name: str) -> None:
+    gpu = cf.gpu_available()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    globs = {"cf": cf, "np": np}
+    for test in _examples()[name]:
+        for example in test.examples:
+            if example.options.get(GPU) and not gpu:
+                example.options[doctest.SKIP] = True
+        test.globs = globs
+        runner.run(test, clear_globs=False)
+    assert runner.failures == 0, f"{name}: {runner.failures} example(s) failed (see the output above)"
+
+
+@pytest.mark.parametrize("name", sorted(_examples()))
+def test_docstring_examples_run(name, cuforge_cache_dir):
+    """Every example; those marked +GPU only where a GPU is present."""
+    _run(name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(n for n, tests in _examples().items() if any(e.options.get(GPU) for t in tests for e in t.examples)))
+def test_docstring_gpu_examples_run(name, cuforge_cache_dir):
+    """The docstrings with +GPU examples, all their examples, on the GPU machine (-m gpu)."""
+    _run(name)
