@@ -9,11 +9,7 @@ import cuforge as cf
 
 from .. import examples
 
-pytestmark = [
-    pytest.mark.gpu,
-    # PyTorch's own, when torch.compile first imports inductor
-    pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
 N = 3001
