@@ -10,7 +10,8 @@ whose batched compile takes tens of seconds), in seconds:
 
 - a CUB ``BlockReduce`` kernel compiled cold, and CuPy ``RawModule`` on the same code;
 - a second, distinct kernel with the same includes in the same process, with NVRTC's
-  precompiled header (cuforge's default) and without (``CUFORGE_PCH=0``);
+  precompiled header (cuforge's default) and without (``CUFORGE_PCH=0``): kernels given as
+  ``source=``, and kernels declared with a ``body`` whose ``preamble`` includes CUB;
 - a 16-instantiation tiled 2-D convolution family (after Kernel Tuner's example: a 17x17
   filter, block 16/32 x 8/16, tiles 1/2 x 2/4, every loop unrolled) as one batched NVRTC
   program (``CUFORGE_COMPILE_WORKERS=1``) and as cuforge splits it (the default), and the
@@ -43,11 +44,16 @@ extern "C" __global__ void block_sum_%(tag)s(const float* x, float* out) {
 PCH = textwrap.dedent(
     """
     import sys, time, cuforge as cf
-    CUB, token = sys.argv[1], sys.argv[2]
+    CUB, token, form = sys.argv[1], sys.argv[2], sys.argv[3]
     def kernel(i):
-        cls = type(f"K{i}", (), {"__annotations__": {"x": cf.In[cf.float32], "out": cf.Out[cf.float32]},
-                                 "source": f"// {token}\\n" + CUB % {"tag": i, "scale": f"{i}.0f"}, "name": f"block_sum_{i}"})
-        return cf.kernel(cls)
+        ns = {"__annotations__": {"x": cf.In[cf.float32], "out": cf.Out[cf.float32]}}
+        if form == "source":
+            ns.update(source=f"// {token}\\n" + CUB % {"tag": i, "scale": f"{i}.0f"}, name=f"block_sum_{i}")
+        else:  # the README's way: the include in the preamble, the code in the body
+            ns.update(preamble="#include <cub/block/block_reduce.cuh>", block=256, body=(
+                f"// {token}\\nusing R = cub::BlockReduce<float, 256>; __shared__ typename R::TempStorage tmp;\\n"
+                f"float s = R(tmp).Sum(x[blockIdx.x * 256 + threadIdx.x] * {i}.0f); if (threadIdx.x == 0) out[blockIdx.x] = s;"))
+        return cf.kernel(type(f"K{i}", (), ns))
     times = []
     for i in range(2):
         t = time.perf_counter(); kernel(i).compile("sm_90"); times.append(time.perf_counter() - t)
@@ -168,13 +174,18 @@ def median(rows: list[list[str]], i: int) -> float:
 
 def main() -> dict:
     r: dict[str, float | str] = {}
-    with_pch = [run(PCH, CUB, uuid.uuid4().hex) for _ in range(3)]
-    without = [run(PCH, CUB, uuid.uuid4().hex, CUFORGE_PCH="0") for _ in range(3)]
+    with_pch = [run(PCH, CUB, uuid.uuid4().hex, "source") for _ in range(3)]
+    without = [run(PCH, CUB, uuid.uuid4().hex, "source", CUFORGE_PCH="0") for _ in range(3)]
     r["CUB BlockReduce kernel, cold (s)"] = median(without, 0)
     r["CUB kernel, cold, making the PCH (s)"] = median(with_pch, 0)
     r["second CUB kernel, same process, no PCH (s)"] = median(without, 1)
     r["second CUB kernel, same process, with PCH (s)"] = median(with_pch, 1)
     r["PCH speed-up on the second kernel"] = median(without, 1) / median(with_pch, 1)
+    body_pch = [run(PCH, CUB, uuid.uuid4().hex, "body") for _ in range(3)]
+    body_without = [run(PCH, CUB, uuid.uuid4().hex, "body", CUFORGE_PCH="0") for _ in range(3)]
+    r["second CUB kernel declared with a preamble, no PCH (s)"] = median(body_without, 1)
+    r["second CUB kernel declared with a preamble, with PCH (s)"] = median(body_pch, 1)
+    r["PCH speed-up, kernels declared with a preamble"] = median(body_without, 1) / median(body_pch, 1)
     cupy = [run(CUPY, CUB, uuid.uuid4().hex) for _ in range(3)]
     if cupy[0][0] == "refused:":
         r["cupy RawModule, same CUB kernel (s)"] = " ".join(cupy[0])
