@@ -65,7 +65,7 @@ _DEFAULTS: dict[str, Any] = {
     "compile_workers": "",
     "compile_split_s": "1",
 }
-SCHEMA = "v1"  # the layout of what cuforge writes under the cache dir
+SCHEMA = "v2"  # the layout of what cuforge writes under the cache dir (v1: cuda.core's file names)
 _overrides: dict[str, Any] = {}
 
 

@@ -1,8 +1,11 @@
 """The persistent compile cache: compiled kernels that survive the process.
 
-Storage is cuda.core's ``FileStreamProgramCache`` (atomic writes through a temp file,
-fsync and rename; least-recently-read eviction under a size cap). It stores bytes and
-nothing else, so each kernel takes two entries:
+Storage is a directory of files, one per entry, each written atomically (to ``tmp/``,
+fsync, rename into ``entries/``) and evicted least-recently-read past a size cap. (It was
+cuda.core's ``FileStreamProgramCache``, which works the same way; but importing it imports
+all of cuda.core, some 100 ms that a warm start, which needs only to read two files, should
+not pay, and finding an entry's file meant calling its private ``_path_for_key``.) It
+stores bytes and nothing else, so each kernel takes two entries:
 
 - ``code:<sha256>``: the cubin or PTX exactly as NVRTC produced it (content-addressed, so
   a family compiled in one program is stored, and loaded, once; ``cuobjdump`` reads it);
@@ -38,6 +41,8 @@ import hashlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import threading
 import time
 import warnings
@@ -97,26 +102,72 @@ def untrusted_reason(path: Path) -> str | None:
     return None
 
 
+class FileStore:
+    """Bytes by name, one file each under ``<root>/entries`` (``<2 hex>/<62 hex>`` of the
+    name's SHA-256), written through ``<root>/tmp`` and renamed into place, so that a reader
+    sees a whole entry or none. Mapping-like: ``store[name]`` raises KeyError when missing
+    and OSError when unreadable."""
+
+    def __init__(self, root: Path):
+        self.entries, self.tmp = root / "entries", root / "tmp"
+
+    def path_for(self, name: str) -> Path:
+        h = _digest(name.encode())
+        return self.entries / h[:2] / h[2:]
+
+    def __getitem__(self, name: str) -> bytes:
+        try:
+            with open(self.path_for(name), "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise KeyError(name) from None
+
+    def __setitem__(self, name: str, data: bytes) -> None:
+        path = self.path_for(name)
+        _config.ensure_dir(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=self.tmp)  # 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def __delitem__(self, name: str) -> None:
+        try:
+            os.unlink(self.path_for(name))
+        except FileNotFoundError:
+            raise KeyError(name) from None
+
+    def clear(self) -> None:
+        for sub in list(self.entries.iterdir()):
+            if sub.is_dir() and not sub.is_symlink():
+                shutil.rmtree(sub, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    sub.unlink()
+
+
 class DiskCache:
     """One cache directory (``<root>/entries``, ``tmp``, ``locks``), created owner-only, and
     used only when this user owns it and no one else can write to it."""
 
     def __init__(self, root: Path, max_bytes: int):
-        from cuda.core.utils import FileStreamProgramCache
-
         self.root = root
         if root.parent.is_dir() and (reason := untrusted_reason(root.parent)) is not None:
             raise UntrustedCacheError(reason)  # before creating anything in it
         for sub in ("", "entries", "tmp", "locks"):
-            _config.ensure_dir(root / sub)  # 0700 before cuda.core creates them with its defaults
+            _config.ensure_dir(root / sub)  # 0700
         for d in (root.parent, root, root / "entries", root / "tmp", root / "locks"):
             reason = untrusted_reason(d)
             if reason is not None:
                 raise UntrustedCacheError(reason)
-        self.max_bytes = max_bytes
-        # No cap given to cuda.core: with one it walks every entry when opened, which a warm
-        # start (reads only) should not pay. The cap is enforced here after writes instead.
-        self._store = FileStreamProgramCache(root)
+        self.max_bytes = max_bytes  # enforced after writes: a warm start (reads only) walks nothing
+        self._store = FileStore(root)
         self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
         self._size: int | None = None  # bytes on disk as this process believes; seeded on first write
         self._size_lock = threading.Lock()
@@ -287,7 +338,7 @@ class DiskCache:
 
     def path_of(self, name: str) -> Path:
         """The file holding entry ``name`` (``meta:<key>``, ``code:<sha256>``), for tools and tests."""
-        return Path(self._store._path_for_key(name))
+        return self._store.path_for(name)
 
     def meta_name(self, key: str) -> str:
         return f"meta:{key}"
@@ -307,7 +358,7 @@ class DiskCache:
 
     def prune(self, max_bytes: int) -> int:
         """Evict least-recently-read entries until at most ``max_bytes`` remain; returns how
-        many were removed. (cuda.core's cache enforces its cap only when writing.)"""
+        many were removed."""
         files = []
         for path in (self.root / "entries").rglob("*"):
             with contextlib.suppress(OSError):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge import _config
 
 pytestmark = pytest.mark.gpu
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
@@ -85,7 +86,7 @@ def test_autotune_picks_persists_and_a_second_process_reuses_it(tmp_path):
     assert first["y_ok"], "tuning must run on scratch copies: y is updated exactly once"
     fastest = min(first["times"], key=lambda row: row[1])[0]
     assert first["choice"] == fastest
-    root = tmp_path / "cache" / "v1"
+    root = tmp_path / "cache" / _config.SCHEMA
     assert oct(root.stat().st_mode & 0o777) == "0o700" and any((root / "entries").rglob("*"))
     second = run()
     assert second == {**second, "from": "disk", "timing_runs": 0, "choice": first["choice"], "y_ok": True}

@@ -319,7 +319,7 @@ def test_every_directory_the_cache_creates_is_owner_only(tmp_path):
     with _config.scope(cache_dir=str(root)):
         _fresh_process_state()
         _declare("x[0] = 77;").compile(arch="sm_90")
-        for d in (tmp_path / "a", tmp_path / "a" / "b", root, root / "v1", root / "v1" / "entries"):
+        for d in (tmp_path / "a", tmp_path / "a" / "b", root, root / _config.SCHEMA, root / _config.SCHEMA / "entries"):
             assert d.stat().st_mode & 0o777 == 0o700, d
     _fresh_process_state()
 
@@ -348,7 +348,7 @@ def test_a_cache_writable_by_others_is_refused_and_nothing_is_loaded(tmp_path):
 
 
 def test_a_world_writable_cache_dir_gets_nothing_created_in_it(tmp_path):
-    """CUFORGE_CACHE_DIR names the folder that holds v1/: refused before v1/ is made in it."""
+    """CUFORGE_CACHE_DIR names the folder that holds the schema folder (v2/): refused before it is made in it."""
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     os.chmod(shared, 0o777)
@@ -362,7 +362,7 @@ def test_a_world_writable_cache_dir_gets_nothing_created_in_it(tmp_path):
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="changing a directory's owner needs root")
 def test_a_cache_owned_by_another_user_is_refused_and_nothing_is_loaded(tmp_path):
-    from_disk, errors = _plant_and_reload(tmp_path / "c", lambda r: os.chown(r / "v1" / "entries", 4242, -1))
+    from_disk, errors = _plant_and_reload(tmp_path / "c", lambda r: os.chown(r / _config.SCHEMA / "entries", 4242, -1))
     assert not from_disk and errors == 1
 
 
