@@ -216,9 +216,7 @@ class DeviceArray:
         self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize
         dev = _cuda.current_device()
-        from cuda.core import Device
-
-        d = Device(dev.id)
+        d = _cuda.core_device(dev.id)
         self._buffer = d.allocate(max(self.nbytes, 1), stream=d.default_stream)
         self.ptr = int(self._buffer.handle)
         self.device_id = dev.id

@@ -348,7 +348,7 @@ class CompiledKernel:
         self.flags = result.flags
         self.compile_seconds = result.seconds
         self.from_cache = result.from_disk
-        self._loaded: dict[int, Any] = {}
+        self._handle: int | None = None  # its CUkernel, once loaded (context-independent)
         self._lock = threading.Lock()
 
     @property
@@ -421,8 +421,16 @@ class CompiledKernel:
         """
         return self.resources().get("registers")
 
+    def _kernel_handle(self) -> int:
+        """The kernel's CUkernel handle, its program loaded once per process (CUDA initialised)."""
+        if self._handle is None:
+            with self._lock:
+                if self._handle is None:
+                    self._handle = _cuda.library_kernel(_library(self._result), self.lowered_name)
+        return self._handle
+
     def function(self, device: int) -> Any:
-        """The code loaded on a device (once per device), as cuda.core's ``Kernel``.
+        """The code loaded on a device, as cuda.core's ``Kernel`` (imports cuda.core).
 
         Parameters
         ----------
@@ -438,22 +446,18 @@ class CompiledKernel:
         NoDeviceError
             Where no GPU can be used.
         """
-        fn = self._loaded.get(device)
-        if fn is None:
-            with self._lock:
-                fn = self._loaded.get(device)
-                if fn is None:
-                    module = _module(self._result, device)
-                    fn = self._loaded[device] = _cuda.get_kernel(module, self.lowered_name)
-        return fn
+        from cuda.core import Kernel
+
+        _cuda.device_info(device)
+        return Kernel.from_handle(self._kernel_handle())
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled as its binary and what describes it (so a worker process can hand one back);
         the copy loads the code again on first use, since driver handles do not travel."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_loaded", "_lock")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_handle", "_lock")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _loaded={}, _lock=threading.Lock())
+        self.__dict__.update(state, _handle=None, _lock=threading.Lock())
 
     def _repr_html_(self) -> str:
         from ._display import compiled_html
@@ -467,16 +471,15 @@ class CompiledKernel:
         )
 
 
-_modules: dict[tuple[int, int], tuple[CompileResult, Any]] = {}
-_modules_lock = threading.Lock()
+_libraries: dict[int, tuple[CompileResult, Any]] = {}  # id(result) -> (result, its CUlibrary)
+_libraries_lock = threading.Lock()
 
 
-def _module(result: CompileResult, device: int) -> Any:
-    """The loaded module of one NVRTC program on ``device``: a batch compiled together is
-    loaded once, however many of its kernels are used."""
-    key = (id(result), device)
-    with _modules_lock:
-        found = _modules.get(key)
+def _library(result: CompileResult) -> Any:
+    """The loaded library of one NVRTC program: a batch compiled together is loaded once,
+    however many of its kernels are used, and serves every device of its arch."""
+    with _libraries_lock:
+        found = _libraries.get(id(result))
         if found is None:
-            found = _modules[key] = (result, _cuda.load_module(result.code, result.code_type))
+            found = _libraries[id(result)] = (result, _cuda.load_library(result.code, result.code_type))
     return found[1]

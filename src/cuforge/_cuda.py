@@ -1,8 +1,12 @@
 """The CUDA driver side: lazy device start-up, module loading, streams, synchronisation.
 
-Nothing here runs at ``import cuforge``: cuda.core is imported (300-400 ms) and CUDA
-initialised on the first call that needs a device. A missing driver or device is
-reported once as :class:`NoDeviceError` and remembered.
+Nothing here runs at ``import cuforge``: CUDA is initialised on the first call that needs a
+device. A missing driver or device is reported once as :class:`NoDeviceError` and
+remembered. The path of a launch (opening the device, making its primary context current,
+loading a compiled kernel with ``cuLibraryLoadData``, reading its limits) goes through
+cuda.bindings' driver API alone: importing cuda.core, which imports all of itself (some
+100 ms on the GPU machine), is left to what needs it (prebuilt modules, linking,
+``CompiledKernel.function``, cuforge's own arrays).
 """
 
 from __future__ import annotations
@@ -155,6 +159,7 @@ def error_text(err: Any) -> str:
 
 
 def _open(device_id: int) -> Any:
+    """The driver's CUdevice for ``device_id``, CUDA initialised (once per process)."""
     global _failure
     if _failure is not None:
         raise NoDeviceError(_failure)
@@ -162,18 +167,20 @@ def _open(device_id: int) -> Any:
         dev = _devices.get(device_id)
         if dev is None:
             try:
-                from cuda.core import Device
-
-                dev = Device(device_id)
-            except ValueError as exc:  # an ordinal past the last device
-                raise NoDeviceError(f"CUDA device {device_id} is not present: {exc}") from None
+                drv = _driver()
+                (err,) = drv.cuInit(0)
+                if int(err) != 0:
+                    raise RuntimeError(f"cuInit: {error_text(err)}")
+                count = int(check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
             except Exception as exc:  # driver missing, no device, broken install
                 _failure = (
                     f"no CUDA device is available ({type(exc).__name__}: {exc}); launching needs "
                     f"an NVIDIA GPU and driver; compiling does not: use Kernel.compile(arch='sm_90')"
                 )
                 raise NoDeviceError(_failure) from None
-            _devices[device_id] = dev
+            if not 0 <= device_id < count:
+                raise NoDeviceError(f"CUDA device {device_id} is not present: this machine has {count} (0 to {count - 1})")
+            dev = _devices[device_id] = check(drv.cuDeviceGet(device_id), "cuDeviceGet")
     return dev
 
 
@@ -245,11 +252,17 @@ def _make_current(device_id: int) -> DeviceInfo:
 
 def _describe(device_id: int, dev: Any) -> DeviceInfo:
     global multi_gpu
-    major, minor = dev.compute_capability
-    props = dev.properties
-    info = _infos[device_id] = DeviceInfo(dev.device_id, major * 10 + minor, dev.name, props.multiprocessor_count,
-                                          props.max_shared_memory_per_block_optin)  # fmt: skip
-    multi_gpu = multi_gpu or int(check(_driver().cuDeviceGetCount(), "cuDeviceGetCount")) > 1
+    drv = _driver()
+
+    def attribute(name: str) -> int:
+        return int(check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}"), dev),
+                         "cuDeviceGetAttribute"))  # fmt: skip
+
+    name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0", 1)[0].decode()
+    cc = attribute("COMPUTE_CAPABILITY_MAJOR") * 10 + attribute("COMPUTE_CAPABILITY_MINOR")
+    info = _infos[device_id] = DeviceInfo(device_id, cc, name, attribute("MULTIPROCESSOR_COUNT"),
+                                          attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))  # fmt: skip
+    multi_gpu = multi_gpu or int(check(drv.cuDeviceGetCount(), "cuDeviceGetCount")) > 1
     return info
 
 
@@ -276,9 +289,9 @@ def device_info(device_id: int) -> DeviceInfo:
         if launch is None:
             bind_launcher()
         previous = current_context()
-        dev.set_current()
+        primary = check(_driver().cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")  # held for the process
         with _lock:
-            _contexts[device_id] = current_context()
+            _contexts[device_id] = int(primary)
         info = _infos.get(device_id) or _describe(device_id, dev)
         if launcher == "c":
             _hand_context_to_c(_contexts.get(0, 0))
@@ -437,19 +450,49 @@ def launch_attributes(*, cooperative: bool = False, cluster: tuple[int, int, int
     return b"".join(records) or None
 
 
-def load_module(code: bytes, code_type: str) -> Any:
-    """Load a cubin or PTX image as a cuda.core ObjectCode (its library is loaded lazily)."""
-    from cuda.core import ObjectCode
+def core_device(device_id: int) -> Any:
+    """cuda.core's ``Device`` for ``device_id`` (its primary context, the one cuforge uses),
+    set current in this thread as cuda.core asks before it allocates; imports cuda.core."""
+    from cuda.core import Device
 
-    return ObjectCode.from_cubin(code) if code_type == "cubin" else ObjectCode.from_ptx(code)
+    device_info(device_id)
+    dev = Device(device_id)
+    dev.set_current()
+    return dev
 
 
-def get_kernel(module: Any, symbol: str) -> Any:
-    """The cuda.core Kernel for ``symbol`` in a loaded module."""
-    try:
-        return module.get_kernel(symbol)
-    except Exception as exc:
-        raise LaunchError(f"loading {symbol} from a {module.code_type} image failed: {exc}") from None
+def load_library(code: bytes, code_type: str) -> Any:
+    """Load a cubin or PTX image with ``cuLibraryLoadData``: a context-independent library,
+    which the driver loads onto each device the first time one of its kernels is used there."""
+    if code_type == "ptx" and not code.endswith(b"\0"):
+        code += b"\0"  # the driver reads PTX as a NUL-terminated string
+    return check(_driver().cuLibraryLoadData(code, None, None, 0, None, None, 0), "cuLibraryLoadData")
+
+
+def library_kernel(library: Any, symbol: str) -> int:
+    """The CUkernel handle of ``symbol`` in a loaded library."""
+    err, kernel = _driver().cuLibraryGetKernel(library, symbol.encode())
+    if int(err) != 0:
+        raise LaunchError(f"loading {symbol} from its module failed: {error_text(err)}")
+    return int(kernel)
+
+
+def kernel_attribute(handle: int, name: str, device: int) -> int:
+    """A CUfunction_attribute (``"NUM_REGS"``, ``"MAX_THREADS_PER_BLOCK"``, ...) of a kernel on a device."""
+    drv = _driver()
+    attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
+    return int(check(drv.cuKernelGetAttribute(attr, drv.CUkernel(handle), drv.CUdevice(device)), "cuKernelGetAttribute"))
+
+
+def kernel_param_sizes(handle: int) -> list[int]:
+    """The size in bytes of each parameter of a compiled kernel, as the driver reads them."""
+    drv = _driver()
+    kernel, sizes = drv.CUkernel(handle), list[int]()
+    while True:
+        err, _, size = drv.cuKernelGetParamInfo(kernel, len(sizes))
+        if int(err) != 0:  # CUDA_ERROR_INVALID_VALUE past the last parameter
+            return sizes
+        sizes.append(int(size))
 
 
 def pointer_device(ptr: int) -> int | None:

@@ -20,13 +20,16 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
 
 
 def resources(ck: Any) -> dict[str, Any]:
-    """Registers, shared, local memory of a CompiledKernel: from the GPU if loaded there."""
-    for fn in ck._loaded.values():
-        attrs = fn.attributes
+    """Registers, shared, local memory of a CompiledKernel: from the driver if it is loaded
+    and this thread has a device, else from the cubin."""
+    from . import _cuda
+
+    info = getattr(_cuda._tls, "device", None)
+    if ck._handle is not None and info is not None:
         return {
-            "registers": attrs.num_regs,
-            "shared_bytes": attrs.shared_size_bytes,
-            "local_bytes": attrs.local_size_bytes,
+            "registers": _cuda.kernel_attribute(ck._handle, "NUM_REGS", info.id),
+            "shared_bytes": _cuda.kernel_attribute(ck._handle, "SHARED_SIZE_BYTES", info.id),
+            "local_bytes": _cuda.kernel_attribute(ck._handle, "LOCAL_SIZE_BYTES", info.id),
             "source": "GPU",
         }
     res = ck.resources()

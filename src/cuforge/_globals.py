@@ -27,8 +27,8 @@ def _address(kernel: Any, name: str, info: _cuda.DeviceInfo, who: str) -> tuple[
     whose context is current."""
     loaded = kernel._by_device.get(info.id) or kernel._function(info)
     origin = loaded.compiled
-    module = _compile._module(origin._result, info.id) if isinstance(origin, _compile.CompiledKernel) else origin._object_code()
-    err, ptr, size = _cuda._driver().cuLibraryGetGlobal(module.handle, name.encode())
+    library = _compile._library(origin._result) if isinstance(origin, _compile.CompiledKernel) else origin._object_code().handle
+    err, ptr, size = _cuda._driver().cuLibraryGetGlobal(library, name.encode())
     if int(err) != 0:
         raise ArgumentError(
             f"{who}: the module of {kernel.label} has no variable {name!r} ({_cuda.error_text(err)}); declare it at "

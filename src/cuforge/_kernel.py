@@ -343,9 +343,9 @@ class Kernel(_KernelBase):
     def _load(self, device: _cuda.DeviceInfo) -> _kinds.Loaded:
         module = self._decl.module
         if module is not None:  # prebuilt: its entry point, checked against the annotations
-            fn = module._kernel(self, self.name)
-            self._check_compiled_params(fn)
-            return self._loaded(fn, module, device)
+            handle = module._kernel(self, self.name)
+            self._check_compiled_params(handle)
+            return self._loaded(handle, module, device)
         build = _build.current()
         if build is not None:  # an ahead-of-time build: its fatbin, no NVRTC
             served = build.module_for(self) if build.serves(device.cc) else None
@@ -354,18 +354,18 @@ class Kernel(_KernelBase):
             if not _build.nvrtc_available():
                 raise _build.missing(self, build)
         ck = self.compile(_cache.device_target(device.cc))
-        fn = ck.function(device.id)
+        handle = ck._kernel_handle()
         if self._decl.body is None:
-            self._check_compiled_params(fn)
+            self._check_compiled_params(handle)
         if _kinds.uses_grid_sync(ck.source) and not self._grid_sync:
             self._grid_sync = True
             self._fast = None  # the general path refuses it without cooperative=True, before the launch
-        return self._loaded(fn, ck, device)
+        return self._loaded(handle, ck, device)
 
-    def _loaded(self, fn: Any, origin: Any, device: _cuda.DeviceInfo) -> _kinds.Loaded:
-        """Record ``fn`` (cuda.core's Kernel, from ``origin``: a CompiledKernel or a Module) as
+    def _loaded(self, handle: int, origin: Any, device: _cuda.DeviceInfo) -> _kinds.Loaded:
+        """Record ``handle`` (a CUkernel, from ``origin``: a CompiledKernel or a Module) as
         loaded on ``device``, with its limits there."""
-        loaded = self._by_device[device.id] = _kinds.Loaded(int(fn.handle), origin, *_kinds.load_limits(fn, device), fn, device)
+        loaded = self._by_device[device.id] = _kinds.Loaded(handle, origin, *_kinds.load_limits(handle, device), device)
         return loaded
 
     def _forget_loads(self) -> None:
@@ -390,10 +390,9 @@ class Kernel(_KernelBase):
             Where there is no GPU (``compile(...).resources()`` reads a cubin without one).
         """
         loaded = self._function(_cuda.current_device())
-        attrs = loaded.function.attributes[loaded.device.id]
         return _kinds.KernelAttributes(
-            registers=int(attrs.num_regs),
-            local_bytes=int(attrs.local_size_bytes),
+            registers=_cuda.kernel_attribute(loaded.handle, "NUM_REGS", loaded.device.id),
+            local_bytes=_cuda.kernel_attribute(loaded.handle, "LOCAL_SIZE_BYTES", loaded.device.id),
             static_shared_bytes=loaded.static_shared,
             max_threads_per_block=loaded.max_threads,
             max_dynamic_shared_bytes=loaded.max_shared,
@@ -432,11 +431,11 @@ class Kernel(_KernelBase):
         loaded = self._function(_cuda.current_device())
         return _kinds.blocks_per_sm(loaded, blk[0] * blk[1] * blk[2], shared_mem)
 
-    def _check_compiled_params(self, fn: Any) -> None:
+    def _check_compiled_params(self, handle: int) -> None:
         """A source= or template kernel's compiled parameters must match the annotations."""
-        info = fn.arguments_info
+        info = _cuda.kernel_param_sizes(handle)
         params = self.signature.params
-        for i, (_, size) in enumerate(info):
+        for i, size in enumerate(info):
             if i >= len(params):
                 raise SignatureMismatchError(
                     f"{self.label}: the compiled kernel has {len(info)} parameters but {len(params)} are "

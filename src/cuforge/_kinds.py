@@ -115,29 +115,28 @@ class Loaded(NamedTuple):
     """A kernel loaded on one device: what ``Kernel._by_device`` holds. The C launcher reads
     ``handle``, ``max_threads`` and ``max_shared`` by position (0, 2, 3)."""
 
-    handle: int  # the CUkernel/CUfunction address the launch takes
+    handle: int  # the CUkernel address the launch takes
     compiled: Any  # the CompiledKernel, or the prebuilt Module it came from
     max_threads: int  # threads per block the compiled code allows
     max_shared: int  # dynamic shared memory per block, after the opt-in
     static_shared: int
-    function: Any  # cuda.core's Kernel
     device: Any  # _cuda.DeviceInfo
 
 
-def load_limits(function: Any, device: Any) -> tuple[int, int, int]:
+def load_limits(handle: int, device: Any) -> tuple[int, int, int]:
     """(max threads per block, max dynamic shared memory, static shared memory) of a kernel
-    on ``device``, after setting its opt-in to the device's per-block maximum (once per kernel
-    and device, at load: the attribute is a permission, not a reservation)."""
-    attrs = function.attributes[device.id]
-    static = int(attrs.shared_size_bytes)
+    (its CUkernel ``handle``) on ``device``, after setting its opt-in to the device's
+    per-block maximum (once per kernel and device, at load: the attribute is a permission,
+    not a reservation)."""
+    static = _cuda.kernel_attribute(handle, "SHARED_SIZE_BYTES", device.id)
     max_dynamic = max(device.shared_optin - static, 0)
     if max_dynamic > DEFAULT_SHARED - static:
         drv = _cuda._driver()
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        err = drv.cuKernelSetAttribute(attr, max_dynamic, function.handle, drv.CUdevice(device.id))[0]
+        err = drv.cuKernelSetAttribute(attr, max_dynamic, drv.CUkernel(handle), drv.CUdevice(device.id))[0]
         if int(err) != 0:  # a driver that refuses: keep the default limit
             max_dynamic = max(DEFAULT_SHARED - static, 0)
-    return int(attrs.max_threads_per_block), max_dynamic, static
+    return _cuda.kernel_attribute(handle, "MAX_THREADS_PER_BLOCK", device.id), max_dynamic, static
 
 
 _occupancy: dict[tuple[int, int, int], int] = {}
@@ -150,7 +149,11 @@ def blocks_per_sm(loaded: Loaded, threads: int, shared_mem: int) -> int:
     key = (loaded.handle, threads, shared_mem)
     found = _occupancy.get(key)
     if found is None:
-        found = _occupancy[key] = int(loaded.function.occupancy.max_active_blocks_per_multiprocessor(threads, shared_mem))
+        drv = _cuda._driver()  # the kernel's function in the current context (the device's)
+        function = _cuda.check(drv.cuKernelGetFunction(drv.CUkernel(loaded.handle)), "cuKernelGetFunction")
+        found = _occupancy[key] = int(_cuda.check(
+            drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, shared_mem),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor"))  # fmt: skip
     return found
 
 
@@ -191,7 +194,7 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
             with _lock:
                 drv = _cuda._driver()
                 attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
-                _cuda.check(drv.cuKernelSetAttribute(attr, 1, loaded.function.handle, drv.CUdevice(device.id)),
+                _cuda.check(drv.cuKernelSetAttribute(attr, 1, drv.CUkernel(loaded.handle), drv.CUdevice(device.id)),
                             "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")  # fmt: skip
                 _non_portable.add((loaded.handle, device.id))
 

@@ -210,8 +210,8 @@ class Module:
                     self._object = getattr(ObjectCode, f"from_{self.code_type}")(self.code, name=self.name)
             return self._object
 
-    def _kernel(self, kernel: Any, name: str) -> Any:
-        """cuda.core's Kernel for entry ``name`` (a lowered name, or a name expression in
+    def _kernel(self, kernel: Any, name: str) -> int:
+        """The CUkernel handle of entry ``name`` (a lowered name, or a name expression in
         ``symbols``), for a cuforge Kernel that binds it (forgotten again on unload)."""
         self._check_loaded(kernel.label)
         symbol = self.symbols.get(name, name)
@@ -227,7 +227,7 @@ class Module:
                 f"kernels: {entries}; set name = one of them, or give symbols= to map a C++ name to its lowered name"
             ) from None
         self._kernels.add(kernel)
-        return fn
+        return int(fn.handle)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """A module travels as its path where it came from a file (workers usually share the

@@ -178,11 +178,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def cuda_device(request: pytest.FixtureRequest) -> Any:
     """The current CUDA device (a cuda.core ``Device``); skips the test without one."""
     _require_gpu(request.config)
-    from cuda.core import Device
-
     from . import _cuda
 
-    return Device(_cuda.current_device().id)
+    return _cuda.core_device(_cuda.current_device().id)
 
 
 @pytest.fixture

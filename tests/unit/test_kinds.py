@@ -128,19 +128,15 @@ def test_cell_magic_takes_cooperative_and_cluster():
     np.testing.assert_equal(shell.user_ns["fill"]._kind.cluster, None)  # the failed cell bound nothing
 
 
-class _Occupancy:
-    """What cuda.core's KernelOccupancy answers, for the message checks below (the GPU tests
-    run the same checks against the real driver)."""
-
-    def max_active_blocks_per_multiprocessor(self, threads, shared):
-        return 2
-
-
 def _loaded(cc=90):
+    """A kernel as loaded on a 4-SM device, which runs 2 of its 32-thread blocks per SM: what
+    the driver's occupancy answers is seeded, for the message checks below (the GPU tests run
+    the same checks against the real driver)."""
     from cuforge import _cuda
 
-    fn = type("Fn", (), {"occupancy": _Occupancy()})()
-    return _kinds.Loaded(0x1000 + cc, None, 256, 100_000, 1024, fn, _cuda.DeviceInfo(0, cc, "GPU", 4, 101_024))
+    handle = 0x1000 + cc
+    _kinds._occupancy[(handle, 32, 0)] = 2
+    return _kinds.Loaded(handle, None, 256, 100_000, 1024, _cuda.DeviceInfo(0, cc, "GPU", 4, 101_024))
 
 
 def test_the_device_checks_name_their_limits():

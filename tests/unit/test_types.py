@@ -78,4 +78,4 @@ def test_a_compiled_kernel_pickles_as_its_binary(saxpy_sm90):
     back = pickle.loads(pickle.dumps(saxpy_sm90))
     assert (back.cubin, back.lowered_name, back.source, back.arch, back.flags) == (
         saxpy_sm90.cubin, saxpy_sm90.lowered_name, saxpy_sm90.source, saxpy_sm90.arch, saxpy_sm90.flags)
-    assert back.resources() == saxpy_sm90.resources() and back._loaded == {}
+    assert back.resources() == saxpy_sm90.resources() and back._handle is None
