@@ -27,7 +27,7 @@ def _address(kernel: Any, name: str, info: _cuda.DeviceInfo, who: str) -> tuple[
     whose context is current."""
     loaded = kernel._by_device.get(info.id) or kernel._function(info)
     origin = loaded.compiled
-    library = _compile._library(origin._result) if isinstance(origin, _compile.CompiledKernel) else origin._object_code().handle
+    library = _compile._library(origin._result) if isinstance(origin, _compile.CompiledKernel) else origin._loaded_library()
     err, ptr, size = _cuda._driver().cuLibraryGetGlobal(library, name.encode())
     if int(err) != 0:
         raise ArgumentError(

@@ -1,12 +1,13 @@
 """:class:`Module`: device code built elsewhere (a cubin, PTX, a fatbin or LTO-IR), loaded
-through cuda.core's ``ObjectCode`` and launched with the same checked call as any kernel.
+with the driver's ``cuLibraryLoadData`` and launched with the same checked call as any kernel.
 
 A class binds a signature to one of its entry points (``module = "kernels.fatbin"``,
 ``name = "saxpy"``); ``Kernel`` then loads it where it would otherwise compile. Loading is
-lazy: the file is read on first use, and cuda.core loads it as a context-independent
-library, which the driver brings onto each device the first time a kernel of it runs there.
-LTO-IR is linked (nvJitLink, through cuda.core's ``Linker``) for the device's arch when it
-is loaded, or with a kernel that lists the module in ``link``.
+lazy: the file is read on first use, and loaded as a context-independent library, which the
+driver brings onto each device the first time a kernel of it runs there (no cuda.core
+import, so that serving an ahead-of-time build starts as fast as the disk cache). LTO-IR is
+linked (nvJitLink, through cuda.core's ``Linker``) for the device's arch when it is loaded,
+or with a kernel that lists the module in ``link``.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class Module:
             )
         self.name = name or (os.path.basename(self.path) if self.path else "<bytes>")
         self.symbols = dict(symbols or {})
-        self._object: Any = None
+        self._library: Any = None  # the CUlibrary, once loaded
         self._unloaded = False
         self._kernels: weakref.WeakSet[Any] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -179,7 +180,7 @@ class Module:
         except NoDeviceError as exc:
             raise NoDeviceError(f"{self.name}.functions(): listing a fatbin's kernels asks the driver: {exc}") from None
         drv = _cuda._driver()
-        library = self._object_code().handle
+        library = self._loaded_library()
         count = _cuda.check(drv.cuLibraryGetKernelCount(library), "cuLibraryGetKernelCount")
         kernels = _cuda.check(drv.cuLibraryEnumerateKernels(count, library), "cuLibraryEnumerateKernels")
         return [_cuda.check(drv.cuKernelGetName(k), "cuKernelGetName").decode() for k in kernels]
@@ -192,23 +193,25 @@ class Module:
             for kernel in list(self._kernels):
                 kernel._forget_loads()
             self._kernels.clear()
-            self._object = None  # cuda.core unloads the library when its last reference goes
+            library, self._library = self._library, None
+            if library is not None and _cuda.driver is not None:
+                _cuda._driver().cuLibraryUnload(library)  # best effort: the kernels are already forgotten
 
     def _check_loaded(self, who: str) -> None:
         if self._unloaded:
             raise LaunchError(f"{who}: module {self.name} was unloaded (Module.unload()); load it again with cf.Module(...)")
 
-    def _object_code(self) -> Any:
+    def _loaded_library(self) -> Any:
+        """The module loaded as a CUlibrary (LTO-IR linked first, for the current device's arch)."""
         with self._lock:
-            if self._object is None:
-                from cuda.core import ObjectCode
-
-                if self.code_type == "ltoir":
+            if self._library is None:
+                code, code_type = self.code, str(self.code_type)
+                if code_type == "ltoir":
                     arch = _cache.device_target(_cuda.current_device().cc).replace("compute_", "sm_")
-                    self._object = _link.link([self], arch, lto=True)
-                else:
-                    self._object = getattr(ObjectCode, f"from_{self.code_type}")(self.code, name=self.name)
-            return self._object
+                    linked = _link.link([self], arch, lto=True)
+                    code, code_type = bytes(linked.code), "cubin"
+                self._library = _cuda.load_library(code, code_type)
+            return self._library
 
     def _kernel(self, kernel: Any, name: str) -> int:
         """The CUkernel handle of entry ``name`` (a lowered name, or a name expression in
@@ -216,7 +219,7 @@ class Module:
         self._check_loaded(kernel.label)
         symbol = self.symbols.get(name, name)
         try:
-            fn = self._object_code().get_kernel(symbol)
+            handle = _cuda.library_kernel(self._loaded_library(), symbol)
         except Exception as exc:
             try:
                 entries = ", ".join(self.functions()) or "none"
@@ -227,7 +230,7 @@ class Module:
                 f"kernels: {entries}; set name = one of them, or give symbols= to map a C++ name to its lowered name"
             ) from None
         self._kernels.add(kernel)
-        return int(fn.handle)
+        return handle
 
     def __reduce__(self) -> tuple[Any, ...]:
         """A module travels as its path where it came from a file (workers usually share the
