@@ -41,8 +41,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 import time
 import warnings
@@ -123,6 +121,8 @@ class FileStore:
             raise KeyError(name) from None
 
     def __setitem__(self, name: str, data: bytes) -> None:
+        import tempfile  # with shutil, some 5 ms of import that a warm start, which only reads, skips
+
         path = self.path_for(name)
         _config.ensure_dir(path.parent)
         fd, tmp = tempfile.mkstemp(dir=self.tmp)  # 0600
@@ -144,6 +144,8 @@ class FileStore:
             raise KeyError(name) from None
 
     def clear(self) -> None:
+        import shutil
+
         for sub in list(self.entries.iterdir()):
             if sub.is_dir() and not sub.is_symlink():
                 shutil.rmtree(sub, ignore_errors=True)

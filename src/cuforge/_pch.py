@@ -29,8 +29,6 @@ import contextlib
 import functools
 import os
 import re
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -90,6 +88,8 @@ def _directory() -> str:
     with _lock:
         if _dir is None or _owner != os.getpid():
             _remove_orphans()
+            import tempfile  # here, not at import: a process that compiles nothing skips it
+
             _dir, _owner = tempfile.mkdtemp(prefix=f"cuforge-pch-{os.getpid()}-"), os.getpid()  # 0700
             _made.clear()
             atexit.register(_remove, _dir, _owner)
@@ -102,6 +102,9 @@ def _directory() -> str:
 def _remove_orphans() -> None:
     """Remove the PCH directories of this user's processes that died without removing theirs
     (killed, or crashed): some 300 MB each, in the temporary directory."""
+    import shutil
+    import tempfile
+
     root = tempfile.gettempdir()
     try:
         entries = list(os.scandir(root))
@@ -123,6 +126,8 @@ def _remove_orphans() -> None:
 
 def _remove(directory: str, owner: int) -> None:
     if os.getpid() == owner:  # not a forked child's exit
+        import shutil
+
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -122,7 +122,9 @@ def test_the_pch_directory_is_private_and_gone_when_the_process_ends(tmp_path):
 
 
 def test_a_dead_process_pch_directory_is_removed_by_the_next(tmp_path, monkeypatch):
-    monkeypatch.setattr(_pch.tempfile, "tempdir", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     orphan = tmp_path / f"cuforge-pch-{dead.stdout.strip()}-abc123"
     live = tmp_path / f"cuforge-pch-{os.getpid()}-def456"
