@@ -139,6 +139,9 @@ def main(outdir: str) -> dict:
     os.makedirs(outdir, exist_ok=True)
     r = {"machine": _machine()}
     r["launch_us"] = launch_overhead.main()
+    if r["launch_us"].get("cuforge launcher") != "c":  # every cuforge row would be the general path's
+        raise SystemExit(f"run_all.py: cuforge's C launcher is not in use ({r['launch_us'].get('cuforge launcher')!r}); "
+                         f"build it first: python setup.py build_ext --inplace")  # fmt: skip
     # Before the threads: once 32 threads have each made a stream, graph replay on this GPU
     # takes 0.69 us per kernel instead of 0.51, for every contender alike.
     r["graphs"] = graphs.main()
