@@ -56,6 +56,18 @@ def _check(result: Any, call: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
+def _check_supported(flags: Sequence[str], kernel: str) -> None:
+    """An arch this NVRTC does not know is a clear error, not NVRTC's "invalid value"."""
+    arch = next((f[len("-arch=") :] for f in flags if f.startswith("-arch=")), None)
+    number = int("".join(c for c in arch.split("_", 1)[1] if c.isdigit())) if arch and "_" in arch else None
+    if number is not None and number not in supported_archs():
+        have = ", ".join(f"sm_{a}" for a in supported_archs())
+        raise CompileError(
+            f"{kernel}: NVRTC {'.'.join(map(str, nvrtc_version()))} does not compile for {arch}; it knows {have} "
+            f"(and compute_XY of each); pass one of them", log="", source="", options=tuple(flags),
+        )  # fmt: skip
+
+
 @functools.lru_cache(maxsize=1)
 def nvrtc_version() -> tuple[int, int]:
     major, minor = _check(_nvrtc().nvrtcVersion(), "nvrtcVersion")
@@ -192,6 +204,7 @@ def compile_program(
     ``line_sources`` maps ``#line`` file names to their text, for error messages.
     """
     nvrtc = _nvrtc()
+    _check_supported(flags, kernel)
     headers = dict(headers or {})
     start = time.perf_counter()
     with _pch.session(source) as pch:  # (not in the result's flags: a PCH changes no output)
