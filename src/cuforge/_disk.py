@@ -125,6 +125,7 @@ class FileStore:
 
         path = self.path_for(name)
         _config.ensure_dir(path.parent)
+        _config.ensure_dir(self.tmp)  # (a hand-cleaned cache may have lost it)
         fd, tmp = tempfile.mkstemp(dir=self.tmp)  # 0600
         try:
             with os.fdopen(fd, "wb") as fh:
