@@ -25,6 +25,7 @@ from typing import Any
 from . import _compile, _config
 from ._prebuilt import Module
 from .errors import CompileError, ConfigError
+from .options import arch_number
 
 MANIFEST = "manifest.json"
 SCHEMA = 1
@@ -62,8 +63,7 @@ class Build:
     def serves(self, cc: int) -> bool:
         """Whether the build has an image a compute capability ``cc`` device runs."""
         for arch in self.archs:
-            kind, number = arch.split("_", 1)
-            n = int(number.rstrip("af"))
+            kind, n = arch.split("_", 1)[0], arch_number(arch)
             if (kind == "sm" and n // 10 == cc // 10 and n <= cc) or (kind == "compute" and n <= cc):
                 return True
         return False

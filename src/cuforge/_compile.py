@@ -22,6 +22,7 @@ from . import _config, _cuda, _pch
 from ._elf import cubin_resources
 from ._stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 from .errors import CompileError, CuforgeError, NoDeviceError
+from .options import arch_number
 
 _LOG_LINE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)")
 
@@ -59,8 +60,7 @@ def _check(result: Any, call: str) -> Any:
 def _check_supported(flags: Sequence[str], kernel: str) -> None:
     """An arch this NVRTC does not know is a clear error, not NVRTC's "invalid value"."""
     arch = next((f[len("-arch=") :] for f in flags if f.startswith("-arch=")), None)
-    number = int("".join(c for c in arch.split("_", 1)[1] if c.isdigit())) if arch and "_" in arch else None
-    if number is not None and number not in supported_archs():
+    if arch is not None and arch_number(arch) not in supported_archs():
         have = ", ".join(f"sm_{a}" for a in supported_archs())
         raise CompileError(
             f"{kernel}: NVRTC {'.'.join(map(str, nvrtc_version()))} does not compile for {arch}; it knows {have} "

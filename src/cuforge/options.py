@@ -149,6 +149,12 @@ def check_arch(arch: Any) -> str:
     return arch
 
 
+def arch_number(arch: str) -> int:
+    """The compute capability an arch names, as an int: 90 for ``sm_90``, ``compute_90`` or
+    ``sm_90a``."""
+    return int(_ARCH.match(check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
+
+
 def to_flags(options: CompileOptions, arch: str, include_dirs: Iterable[str] = ()) -> tuple[str, ...]:
     """NVRTC flags for ``options`` targeting ``arch`` (``sm_XY`` gives a cubin, ``compute_XY`` PTX).
 
