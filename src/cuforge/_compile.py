@@ -434,12 +434,17 @@ class CompiledKernel:
         """
         return self.resources().get("registers")
 
+    def _loaded_library(self) -> Any:
+        """The CUlibrary of the program it was compiled in (loaded once per process), as
+        ``Module._loaded_library`` gives a prebuilt module's."""
+        return _library(self._result)
+
     def _kernel_handle(self) -> int:
         """The kernel's CUkernel handle, its program loaded once per process (CUDA initialised)."""
         if self._handle is None:
             with self._lock:
                 if self._handle is None:
-                    self._handle = _cuda.library_kernel(_library(self._result), self.lowered_name)
+                    self._handle = _cuda.library_kernel(self._loaded_library(), self.lowered_name)
         return self._handle
 
     def function(self, device: int) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _compile, _cuda
+from . import _cuda
 from ._launch import stream_handle
 from .errors import ArgumentError, ArgumentTypeError
 
@@ -26,8 +26,7 @@ def _address(kernel: Any, name: str, info: _cuda.DeviceInfo, who: str) -> tuple[
     """(device pointer, bytes) of variable ``name`` in ``kernel``'s module on ``info``'s device,
     whose context is current."""
     loaded = kernel._by_device.get(info.id) or kernel._function(info)
-    origin = loaded.compiled
-    library = _compile._library(origin._result) if isinstance(origin, _compile.CompiledKernel) else origin._loaded_library()
+    library = loaded.compiled._loaded_library()  # a CompiledKernel's program, or a prebuilt Module
     err, ptr, size = _cuda._driver().cuLibraryGetGlobal(library, name.encode())
     if int(err) != 0:
         raise ArgumentError(
