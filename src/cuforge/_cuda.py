@@ -12,9 +12,11 @@ cuda.bindings' driver API alone: importing cuda.core, which imports all of itsel
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import struct
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -323,6 +325,18 @@ def enter_device(device_id: int) -> tuple[DeviceInfo, int | None]:
         return info, None
     set_context(want)
     return info, cur
+
+
+@contextlib.contextmanager
+def on_device(device_id: int) -> Iterator[DeviceInfo]:
+    """:func:`enter_device` for a block: the device's context current inside it, the
+    thread's own made current again after it."""
+    info, restore = enter_device(device_id)
+    try:
+        yield info
+    finally:
+        if restore is not None:
+            set_context(restore)
 
 
 def _hand_context_to_c(primary0: int) -> None:

@@ -45,8 +45,7 @@ def set_global(kernel: Any, name: str, value: Any, *, stream: Any = None, device
     if data.dtype.hasobject or data.dtype.kind not in "biufc":
         raise ArgumentTypeError(f"{who}: expects numbers (a NumPy array), got {data.dtype} ({type(value).__name__})")
     handle = 0 if stream is None else stream_handle(stream, who)
-    info, restore = _cuda.enter_device(device if device is not None else _cuda.current_device().id)
-    try:
+    with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
         ptr, size = _address(kernel, name, info, who)
         if data.nbytes != size:
             raise ArgumentTypeError(
@@ -55,9 +54,6 @@ def set_global(kernel: Any, name: str, value: Any, *, stream: Any = None, device
             )
         # from pageable memory the call returns once the data is staged: `data` may go at once
         _cuda.check(_cuda._driver().cuMemcpyHtoDAsync(ptr, data.ctypes.data, size, handle), "cuMemcpyHtoDAsync")
-    finally:
-        if restore is not None:
-            _cuda.set_context(restore)
 
 
 def get_global(kernel: Any, name: str, dtype: Any = np.uint8, *, device: int | None = None) -> np.ndarray:
@@ -65,8 +61,7 @@ def get_global(kernel: Any, name: str, dtype: Any = np.uint8, *, device: int | N
     must divide by the itemsize), after the device's work so far (``cuCtxSynchronize``)."""
     who = f"{kernel.label}.get_global({name!r})"
     dt = np.dtype(dtype)
-    info, restore = _cuda.enter_device(device if device is not None else _cuda.current_device().id)
-    try:
+    with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
         ptr, size = _address(kernel, name, info, who)
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
@@ -75,6 +70,3 @@ def get_global(kernel: Any, name: str, dtype: Any = np.uint8, *, device: int | N
         _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
         _cuda.check(driver.cuMemcpyDtoH(out.ctypes.data, ptr, size), "cuMemcpyDtoH")
         return out
-    finally:
-        if restore is not None:
-            _cuda.set_context(restore)

@@ -380,12 +380,8 @@ class Graph:
             Default: the stream it was captured on.
         """
         handle = self._ready("upload()", stream)
-        _, restore = _cuda.enter_device(self.device)  # type: ignore[arg-type]
-        try:
+        with _cuda.on_device(self.device):  # type: ignore[arg-type]
             _cuda.check(_cuda._driver().cuGraphUpload(self._exec, handle), "cuGraphUpload")
-        finally:
-            if restore is not None:
-                _cuda.set_context(restore)
 
     def _ready(self, what: str, stream: Any) -> int:
         if self._exec is None:

@@ -499,12 +499,8 @@ class Kernel(_KernelBase):
         checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
         if checked is None:
             raise ArgumentError(f"{self.label}.prepare(): the arrays are empty, so there is nothing to launch")
-        info, restore = _cuda.enter_device(_launch.target_device(self, checked))
-        try:
+        with _cuda.on_device(_launch.target_device(self, checked)) as info:
             handle, sh, staged = _launch.place(self, checked, info)
-        finally:
-            if restore is not None:
-                _cuda.set_context(restore)
         if staged:
             names = ", ".join(repr(self._specs[i].name) for i, arg in checked.arrays if arg.origin == "numpy")
             raise ArgumentTypeError(

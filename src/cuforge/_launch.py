@@ -438,8 +438,7 @@ def launch_checked(kernel: Any, c: Checked) -> None:
 def launch_elsewhere(kernel: Any, c: Checked) -> None:
     """A launch on another device than the thread's (its context made current for the
     launch, then the thread's restored), or with host arrays to stage."""
-    info, restore = _cuda.enter_device(target_device(kernel, c))
-    try:
+    with _cuda.on_device(target_device(kernel, c)) as info:
         handle, stream, staged = place(kernel, c, info)
         if staged:
             stage_and_launch(kernel, c, handle, stream)
@@ -447,9 +446,6 @@ def launch_elsewhere(kernel: Any, c: Checked) -> None:
             _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
             launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), kernel.label,
                        attributes_of(kernel, c))  # fmt: skip
-    finally:
-        if restore is not None:
-            _cuda.set_context(restore)
 
 
 def target_device(kernel: Any, c: Checked) -> int:
