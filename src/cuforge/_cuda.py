@@ -5,8 +5,8 @@ device. A missing driver or device is reported once as :class:`NoDeviceError` an
 remembered. The path of a launch (opening the device, making its primary context current,
 loading a compiled kernel with ``cuLibraryLoadData``, reading its limits) goes through
 cuda.bindings' driver API alone: importing cuda.core, which imports all of itself (some
-100 ms on the GPU machine), is left to what needs it (prebuilt modules, linking,
-``CompiledKernel.function``, cuforge's own arrays).
+100 ms on the GPU machine), is left to what needs it (linking, ``CompiledKernel.function``,
+cuforge's own arrays).
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def error_text(err: Any) -> str:
 
 def _open(device_id: int) -> Any:
     """The driver's CUdevice for ``device_id``, CUDA initialised (once per process)."""
-    global _failure
+    global _failure, multi_gpu
     if _failure is not None:
         raise NoDeviceError(_failure)
     with _lock:
@@ -180,6 +180,7 @@ def _open(device_id: int) -> Any:
                     f"an NVIDIA GPU and driver; compiling does not: use Kernel.compile(arch='sm_90')"
                 )
                 raise NoDeviceError(_failure) from None
+            multi_gpu = multi_gpu or count > 1
             if not 0 <= device_id < count:
                 raise NoDeviceError(f"CUDA device {device_id} is not present: this machine has {count} (0 to {count - 1})")
             dev = _devices[device_id] = check(drv.cuDeviceGet(device_id), "cuDeviceGet")
@@ -253,7 +254,6 @@ def _make_current(device_id: int) -> DeviceInfo:
 
 
 def _describe(device_id: int, dev: Any) -> DeviceInfo:
-    global multi_gpu
     drv = _driver()
 
     def attribute(name: str) -> int:
@@ -264,7 +264,6 @@ def _describe(device_id: int, dev: Any) -> DeviceInfo:
     cc = attribute("COMPUTE_CAPABILITY_MAJOR") * 10 + attribute("COMPUTE_CAPABILITY_MINOR")
     info = _infos[device_id] = DeviceInfo(device_id, cc, name, attribute("MULTIPROCESSOR_COUNT"),
                                           attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))  # fmt: skip
-    multi_gpu = multi_gpu or int(check(drv.cuDeviceGetCount(), "cuDeviceGetCount")) > 1
     return info
 
 
