@@ -5,6 +5,7 @@ class has a NumPy-style docstring whose examples run."""
 from __future__ import annotations
 
 import doctest
+import functools
 import inspect
 import re
 from pathlib import Path
@@ -70,6 +71,7 @@ def test_the_four_questions_are_answered_from_the_navigation():
 # ------------------------------------------------------------------ docstrings
 
 
+@functools.cache
 def _public() -> dict[str, object]:
     """Every public function, class and method (by dotted name)."""
     found: dict[str, object] = {}
@@ -108,6 +110,7 @@ def test_public_docstrings_are_complete(name):
     assert not missing, f"{name}'s docstring lacks {missing}"
 
 
+@functools.cache  # parsed once: collection and every test read it
 def _examples() -> dict[str, list[doctest.DocTest]]:
     """The docstring examples of each public name: a class's and its methods' share one
     namespace, in order, so that a method's example uses what the class's declared."""
