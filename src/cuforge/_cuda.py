@@ -3,16 +3,18 @@
 Nothing here runs at ``import cuforge``: CUDA is initialised on the first call that needs a
 device. A missing driver or device is reported once as :class:`NoDeviceError` and
 remembered. The path of a launch (opening the device, making its primary context current,
-loading a compiled kernel with ``cuLibraryLoadData``, reading its limits) goes through
-cuda.bindings' driver API alone: importing cuda.core, which imports all of itself (some
-100 ms on the GPU machine), is left to what needs it (linking, ``CompiledKernel.function``,
-cuforge's own arrays).
+loading a compiled kernel with ``cuLibraryLoadData``, reading its limits) calls the driver
+through ctypes (:mod:`cuforge._libcuda`), which costs no import: cuda.bindings' driver
+module (15-19 ms to import) is left to streams, graphs, memory and module variables, and
+cuda.core (some 100 ms: it imports all of itself) to what needs it (linking,
+``CompiledKernel.function``, cuforge's own arrays).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
 import os
 import struct
 import threading
@@ -20,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import _config
+from . import _config, _libcuda
 from .errors import DeviceFaultError, LaunchError, NoDeviceError
 
 _claunch: Any  # the optional C launcher (setup.py), which has no type stubs
@@ -121,7 +123,7 @@ def fault(err: Any, where: str, *, current: str | None = None) -> DeviceFaultErr
 
 
 
-driver: Any = None  # cuda.bindings.driver, bound on first use so the launch path skips the import
+driver: Any = None  # cuda.bindings.driver, bound on first use (the launch path uses _libcuda instead)
 
 # launch(function, grid, block, shared_mem, stream, params, attrs=None) -> CUresult as an int:
 # the driver's cuLaunchKernelEx with addresses for handles, bound when the first device is
@@ -142,8 +144,8 @@ def _driver() -> Any:
 
 
 def check(result: Any, what: str) -> Any:
-    """Unwrap a cuda.bindings driver result, raising LaunchError on failure (DeviceFaultError
-    for a kernel's fault)."""
+    """Unwrap a driver result, cuda.bindings' or _libcuda's, raising LaunchError on failure
+    (DeviceFaultError for a kernel's fault)."""
     err, *rest = result
     if int(err) != 0:
         if int(err) in STICKY:
@@ -153,11 +155,12 @@ def check(result: Any, what: str) -> Any:
 
 
 def error_text(err: Any) -> str:
-    driver = _driver()
-    err = driver.CUresult(int(err))
-    _, name = driver.cuGetErrorName(err)
-    _, text = driver.cuGetErrorString(err)
-    return f"{name.decode() if name else err} ({text.decode() if text else 'unknown'})"
+    """The driver's name and description of a CUresult."""
+    try:
+        name, text = (_libcuda.get(f, ctypes.c_char_p, int(err)) for f in ("cuGetErrorName", "cuGetErrorString"))
+    except OSError:  # no driver to ask
+        return f"CUresult {int(err)}"
+    return f"{name[1].decode() if name[0] == 0 else f'CUresult {int(err)}'} ({text[1].decode() if text[0] == 0 else 'unknown'})"
 
 
 def _open(device_id: int) -> Any:
@@ -169,11 +172,10 @@ def _open(device_id: int) -> Any:
         dev = _devices.get(device_id)
         if dev is None:
             try:
-                drv = _driver()
-                (err,) = drv.cuInit(0)
-                if int(err) != 0:
+                (err,) = _libcuda.call("cuInit", 0)
+                if err != 0:
                     raise RuntimeError(f"cuInit: {error_text(err)}")
-                count = int(check(drv.cuDeviceGetCount(), "cuDeviceGetCount"))
+                count = check(_libcuda.get("cuDeviceGetCount", ctypes.c_int), "cuDeviceGetCount")
             except Exception as exc:  # driver missing, no device, broken install
                 _failure = (
                     f"no CUDA device is available ({type(exc).__name__}: {exc}); launching needs "
@@ -183,7 +185,7 @@ def _open(device_id: int) -> Any:
             multi_gpu = multi_gpu or count > 1
             if not 0 <= device_id < count:
                 raise NoDeviceError(f"CUDA device {device_id} is not present: this machine has {count} (0 to {count - 1})")
-            dev = _devices[device_id] = check(drv.cuDeviceGet(device_id), "cuDeviceGet")
+            dev = _devices[device_id] = check(_libcuda.get("cuDeviceGet", ctypes.c_int, device_id), "cuDeviceGet")
     return dev
 
 
@@ -207,13 +209,12 @@ def _follow_current() -> DeviceInfo | None:
     """Adopt the device of this thread's current primary context, if one is current."""
     _open(0)  # starts CUDA, or raises NoDeviceError
     if launch is None:
-        _driver()
         bind_launcher()
     cur = current_context()
     if not cur:
         return None
-    err, device = _driver().cuCtxGetDevice()
-    if int(err) != 0:
+    err, device = _libcuda.get("cuCtxGetDevice", ctypes.c_int)
+    if err != 0:
         return None
     info = device_info(int(device))
     if _contexts.get(info.id) != cur:  # a context the user made: not a device's primary one
@@ -253,14 +254,14 @@ def _make_current(device_id: int) -> DeviceInfo:
     return info
 
 
-def _describe(device_id: int, dev: Any) -> DeviceInfo:
-    drv = _driver()
-
+def _describe(device_id: int, dev: int) -> DeviceInfo:
     def attribute(name: str) -> int:
-        return int(check(drv.cuDeviceGetAttribute(getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}"), dev),
-                         "cuDeviceGetAttribute"))  # fmt: skip
+        return check(_libcuda.get("cuDeviceGetAttribute", ctypes.c_int, _libcuda.DEVICE_ATTRIBUTES[name], dev),
+                     "cuDeviceGetAttribute")  # fmt: skip
 
-    name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0", 1)[0].decode()
+    buffer = ctypes.create_string_buffer(256)
+    check(_libcuda.call("cuDeviceGetName", buffer, 256, dev), "cuDeviceGetName")
+    name = buffer.value.decode()
     cc = attribute("COMPUTE_CAPABILITY_MAJOR") * 10 + attribute("COMPUTE_CAPABILITY_MINOR")
     info = _infos[device_id] = DeviceInfo(device_id, cc, name, attribute("MULTIPROCESSOR_COUNT"),
                                           attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"))  # fmt: skip
@@ -290,9 +291,10 @@ def device_info(device_id: int) -> DeviceInfo:
         if launch is None:
             bind_launcher()
         previous = current_context()
-        primary = check(_driver().cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")  # held for the process
+        primary = check(_libcuda.get("cuDevicePrimaryCtxRetain", ctypes.c_void_p, dev),
+                        "cuDevicePrimaryCtxRetain")  # held for the process  # fmt: skip
         with _lock:
-            _contexts[device_id] = int(primary)
+            _contexts[device_id] = primary
         info = _infos.get(device_id) or _describe(device_id, dev)
         if launcher == "c":
             _hand_context_to_c(_contexts.get(0, 0))
@@ -302,12 +304,11 @@ def device_info(device_id: int) -> DeviceInfo:
 
 def current_context() -> int:
     """The address of this thread's current CUDA context (0: none)."""
-    return int(check(_driver().cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    return check(_libcuda.get("cuCtxGetCurrent", ctypes.c_void_p), "cuCtxGetCurrent")  # type: ignore[no-any-return]
 
 
 def set_context(ctx: int) -> None:
-    drv = _driver()
-    check(drv.cuCtxSetCurrent(drv.CUcontext(ctx)), "cuCtxSetCurrent")
+    check(_libcuda.call("cuCtxSetCurrent", ctx), "cuCtxSetCurrent")
 
 
 def enter_device(device_id: int) -> tuple[DeviceInfo, int | None]:
@@ -342,11 +343,9 @@ def _hand_context_to_c(primary0: int) -> None:
     """Tell the C launcher how to read and set the current context (it checks before each
     launch that the thread's is the one it expects) and device 0's primary context (0 while
     unknown), which a new thread's first launch makes current (see _csrc/driver.c)."""
-    drv = _driver()
-    flag = drv.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
-    found = [drv.cuGetProcAddress(name, 12000, flag) for name in (b"cuCtxGetCurrent", b"cuCtxSetCurrent")]
-    if all(int(err) == 0 and address for err, address, _ in found):
-        _claunch.set_context(int(found[0][1]), int(found[1][1]), primary0)
+    found = [_libcuda.address(name) for name in ("cuCtxGetCurrent", "cuCtxSetCurrent")]
+    if all(err == 0 and address for err, address in found):
+        _claunch.set_context(found[0][1], found[1][1], primary0)
 
 
 def bind_launcher(kind: str | None = None) -> None:
@@ -365,31 +364,31 @@ def bind_launcher(kind: str | None = None) -> None:
     if kind == "c" and _claunch is None:
         raise LaunchError("CUFORGE_LAUNCHER=c, but cuforge's C launcher is not built; "
                           "reinstall cuforge from a wheel, or where a C compiler is present")  # fmt: skip
-    drv = _driver()
     if _claunch is None or kind == "bindings":
         if _claunch is not None:
             _claunch.set_entry(0, True)  # the C Launchers then decline every call to the general path
+        _driver()
         launch, launcher = _bindings_launcher(), "bindings"
         return
     ptds = bool(int(os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM") or 0))
-    flags = drv.CUdriverProcAddress_flags
-    flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if ptds else flags.CU_GET_PROC_ADDRESS_LEGACY_STREAM
-    for name, ex in ((b"cuLaunchKernelEx", True), (b"cuLaunchKernel", False)):
-        err, address, _ = drv.cuGetProcAddress(name, 12000, flag)
-        if int(err) == 0 and address:
-            _claunch.set_entry(int(address), ex)
+    flag = _libcuda.PER_THREAD_DEFAULT_STREAM if ptds else _libcuda.LEGACY_STREAM
+    for name, ex in (("cuLaunchKernelEx", True), ("cuLaunchKernel", False)):
+        err, address = _libcuda.address(name, 12000, flag)
+        if err == 0 and address:
+            _claunch.set_entry(address, ex)
             launch, launcher = _claunch.launch, "c" if ex else "c-legacy"
             return
     if kind == "c":  # a driver older than CUDA 12.0
         raise LaunchError(f"CUFORGE_LAUNCHER=c, but cuGetProcAddress found no launch entry point for the CUDA 12.0 "
                           f"ABI ({error_text(err)}); update the NVIDIA driver or unset CUFORGE_LAUNCHER")  # fmt: skip
     _claunch.set_entry(0, True)
+    _driver()
     launch, launcher = _bindings_launcher(), "bindings"
 
 
 def _bindings_launcher() -> Any:
-    version = check(_driver().cuDriverGetVersion(), "cuDriverGetVersion")
-    return _bindings_launch if int(version) >= 12000 else _bindings_launch_legacy
+    version = check(_libcuda.get("cuDriverGetVersion", ctypes.c_int), "cuDriverGetVersion")
+    return _bindings_launch if version >= 12000 else _bindings_launch_legacy
 
 
 def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stream: int, params: int,
@@ -474,46 +473,62 @@ def core_device(device_id: int) -> Any:
     return dev
 
 
-def load_library(code: bytes, code_type: str) -> Any:
+def load_library(code: bytes, code_type: str) -> int:
     """Load a cubin or PTX image with ``cuLibraryLoadData``: a context-independent library,
-    which the driver loads onto each device the first time one of its kernels is used there."""
+    which the driver loads onto each device the first time one of its kernels is used there
+    (the CUlibrary's address)."""
     if code_type == "ptx" and not code.endswith(b"\0"):
         code += b"\0"  # the driver reads PTX as a NUL-terminated string
-    return check(_driver().cuLibraryLoadData(code, None, None, 0, None, None, 0), "cuLibraryLoadData")
+    return check(_libcuda.get("cuLibraryLoadData", ctypes.c_void_p, code, None, None, 0, None, None, 0),  # type: ignore[no-any-return]
+                 "cuLibraryLoadData")  # fmt: skip
 
 
-def library_kernel(library: Any, symbol: str) -> int:
+def unload_library(library: int) -> None:
+    """Free a library :func:`load_library` loaded (best effort; never in a forked child)."""
+    if _failure is None:
+        _libcuda.call("cuLibraryUnload", library)
+
+
+def library_kernel(library: int, symbol: str) -> int:
     """The CUkernel handle of ``symbol`` in a loaded library."""
-    err, kernel = _driver().cuLibraryGetKernel(library, symbol.encode())
-    if int(err) != 0:
+    err, kernel = _libcuda.get("cuLibraryGetKernel", ctypes.c_void_p, library, symbol.encode())
+    if err != 0:
         raise LaunchError(f"loading {symbol} from its module failed: {error_text(err)}")
-    return int(kernel)
+    return kernel  # type: ignore[no-any-return]
 
 
 def kernel_attribute(handle: int, name: str, device: int) -> int:
     """A CUfunction_attribute (``"NUM_REGS"``, ``"MAX_THREADS_PER_BLOCK"``, ...) of a kernel on a device."""
-    drv = _driver()
-    attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
-    return int(check(drv.cuKernelGetAttribute(attr, drv.CUkernel(handle), drv.CUdevice(device)), "cuKernelGetAttribute"))
+    attr = _libcuda.FUNCTION_ATTRIBUTES[name]
+    return check(_libcuda.get("cuKernelGetAttribute", ctypes.c_int, attr, handle, device), "cuKernelGetAttribute")  # type: ignore[no-any-return]
+
+
+def set_kernel_attribute(handle: int, name: str, value: int, device: int) -> int:
+    """Set a CUfunction_attribute of a kernel on a device: the CUresult (0 when it was set)."""
+    return _libcuda.call("cuKernelSetAttribute", _libcuda.FUNCTION_ATTRIBUTES[name], value, handle, device)[0]
 
 
 def kernel_param_sizes(handle: int) -> list[int]:
     """The size in bytes of each parameter of a compiled kernel, as the driver reads them."""
-    drv = _driver()
-    kernel, sizes = drv.CUkernel(handle), list[int]()
-    while True:
-        err, _, size = drv.cuKernelGetParamInfo(kernel, len(sizes))
-        if int(err) != 0:  # CUDA_ERROR_INVALID_VALUE past the last parameter
-            return sizes
-        sizes.append(int(size))
+    sizes: list[int] = []
+    offset, size = ctypes.c_size_t(), ctypes.c_size_t()
+    info = _libcuda.function("cuKernelGetParamInfo")
+    while info(handle, len(sizes), ctypes.byref(offset), ctypes.byref(size)) == 0:
+        sizes.append(size.value)  # (CUDA_ERROR_INVALID_VALUE past the last parameter)
+    return sizes
 
 
 def pointer_device(ptr: int) -> int | None:
     """The device ordinal owning device pointer ``ptr``, or None if CUDA does not know it."""
-    driver = _driver()
-    attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    err, value = driver.cuPointerGetAttribute(attr, ptr)
-    return int(value) if int(err) == 0 else None
+    value = ctypes.c_int()
+    (err,) = _libcuda.call("cuPointerGetAttribute", ctypes.byref(value), _libcuda.POINTER_DEVICE_ORDINAL, ptr)
+    return value.value if err == 0 else None
+
+
+def context_error() -> int:
+    """The CUresult of ``cuCtxSynchronize`` in this thread's context, raising nothing (0:
+    the work so far ran)."""
+    return _libcuda.call("cuCtxSynchronize")[0]
 
 
 def synchronize() -> None:
@@ -532,7 +547,7 @@ def synchronize() -> None:
     global _clean
     current_device()
     count = launch_count()
-    check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+    check(_libcuda.call("cuCtxSynchronize"), "cuCtxSynchronize")
     _clean = max(_clean, count)  # those launches ran without a fault
 
 

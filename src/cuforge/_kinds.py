@@ -131,10 +131,8 @@ def load_limits(handle: int, device: Any) -> tuple[int, int, int]:
     static = _cuda.kernel_attribute(handle, "SHARED_SIZE_BYTES", device.id)
     max_dynamic = max(device.shared_optin - static, 0)
     if max_dynamic > DEFAULT_SHARED - static:
-        drv = _cuda._driver()
-        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        err = drv.cuKernelSetAttribute(attr, max_dynamic, drv.CUkernel(handle), drv.CUdevice(device.id))[0]
-        if int(err) != 0:  # a driver that refuses: keep the default limit
+        err = _cuda.set_kernel_attribute(handle, "MAX_DYNAMIC_SHARED_SIZE_BYTES", max_dynamic, device.id)
+        if err != 0:  # a driver that refuses: keep the default limit
             max_dynamic = max(DEFAULT_SHARED - static, 0)
     return _cuda.kernel_attribute(handle, "MAX_THREADS_PER_BLOCK", device.id), max_dynamic, static
 
@@ -192,10 +190,8 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
             )
         if kind.non_portable_cluster and (loaded.handle, device.id) not in _non_portable:
             with _lock:
-                drv = _cuda._driver()
-                attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
-                _cuda.check(drv.cuKernelSetAttribute(attr, 1, drv.CUkernel(loaded.handle), drv.CUdevice(device.id)),
-                            "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")  # fmt: skip
+                err = _cuda.set_kernel_attribute(loaded.handle, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1, device.id)
+                _cuda.check((err,), "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
                 _non_portable.add((loaded.handle, device.id))
 
 

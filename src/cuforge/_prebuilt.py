@@ -194,8 +194,8 @@ class Module:
                 kernel._forget_loads()
             self._kernels.clear()
             library, self._library = self._library, None
-            if library is not None and _cuda.driver is not None:
-                _cuda._driver().cuLibraryUnload(library)  # best effort: the kernels are already forgotten
+            if library is not None:
+                _cuda.unload_library(library)  # best effort: the kernels are already forgotten
 
     def _check_loaded(self, who: str) -> None:
         if self._unloaded:

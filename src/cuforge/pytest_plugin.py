@@ -146,9 +146,9 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def _context_fault(item: pytest.Item) -> str | None:
     from . import _cuda
 
-    if _cuda.driver is None:
+    if not _cuda._devices:  # CUDA never started in this process
         return None
-    err = _cuda.driver.cuCtxSynchronize()[0]
+    err = _cuda.context_error()
     if not err:
         return None
     last = _cuda.last_launch()
