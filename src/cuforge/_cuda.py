@@ -156,11 +156,13 @@ def check(result: Any, what: str) -> Any:
 
 def error_text(err: Any) -> str:
     """The driver's name and description of a CUresult."""
+    name, text = ctypes.c_char_p(), ctypes.c_char_p()
     try:
-        name, text = (_libcuda.get(f, ctypes.c_char_p, int(err)) for f in ("cuGetErrorName", "cuGetErrorString"))
+        found = [_libcuda.call(f, int(err), ctypes.byref(out))[0] == 0 and out.value
+                 for f, out in (("cuGetErrorName", name), ("cuGetErrorString", text))]  # fmt: skip
     except OSError:  # no driver to ask
-        return f"CUresult {int(err)}"
-    return f"{name[1].decode() if name[0] == 0 else f'CUresult {int(err)}'} ({text[1].decode() if text[0] == 0 else 'unknown'})"
+        found = [None, None]
+    return f"{found[0].decode() if found[0] else f'CUresult {int(err)}'} ({found[1].decode() if found[1] else 'unknown'})"
 
 
 def _open(device_id: int) -> Any:

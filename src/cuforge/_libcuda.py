@@ -115,7 +115,8 @@ def call(name: str, *args: Any) -> tuple[int]:
 
 def get(name: str, kind: Any, *args: Any) -> tuple[int, Any]:
     """``(CUresult, value)`` of a driver call whose first argument is where it writes a value
-    of ctypes type ``kind`` (``cuDeviceGetCount(int *count)``, ...)."""
+    of ctypes type ``kind`` (``cuDeviceGetCount(int *count)``, ...; not ``cuGetErrorName``,
+    whose is its second)."""
     out = kind()
     err = function(name)(ctypes.byref(out), *args)
     return err, out.value if out.value is not None else 0

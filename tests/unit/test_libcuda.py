@@ -78,3 +78,4 @@ def test_a_machine_without_the_driver_gets_no_device_error(monkeypatch):
     monkeypatch.setattr(_cuda, "_devices", {})
     with pytest.raises(cf.NoDeviceError, match=r"no CUDA device is available \(OSError: libcuda-absent"):
         _cuda._open(0)
+    assert _cuda.error_text(700) == "CUresult 700 (unknown)"  # an error text without a driver to ask
