@@ -5,22 +5,19 @@ cuda.core; those happen on first use.
 """
 
 import importlib as _importlib
-from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from ._arrays import DeviceArray as DeviceArray
 from ._arrays import empty as empty
 from ._arrays import to_device as to_device
 from ._arrays import zeros as zeros
-from ._build import use_build as use_build
 from ._config import set_cache as set_cache
 from ._cuda import gpu_available as gpu_available
 from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
-from ._graph import Graph as Graph
-from ._graph import graph as graph
 from ._kinds import KernelAttributes as KernelAttributes
 from ._launch import PreparedLaunch as PreparedLaunch
-from ._prebuilt import Module as Module
 from ._stats import CacheStats as CacheStats
 from ._stats import cache_stats as cache_stats
 from ._version import __version__ as __version__
@@ -78,12 +75,28 @@ from .types import uint32 as uint32
 from .types import uint64 as uint64
 from .types import vector as vector
 
+if _TYPE_CHECKING:
+    from ._build import use_build as use_build
+    from ._graph import Graph as Graph
+    from ._graph import graph as graph
+    from ._prebuilt import Module as Module
 
-def __getattr__(name: str) -> _ModuleType:
-    """``cf.torch``: the PyTorch adapter, imported (with PyTorch) on first use."""
-    if name == "torch":
-        return _importlib.import_module(".torch", __name__)
-    raise AttributeError(f"module 'cuforge' has no attribute {name!r}")
+# Public names whose modules are imported on first use, not by ``import cuforge``: a launch
+# from the cache needs none of them, and each import is start-up time (docs/guide/cache.md).
+# ``cf.torch`` is the PyTorch adapter, which imports PyTorch.
+_ON_FIRST_USE = {"torch": ("torch", None), "use_build": ("_build", "use_build"), "Graph": ("_graph", "Graph"),
+                 "graph": ("_graph", "graph"), "Module": ("_prebuilt", "Module")}  # fmt: skip
+
+
+def __getattr__(name: str) -> _Any:
+    """The names of ``_ON_FIRST_USE``, imported on first use."""
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module 'cuforge' has no attribute {name!r}")
+    module, attr = _ON_FIRST_USE[name]
+    found = _importlib.import_module(f".{module}", __name__)
+    value = found if attr is None else getattr(found, attr)
+    globals()[name] = value
+    return value
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from . import _compile, _config, _cuda, _disk, _graph, _link, _parallel
+from . import _compile, _config, _cuda, _disk
 from ._stats import counters
 from .errors import CompileError, DeclarationError, NoDeviceError
 from .options import CompileOptions, check_arch, to_flags
@@ -300,6 +300,8 @@ def _compile_missing(
     todo = list(pending.values())
     if not todo:
         return
+    from . import _graph, _link, _parallel  # (NVRTC's side: imported by the first compile, not at start-up)
+
     first = todo[0]
     capture = _graph.capture_in_thread()
     if capture is not None:

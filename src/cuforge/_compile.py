@@ -18,8 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _config, _cuda, _pch
-from ._elf import cubin_resources
+from . import _config, _cuda
 from ._stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 from .errors import CompileError, CuforgeError, NoDeviceError
 from .options import arch_number
@@ -203,6 +202,8 @@ def compile_program(
     ``flags`` must hold ``-arch=sm_XY`` (cubin) or ``-arch=compute_XY`` (PTX).
     ``line_sources`` maps ``#line`` file names to their text, for error messages.
     """
+    from . import _pch  # (NVRTC's side: imported by the first compile, not at start-up)
+
     nvrtc = _nvrtc()
     _check_supported(flags, kernel)
     headers = dict(headers or {})
@@ -421,6 +422,8 @@ class CompiledKernel:
         """
         if self.code_type != "cubin":
             return {}
+        from ._elf import cubin_resources
+
         return cubin_resources(self.code, self.lowered_name)
 
     @property

@@ -6,20 +6,21 @@ family share it. Mistakes raise :class:`~cuforge.DeclarationError` here, never a
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import itertools
 import keyword
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _kinds, _launch, _render
-from ._prebuilt import Module
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
+
+if TYPE_CHECKING:
+    from ._prebuilt import Module
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CPP_RESERVED = frozenset(
@@ -64,7 +65,7 @@ class _Decl:
             )
         self.kind = kind = kinds[0]
         self.module = _module_of(cls, label, ns["module"]) if kind == "module" else None
-        self.link = _links_of(label, ns.get("link", ()))
+        self.link = _links_of(label, ns["link"]) if "link" in ns else ()
         for key in (kind, "preamble"):
             if key == "module":
                 continue
@@ -148,6 +149,8 @@ class _Decl:
 def _module_of(cls: type, label: str, value: Any) -> Module:
     """A class's module=: a Module, or a path (relative to the file that declares the class,
     else to the working directory)."""
+    from ._prebuilt import Module  # (imported by the classes that name one: start-up)
+
     if isinstance(value, Module):
         return value
     if not isinstance(value, (str, os.PathLike)):
@@ -164,6 +167,8 @@ def _module_of(cls: type, label: str, value: Any) -> Module:
 
 def _links_of(label: str, value: Any) -> tuple[Module | str, ...]:
     """A class's link=: Modules (LTO-IR, relocatable cubins) and CUDA C++ sources."""
+    from ._prebuilt import Module
+
     items = (value,) if isinstance(value, (str, Module)) else value
     if not isinstance(items, (tuple, list)) or not all(isinstance(i, (str, Module)) for i in items):
         raise DeclarationError(
@@ -193,6 +198,8 @@ def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
     for key, value in ns.items():
         if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
             continue
+        import difflib  # (for the error's suggestion only)
+
         close = difflib.get_close_matches(key, sorted(_CLASS_KEYS), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise DeclarationError(

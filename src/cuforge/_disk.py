@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import threading
 import time
@@ -53,7 +52,13 @@ from ._compile import CompileResult
 from ._stats import counters
 from ._version import __version__
 
-log = logging.getLogger("cuforge.cache")
+
+def _debug(message: str, *args: Any) -> None:
+    """Log to the ``cuforge.cache`` logger (logging is imported when there is something to say:
+    2.5 ms of start-up)."""
+    import logging
+
+    logging.getLogger("cuforge.cache").debug(message, *args)
 
 
 class CacheSecurityWarning(UserWarning):
@@ -243,7 +248,7 @@ class DiskCache:
             self.put_json(self.meta_name(key), meta, raising=True)
         except OSError as exc:
             counters.add(disk_errors=1)
-            log.debug("cuforge cache: could not write %s in %s: %s", key[:16], self.root, exc)
+            _debug("cuforge cache: could not write %s in %s: %s", key[:16], self.root, exc)
             _warn_once("write", f"cuforge: cannot write the compile cache at {self.root} ({exc}); kernels still work, "
                                 f"but a new process compiles them again. Free space or set CUFORGE_CACHE_DIR "
                                 f"(this warning is given once per process)")  # fmt: skip
@@ -256,7 +261,7 @@ class DiskCache:
         """Count and log a damaged entry, and remove it so the rewrite can take its place."""
         if not quiet:  # a recheck's damage was counted by the first look
             counters.add(disk_errors=1)
-        log.debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
+        _debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
         for entry in {name, name if ":" in name else self.meta_name(name)}:
             with contextlib.suppress(KeyError, OSError):
                 path = self.path_of(entry)
@@ -296,7 +301,7 @@ class DiskCache:
             if raising:
                 raise
             counters.add(disk_errors=1)
-            log.debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
+            _debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
             return
         if not raising:  # a kernel's metadata is accounted with its code in store()
             self._wrote(len(data))
@@ -327,7 +332,7 @@ class DiskCache:
                         break
                     except BlockingIOError:
                         if time.monotonic() > deadline:
-                            log.debug("cuforge cache: waited %.0f s for %s; compiling anyway", timeout, key[:16])
+                            _debug("cuforge cache: waited %.0f s for %s; compiling anyway", timeout, key[:16])
                             break
                         time.sleep(0.01)
             yield
@@ -407,7 +412,7 @@ def current() -> DiskCache | None:
                 _opened[str(root), cap] = None
             except OSError as exc:
                 counters.add(disk_errors=1)
-                log.debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)
+                _debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)
                 _warn_once("open", f"cuforge: cannot open the compile cache at {root} ({exc}); kernels are cached in "
                                    f"memory only in this process. Set CUFORGE_CACHE_DIR to a writable directory, or "
                                    f"CUFORGE_CACHE=0 (this warning is given once per process)")  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import _build, _cache, _compile, _cuda, _globals, _kinds, _launch, _parallel, _pickling, _render
+from . import _cache, _compile, _config, _cuda, _kinds, _launch, _render
 from ._checks import checker
 from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
@@ -326,6 +326,8 @@ class Kernel(_KernelBase):
         >>> Half.compile_async(arch="sm_90").result().lowered_name
         '_Z4HalfPf'
         """
+        from . import _parallel  # (the modules off the launch path are imported on first use: start-up)
+
         return _parallel.in_background(self.compile, arch, options=options)
 
     def _function(self, device: _cuda.DeviceInfo) -> _kinds.Loaded:
@@ -346,9 +348,11 @@ class Kernel(_KernelBase):
             handle = module._kernel(self, self.name)
             self._check_compiled_params(handle)
             return self._loaded(handle, module, device)
-        build = _build.current()
-        if build is not None:  # an ahead-of-time build: its fatbin, no NVRTC
-            served = build.module_for(self) if build.serves(device.cc) else None
+        if _config.build_dir():  # an ahead-of-time build: its fatbin, no NVRTC
+            from . import _build  # (imported where a build is in use: start-up)
+
+            build = _build.current()
+            served = build.module_for(self) if build is not None and build.serves(device.cc) else None
             if served is not None:
                 return self._loaded(served[0]._kernel(self, served[1]), served[0], device)
             if not _build.nvrtc_available():
@@ -540,6 +544,8 @@ class Kernel(_KernelBase):
         ...     body = "x[threadIdx.x] *= factor;"
         >>> Scaled.set_global("factor", np.array([3.0], np.float32))  # doctest: +GPU
         """
+        from . import _globals
+
         _globals.set_global(self, name, value, stream=stream, device=device)
 
     def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
@@ -568,6 +574,8 @@ class Kernel(_KernelBase):
         >>> Scaled.get_global("factor", np.float32)  # doctest: +GPU
         array([3.], dtype=float32)
         """
+        from . import _globals
+
         return _globals.get_global(self, name, dtype, device=device)
 
     def torch_op(self, name: str, **options: Any) -> Any:
@@ -601,6 +609,8 @@ class Kernel(_KernelBase):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """By reference where the class can be imported, else by declaration (see _pickling)."""
+        from . import _pickling
+
         return _pickling.reduce_kernel(self)
 
     def __repr__(self) -> str:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _cache, _cuda, _disk, _graph, _launch, _parallel, _pickling
+from . import _cache, _cuda, _disk, _launch
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
@@ -344,6 +344,8 @@ class Family:
         4
         """
         chosen = None if instances is None else list(instances)
+        from . import _parallel  # (imported on first use: start-up)
+
         return _parallel.in_background(self.precompile, arch, instances=chosen, options=options)
 
     # ------------------------------------------------------------ launching
@@ -441,6 +443,8 @@ class Family:
         record = store.get(record_key)
         origin = "disk"
         if record is None or record.get("choice") not in candidates:
+            from . import _graph
+
             capture = _graph.capture_in_thread()
             if capture is not None:
                 raise capture.refuse(
@@ -548,6 +552,8 @@ class Family:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """By reference where the class can be imported, else by its class namespace (see _pickling)."""
+        from . import _pickling
+
         return _pickling.reduce_family(self)
 
     def __repr__(self) -> str:

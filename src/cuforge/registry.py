@@ -11,7 +11,6 @@ import contextlib
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from . import _config
@@ -142,6 +141,8 @@ class Registry(Mapping[str, Any]):
 
         with _config.scope(compile_workers=str(workers)) if workers else contextlib.nullcontext():
             if workers and workers > 1 and len(chosen) > 1:
+                from concurrent.futures import ThreadPoolExecutor  # (where the registry compiles: start-up)
+
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     results = list(pool.map(one, chosen))
             else:
