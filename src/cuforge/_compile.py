@@ -78,16 +78,34 @@ def supported_archs() -> tuple[int, ...]:
     return tuple(int(a) for a in _check(_nvrtc().nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
 
 
-@functools.lru_cache(maxsize=4)
-def _find_cuda_include(configured: str) -> str | None:
-    if configured:
-        return configured
+@functools.lru_cache(maxsize=1)
+def _nvidia_roots() -> tuple[str, ...]:
+    """The directories of the ``nvidia`` namespace package, where NVIDIA's wheels install."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")
+    return tuple(spec.submodule_search_locations or ()) if spec is not None else ()
+
+
+def _headers(libname: str, wheel_dir: str, marker: str) -> str | None:
+    """A header directory: the CUDA 13 wheel's, found with a stat per site directory, else
+    cuda.pathfinder's answer. Pathfinder looks in the wheels first too, but importing it costs
+    20-70 ms, more than a warm start, which needs these directories for its cache key; a test
+    holds the two answers equal."""
+    for root in _nvidia_roots():
+        if os.path.isfile(os.path.join(root, wheel_dir, marker)):
+            return os.path.join(root, wheel_dir)
     try:
         from cuda.pathfinder import find_nvidia_header_directory
     except ImportError:
         return None
-    found = find_nvidia_header_directory("cudart")
+    found = find_nvidia_header_directory(libname)
     return str(found) if found else None
+
+
+@functools.lru_cache(maxsize=4)
+def _find_cuda_include(configured: str) -> str | None:
+    return configured or _headers("cudart", os.path.join("cu13", "include"), "cuda_runtime_api.h")
 
 
 def cuda_include_dir() -> str | None:
@@ -99,12 +117,7 @@ def cuda_include_dir() -> str | None:
 def cccl_include_dir() -> str | None:
     """Directory of CCCL's headers (libcu++, CUB, Thrust, <nv/target>, which the runtime's
     cooperative_groups.h includes), from the nvidia-cuda-cccl wheel or a toolkit."""
-    try:
-        from cuda.pathfinder import find_nvidia_header_directory
-    except ImportError:
-        return None
-    found = find_nvidia_header_directory("cccl")
-    return str(found) if found else None
+    return _headers("cccl", os.path.join("cu13", "include", "cccl"), os.path.join("cuda", "version"))
 
 
 def include_dirs() -> tuple[str, ...]:
@@ -142,10 +155,7 @@ def nvrtc_identity() -> str:
     them) at the cost of a few stats. Loading NVRTC just to ask its version takes ~15 ms, too
     much for a warm start; it is done only when no wheel is found (a system toolkit).
     """
-    import importlib.util
-
-    spec = importlib.util.find_spec("nvidia")
-    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    roots = _nvidia_roots()
     for root in roots:  # the wheels' known places first: a few stats, no directory listing
         for sub in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
             with contextlib.suppress(OSError):

@@ -79,6 +79,16 @@ def test_half_bfloat16_and_complex_headers_are_found_without_a_toolkit():
     assert ck.lowered_name.startswith("_Z8AllTypes6__half13__nv_bfloat16")
 
 
+def test_the_header_directories_found_without_pathfinder_are_pathfinders():
+    """The warm path finds the wheels' headers with a few stats instead of importing
+    cuda.pathfinder (20-70 ms): the same directories, or a cache key would change."""
+    from cuda.pathfinder import find_nvidia_header_directory
+
+    assert _compile._headers("cudart", "cu13/include", "cuda_runtime_api.h") == find_nvidia_header_directory("cudart")
+    assert _compile._headers("cccl", "cu13/include/cccl", "cuda/version") == find_nvidia_header_directory("cccl")
+    assert _compile.include_dirs() == (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl"))
+
+
 def test_extern_c_and_templated_source_kernels():
     @cf.kernel
     class Plain:
