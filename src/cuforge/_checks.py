@@ -15,7 +15,6 @@ argument to these checkers; a Hypothesis test holds the two to the same answers.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import operator
 import struct
@@ -69,7 +68,7 @@ def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays]
     launch rule sees its shape without that dimension (it counts vectors)."""
     vec = spec.dtype
     assert isinstance(vec, VectorDType)
-    element = dataclasses.replace(spec, dtype=vec.element, ndim=spec.ndim + 1 if spec.ndim >= 0 else -1)
+    element = spec._replace(dtype=vec.element, ndim=spec.ndim + 1 if spec.ndim >= 0 else -1)
     check_elements = array_checker(kernel, element)
 
     def fail(message: str) -> Exception:

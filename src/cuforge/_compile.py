@@ -15,8 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _config, _cuda
 from ._stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
@@ -26,8 +25,7 @@ from .options import arch_number
 _LOG_LINE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)")
 
 
-@dataclass(frozen=True)
-class CompileResult:
+class CompileResult(NamedTuple):
     """What one NVRTC program produced."""
 
     code: bytes
@@ -36,7 +34,7 @@ class CompileResult:
     log: str
     flags: tuple[str, ...]
     seconds: float
-    nvrtc_version: tuple[int, int] = field(default=(0, 0))
+    nvrtc_version: tuple[int, int] = (0, 0)
     from_disk: bool = False  # read from the persistent cache rather than compiled now
 
 

@@ -19,8 +19,7 @@ import os
 import struct
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _config, _libcuda
 from .errors import DeviceFaultError, LaunchError, NoDeviceError
@@ -32,8 +31,7 @@ except ImportError:  # built where no C compiler was present: launches go throug
     _claunch = None
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(NamedTuple):
     id: int
     cc: int  # compute capability as 90 for 9.0
     name: str

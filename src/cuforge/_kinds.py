@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from . import _cuda
@@ -34,23 +33,28 @@ DEFAULT_SHARED = 48 * 1024  # static + dynamic shared memory per block without t
 _GRID_SYNC = re.compile(r"\bthis_grid\s*\(|\bgrid_group\b")
 
 
-@dataclass(frozen=True)
-class LaunchKind:
-    """How a launch runs: plainly, cooperatively, or in clusters of blocks."""
+class LaunchKind(NamedTuple):
+    """How a launch runs: plainly, cooperatively, or in clusters of blocks (made by :func:`kind_of`)."""
 
     cooperative: bool = False
     cluster: tuple[int, int, int] | None = None
     non_portable_cluster: bool = False
-    attrs: bytes | None = field(init=False, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "attrs", _cuda.launch_attributes(cooperative=self.cooperative, cluster=self.cluster))
+    @property
+    def attrs(self) -> bytes | None:
+        """The launch-attribute list cuLaunchKernelEx gets for this kind (made once per kind)."""
+        key = (self.cooperative, self.cluster)
+        found = _attributes.get(key, False)
+        if found is False:
+            found = _attributes[key] = _cuda.launch_attributes(cooperative=self.cooperative, cluster=self.cluster)
+        return found  # type: ignore[return-value]
 
     @property
     def plain(self) -> bool:
         return not self.cooperative and self.cluster is None
 
 
+_attributes: dict[tuple[bool, tuple[int, int, int] | None], bytes | None] = {}
 PLAIN = LaunchKind()
 
 
@@ -195,8 +199,7 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
                 _non_portable.add((loaded.handle, device.id))
 
 
-@dataclass(frozen=True)
-class KernelAttributes:
+class KernelAttributes(NamedTuple):
     """What a kernel's compiled code needs and allows on one device (``Kernel.attributes``).
 
     Examples
@@ -210,11 +213,12 @@ class KernelAttributes:
     (128, 1024)
     """
 
-    __module__ = "cuforge"
-
     registers: int  # per thread
     local_bytes: int  # local memory per thread (spills, stack arrays)
     static_shared_bytes: int
     max_threads_per_block: int
     max_dynamic_shared_bytes: int  # after cuforge's opt-in: the most shared_mem= a launch may ask
     device: int
+
+
+KernelAttributes.__module__ = "cuforge"  # (a NamedTuple's body cannot set it)

@@ -4,7 +4,6 @@ joined with the modules and sources it lists, into one cubin (or PTX) to load.""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from . import _compile
@@ -67,4 +66,4 @@ def link_result(result: Any, kernel: Any, arch: str, flags: tuple[str, ...]) -> 
         inputs.append(item)
     linked = link(inputs, arch, lto=lto, who=kernel.label)
     code = linked.code.encode() if isinstance(linked.code, str) else bytes(linked.code)
-    return dataclasses.replace(result, code=code, code_type="ptx" if arch.startswith("compute_") else "cubin")
+    return result._replace(code=code, code_type="ptx" if arch.startswith("compute_") else "cubin")

@@ -26,7 +26,6 @@ program in the process; a worker would parse them again.
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import re
 import sys
 import threading
@@ -99,7 +98,7 @@ def _batched(todo: list[Any], spec_of: Callable[[list[Any]], dict[str, Any]]) ->
     out = []
     for k in todo:
         result = _compile.compile_program(**spec_of([k]))
-        out.append(([k], dataclasses.replace(result, log=f"{note}\n{result.log}".strip())))
+        out.append(([k], result._replace(log=f"{note}\n{result.log}".strip())))
     return out
 
 

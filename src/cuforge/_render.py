@@ -14,9 +14,8 @@ import os
 import re
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _config
 from .errors import TemplateError
@@ -98,8 +97,7 @@ def dedent_body(body: str) -> str:
 _JINJA_MARKS = ("{{", "{%", "{#")
 
 
-@dataclass(frozen=True)
-class Snippet:
+class Snippet(NamedTuple):
     """A parsed Jinja snippet (a body or preamble) and the text it came from."""
 
     kernel: str

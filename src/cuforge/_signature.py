@@ -7,20 +7,18 @@ facts its checks need. The C launcher reads the same records (see ``_claunch/``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .types import ArrayType, DType
 
 POINTER_SIZE = 8
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One kernel parameter: its name, position and declared type (a DType or ArrayType)."""
 
     name: str
-    index: int
+    index: int  # type: ignore[assignment]  # (the field shadows tuple.index, as a NamedTuple may)
     type: Any
 
     @property
@@ -60,8 +58,7 @@ class Param:
         return f"{self.name}: {self.type_name}"
 
 
-@dataclass(frozen=True)
-class Signature:
+class Signature(NamedTuple):
     """The ordered parameters of a kernel."""
 
     params: tuple[Param, ...]
@@ -91,8 +88,7 @@ class Signature:
         return tuple(out)
 
 
-@dataclass(frozen=True)
-class ParamSpec:
+class ParamSpec(NamedTuple):
     """Everything a launch needs to know of one resolved parameter, built once per kernel.
 
     ``ckind`` is ``a`` for an array, else the dtype's C kind (``DType.ckind``); ``lo``/``hi``
@@ -101,7 +97,7 @@ class ParamSpec:
     """
 
     name: str
-    index: int
+    index: int  # type: ignore[assignment]  # (shadows tuple.index)
     type: Any  # a DType or an ArrayType
     dtype: DType
     is_array: bool

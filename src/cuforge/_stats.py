@@ -4,11 +4,10 @@ counted where they happen, in ``_compile``; hits and writes in ``_cache`` and ``
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class CacheStats:
+class CacheStats(NamedTuple):
     """Process-wide cache counters (see :func:`cuforge.cache_stats`).
 
     Examples
@@ -17,8 +16,6 @@ class CacheStats:
     >>> stats.compiles >= 0 and stats.memory_hits >= 0
     True
     """
-
-    __module__ = "cuforge"
 
     memory_hits: int
     disk_hits: int
@@ -29,6 +26,9 @@ class CacheStats:
     pch_creations: int = 0  # NVRTC precompiled headers made (see _pch)
     pch_hits: int = 0  # compiles that used one
     batch_fallbacks: int = 0  # batches compiled one instantiation at a time, their declarations clashing
+
+
+CacheStats.__module__ = "cuforge"  # (a NamedTuple's body cannot set it)
 
 
 class _Counters:
