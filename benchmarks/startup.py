@@ -4,7 +4,9 @@
 
 Each contender is a complete `python -c` process: import, make arrays, launch one axpy from
 a warm disk cache, wait for it. The array library alone is the baseline; each kernel
-library's own cost is its process's time minus the baseline's. The contenders take turns,
+library's own cost is its process's time minus the baseline's in the same round, the median
+of those paired differences (a slow spell of the machine then falls on both terms; the
+difference of the two medians moved by 50-100 ms between runs). The contenders take turns,
 process by process, 9 rounds after one that fills the caches (each library its own cache
 directory, and Python's bytecode written, as pip writes it at install: the GPU image sets
 PYTHONDONTWRITEBYTECODE, which would charge every process for compiling the pure-Python
@@ -65,7 +67,9 @@ def main(rounds: int = 9) -> dict:
     result.update({f"{name} (ms, whole process)": ok for name, ok in present.items() if ok is not True})
 
     def own(name: str, base: str) -> float | None:
-        return statistics.median(runs[name]) - statistics.median(runs[base]) if name in runs and base in runs else None
+        if name not in runs or base not in runs:
+            return None
+        return statistics.median(t - b for t, b in zip(runs[name], runs[base], strict=True))
 
     for name, base in (("cupy + RawModule", "cupy alone"), ("cupy + cuforge", "cupy alone"), ("torch + cuforge", "torch alone")):
         value = own(name, base)
