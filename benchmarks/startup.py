@@ -7,7 +7,7 @@ a warm disk cache, wait for it. The array library alone is the baseline; each ke
 library's own cost is its process's time minus the baseline's in the same round, the median
 of those paired differences (a slow spell of the machine then falls on both terms; the
 difference of the two medians moved by 50-100 ms between runs). The contenders take turns,
-process by process, 9 rounds after one that fills the caches (each library its own cache
+process by process, 15 rounds after one that fills the caches (each library its own cache
 directory, and Python's bytecode written, as pip writes it at install: the GPU image sets
 PYTHONDONTWRITEBYTECODE, which would charge every process for compiling the pure-Python
 packages' sources); medians, in milliseconds:
@@ -48,7 +48,7 @@ CONTENDERS = {
 }
 
 
-def main(rounds: int = 9) -> dict:
+def main(rounds: int = 15) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "CUFORGE_CACHE_DIR": os.path.join(tmp, "cuforge"), "CUPY_CACHE_DIR": os.path.join(tmp, "cupy")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode: let the fill round write it
