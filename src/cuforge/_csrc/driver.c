@@ -65,11 +65,12 @@ int launch_ex(void *function, const LaunchDims *d, void **params) {
 /* ------------------------------------------------------------------ a new thread's context
  *
  * A thread's first launch makes device 0's primary context current (the default device of a
- * thread that never called cuforge.set_device). _cuda.py does that through cuda.core the
- * first time per process and then hands the context and the driver's cuCtxGetCurrent and
- * cuCtxSetCurrent here, so that each further thread's first launch costs two short driver
- * calls instead of a trip through Python, cuda.core and cuda.bindings (each of whose calls
- * gives up the GIL: measured at 1.9 ms per new thread with 32 threads launching). */
+ * thread that never called cuforge.set_device). _cuda.py does that the first time per
+ * process (through ctypes, _libcuda.py) and then hands the context and the driver's
+ * cuCtxGetCurrent and cuCtxSetCurrent here, so that each further thread's first launch costs
+ * two short driver calls instead of a trip through Python, whose driver calls each give up
+ * the GIL (measured at 1.9 ms per new thread with 32 threads launching, through cuda.core and
+ * cuda.bindings then). */
 typedef int (*ctx_get_fn)(void **ctx);
 typedef int (*ctx_set_fn)(void *ctx);
 static ctx_get_fn ctx_get = NULL;
