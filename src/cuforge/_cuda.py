@@ -154,13 +154,16 @@ def check(result: Any, what: str) -> Any:
 
 def error_text(err: Any) -> str:
     """The driver's name and description of a CUresult."""
-    name, text = ctypes.c_char_p(), ctypes.c_char_p()
-    try:
-        found = [_libcuda.call(f, int(err), ctypes.byref(out))[0] == 0 and out.value
-                 for f, out in (("cuGetErrorName", name), ("cuGetErrorString", text))]  # fmt: skip
-    except OSError:  # no driver to ask
-        found = [None, None]
-    return f"{found[0].decode() if found[0] else f'CUresult {int(err)}'} ({found[1].decode() if found[1] else 'unknown'})"
+
+    def ask(function: str) -> str | None:  # (the string's address is written to the second argument)
+        out = ctypes.c_char_p()
+        try:
+            found = _libcuda.call(function, int(err), ctypes.byref(out))[0] == 0
+        except OSError:  # no driver to ask
+            return None
+        return out.value.decode() if found and out.value else None
+
+    return f"{ask('cuGetErrorName') or f'CUresult {int(err)}'} ({ask('cuGetErrorString') or 'unknown'})"
 
 
 def _open(device_id: int) -> Any:

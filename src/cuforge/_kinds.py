@@ -19,6 +19,7 @@ records what the C launcher compares each call against.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -43,18 +44,18 @@ class LaunchKind(NamedTuple):
     @property
     def attrs(self) -> bytes | None:
         """The launch-attribute list cuLaunchKernelEx gets for this kind (made once per kind)."""
-        key = (self.cooperative, self.cluster)
-        found = _attributes.get(key, False)
-        if found is False:
-            found = _attributes[key] = _cuda.launch_attributes(cooperative=self.cooperative, cluster=self.cluster)
-        return found  # type: ignore[return-value]
+        return _attributes(self.cooperative, self.cluster)
 
     @property
     def plain(self) -> bool:
         return not self.cooperative and self.cluster is None
 
 
-_attributes: dict[tuple[bool, tuple[int, int, int] | None], bytes | None] = {}
+@functools.cache
+def _attributes(cooperative: bool, cluster: tuple[int, int, int] | None) -> bytes | None:
+    return _cuda.launch_attributes(cooperative=cooperative, cluster=cluster)
+
+
 PLAIN = LaunchKind()
 
 
