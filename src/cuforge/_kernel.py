@@ -112,6 +112,9 @@ class Kernel(_KernelBase):
         self._specs = param_specs(self.signature)
         self._block = _launch.dims(resolved, "block", self.label, _launch.BLOCK_LIMIT)
         self._grid = _launch.GridRule(self.label, decl.grid, self._specs, self.template_args)
+        # the last grid= and block= objects a call passed, with their dims (see check_and_pack)
+        self._seen_grid: tuple[Any, tuple[int, int, int] | None] = (None, None)
+        self._seen_block: tuple[Any, tuple[int, int, int] | None] = (None, None)
         self._smem = (None if decl.shared_mem is None
                       else _launch.SharedMemRule(self.label, decl.shared_mem, self._specs, self.template_args))  # fmt: skip
         self._checks = tuple(checker(self.label, s) for s in self._specs)

@@ -36,7 +36,6 @@ CALL_OPTIONS: tuple[str, ...] = ("device", *_kinds.KIND_OPTIONS)
 # ---------------------------------------------------------------- grid and block
 
 _DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
-_GRID_KEY, _BLOCK_KEY = id(GRID_LIMIT), id(BLOCK_LIMIT)
 
 
 def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -377,21 +376,30 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
     if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_MEM_MAX:
         raise ArgumentError(f"{label}: shared_mem expects an int from 0 to {SHARED_MEM_MAX} (bytes), got {shared_mem!r}")
     sh = None if stream is None else stream_handle(stream, label)
-    # dims()'s memo read inline: every call takes this path where the C extension is not built.
+    # A loop passes the same grid= and block= objects on every call, so the last ones are kept
+    # with their checked dims and an identity test stands for dims(): a tuple of exact ints
+    # cannot change, and holding it keeps its id from being reused. Every call takes this path
+    # where the C extension is not built; the test costs a tenth of dims()'s memo lookup.
     if block is None:
         blk = kernel._block
     else:
-        try:
-            blk = _DIMS[block, _BLOCK_KEY] if exact_ints(block) else dims(block, "block", label, BLOCK_LIMIT)
-        except (KeyError, TypeError):
+        seen = kernel._seen_block
+        if seen[0] is block:
+            blk = seen[1]
+        else:
             blk = dims(block, "block", label, BLOCK_LIMIT)
+            if exact_ints(block):
+                kernel._seen_block = (block, blk)
     if grid is None:
         grd = kernel._grid(args, arrays, blk)
     else:
-        try:
-            grd = _DIMS[grid, _GRID_KEY] if exact_ints(grid) else dims(grid, "grid", label, GRID_LIMIT)
-        except (KeyError, TypeError):
+        seen = kernel._seen_grid
+        if seen[0] is grid:
+            grd = seen[1]
+        else:
             grd = dims(grid, "grid", label, GRID_LIMIT)
+            if exact_ints(grid):
+                kernel._seen_grid = (grid, grd)
     if shared_mem == 0 and kernel._smem is not None:  # the class's rule, where the call passes none
         shared_mem = kernel._smem(args, blk)
     if grd is None:

@@ -231,6 +231,19 @@ def test_launch_configuration_errors(saxpy, kw, match):
         saxpy(*ok_args(), **kw)
 
 
+def test_the_last_grid_and_block_are_kept_by_identity_only(saxpy):
+    grid, block = (2,), (128,)
+    first = _launch.check_and_pack(saxpy, ok_args(), {}, grid, block, 0, None)
+    again = _launch.check_and_pack(saxpy, ok_args(), {}, grid, block, 0, None)
+    assert (first.grid, first.block) == ((2, 1, 1), (128, 1, 1)) and again.block is first.block
+    # Equal to the kept objects, but not ints: still refused (a memo by value would let them through).
+    with pytest.raises(cf.ArgumentError, match=r"Saxpy: block\[0\] expects an int from 1 to 1024, got 128.0"):
+        _launch.check_and_pack(saxpy, ok_args(), {}, grid, (128.0,), 0, None)
+    with pytest.raises(cf.ArgumentError, match=r"Saxpy: grid\[0\] expects an int from 1 to 2147483647, got True"):
+        _launch.check_and_pack(saxpy, ok_args(), {}, (True,), block, 0, None)
+    assert _launch.check_and_pack(saxpy, ok_args(), {}, 3, 64, 0, None)[3:5] == ((3, 1, 1), (64, 1, 1))
+
+
 def test_stream_errors(saxpy):
     with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: stream expects a stream \(cuda.core, CuPy, PyTorch"):
         saxpy(*ok_args(), stream="default")
