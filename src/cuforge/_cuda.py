@@ -398,7 +398,14 @@ def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stre
                      attrs: bytes | None = None) -> int:  # fmt: skip
     """The same call as ``_claunch.launch``, through cuda.bindings' cuLaunchKernelEx. A
     launch's configuration object is kept per (grid, block, shared_mem, stream, attributes)
-    and its function object per handle: building them costs more than the call saves."""
+    and its function object per handle: building them costs more than the call saves. The
+    last launch's are also kept by identity, as the general path hands the same grid and
+    block tuples to a loop's every launch: comparing them costs less than hashing them."""
+    global _bindings_last
+    last = _bindings_last
+    if (last[0] == function and last[1] is grid and last[2] is block and last[3] == shared_mem and last[4] == stream
+            and last[5] is attrs):  # fmt: skip
+        return driver.cuLaunchKernelEx(last[6], last[7], params, 0)[0]  # type: ignore[no-any-return]
     key = (grid, block, shared_mem, stream, attrs)
     cfg = _bindings_configs.get(key)
     if cfg is None:
@@ -408,6 +415,7 @@ def _bindings_launch(function: int, grid: Any, block: Any, shared_mem: int, stre
     f = _bindings_functions.get(function)
     if f is None:
         f = _bindings_functions[function] = driver.CUfunction(function)
+    _bindings_last = (function, grid, block, shared_mem, stream, attrs, cfg, f)  # one object: threads read it whole
     return driver.cuLaunchKernelEx(cfg, f, params, 0)[0]  # type: ignore[no-any-return]
 
 
@@ -422,6 +430,7 @@ def _bindings_launch_legacy(function: int, grid: Any, block: Any, shared_mem: in
 CUDA_ERROR_NOT_SUPPORTED = 801
 _bindings_configs: dict[tuple[Any, ...], Any] = {}
 _bindings_functions: dict[int, Any] = {}
+_bindings_last: tuple[Any, ...] = (None,) * 8
 
 
 def _bindings_config(grid: Any, block: Any, shared_mem: int, stream: int, attrs: bytes | None) -> Any:
