@@ -104,7 +104,9 @@ def test_cuda_core_stream_and_keyword_arguments(saxpy):
     cp = pytest.importorskip("cupy")
     from cuda.core import Device
 
-    s = Device().create_stream()
+    dev = Device()
+    dev.set_current()  # cuda.core asks for it before it creates a stream; cuforge does not set it
+    s = dev.create_stream()
     x = cp.full(1000, 2, dtype=cp.float32)
     y = cp.zeros(1000, dtype=cp.float32)
     saxpy(n=1000, y=y, x=x, a=3.0, stream=s)
