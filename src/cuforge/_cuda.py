@@ -180,16 +180,28 @@ def _open(device_id: int) -> Any:
                     raise RuntimeError(f"cuInit: {error_text(err)}")
                 count = check(_libcuda.get("cuDeviceGetCount", ctypes.c_int), "cuDeviceGetCount")
             except Exception as exc:  # driver missing, no device, broken install
-                _failure = (
-                    f"no CUDA device is available ({type(exc).__name__}: {exc}); launching needs "
-                    f"an NVIDIA GPU and driver; compiling does not: use Kernel.compile(arch='sm_90')"
-                )
+                _failure = (f"no CUDA device is available ({type(exc).__name__}: {exc}); launching needs "
+                            f"an NVIDIA GPU and driver; {_COMPILE_FIX.format('Kernel')}")  # fmt: skip
                 raise NoDeviceError(_failure) from None
             multi_gpu = multi_gpu or count > 1
             if not 0 <= device_id < count:
                 raise NoDeviceError(f"CUDA device {device_id} is not present: this machine has {count} (0 to {count - 1})")
             dev = _devices[device_id] = check(_libcuda.get("cuDeviceGet", ctypes.c_int, device_id), "cuDeviceGet")
     return dev
+
+
+_COMPILE_FIX = "compiling does not: use {}.compile(arch='sm_90')"
+
+
+def no_device_for(label: str, exc: NoDeviceError) -> NoDeviceError:
+    """``exc``, raised where kernel ``label`` was called, as that kernel's error: named, and
+    with its own compile call as the fix (the error path only: a working launch never comes here)."""
+    text = str(exc)
+    if text.startswith(f"{label}:"):
+        return exc
+    generic = _COMPILE_FIX.format("Kernel")
+    fix = _COMPILE_FIX.format(label) if label.isidentifier() else "compiling does not: use .compile(arch='sm_90') on it"
+    return NoDeviceError(f"{label}: {text.replace(generic, fix)}")
 
 
 def current_device() -> DeviceInfo:

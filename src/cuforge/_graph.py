@@ -22,7 +22,7 @@ from typing import Any
 
 from . import _cuda, _launch
 from ._arrays import HOST
-from .errors import ArgumentError, GraphCaptureError, GraphUpdateError
+from .errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError
 
 __all__ = ["Graph", "graph"]
 
@@ -38,8 +38,10 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
     stream : stream-like, optional
         Capture on this stream (a CuPy, PyTorch or cuda.core stream, anything with
         ``__cuda_stream__``, or a handle), so that CuPy or PyTorch work issued on it joins the
-        graph. Default: a stream of the graph's own, which synchronises with the legacy
-        default stream like any blocking stream.
+        graph. Default: a non-blocking stream of the graph's own, so that other work in the
+        block on the legacy default stream (``cp.asnumpy``, a tensor's ``.cpu()``) runs at
+        once, outside the graph, instead of breaking the capture; such a graph replays on the
+        default stream, in order with CuPy's, PyTorch's and cuforge's work there.
     device : int, optional
         The device to capture on (default: the thread's current device).
     mode : str
@@ -56,7 +58,9 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
     ------
     GraphCaptureError
         At a launch the capture cannot hold (host arrays, a first compile, a stream outside
-        the capture), or at the block's end where CUDA ended the capture with an error.
+        the capture), or at the block's end where CUDA ended the capture with an error, also
+        where that error was raised by another library's call in the block (the original
+        exception is its ``__cause__``).
 
     Examples
     --------
@@ -163,9 +167,10 @@ def capture_in_thread() -> _Capture | None:
 class Graph:
     """Launches captured once and replayed as one CUDA graph (made by :func:`cuforge.graph`).
 
-    Calling it (or :meth:`launch`) replays every launch captured, in order, on the stream it
-    was captured on unless ``stream=`` is given. It keeps the captured arrays alive for as
-    long as it exists; their contents may change between replays, their memory may not.
+    Calling it (or :meth:`launch`) replays every launch captured, in order, on the stream
+    given to :func:`cuforge.graph` (else the default stream) unless ``stream=`` is given. It
+    keeps the captured arrays alive for as long as it exists; their contents may change
+    between replays, their memory may not.
 
     Attributes
     ----------
@@ -194,7 +199,8 @@ class Graph:
         self._cooperative: tuple[bool, ...] = ()
         self._exec: Any = None  # the CUgraphExec once captured
         self._stream = 0  # the capture stream's handle
-        self._own_stream: Any = None  # a CUstream the graph made, destroyed with it
+        self._replay = 0  # where a replay goes by default: the stream given, else the default stream
+        self._own_stream: Any = None  # a non-blocking CUstream the graph made to capture on, destroyed with it
         self._keep: list[Any] = []
         self._modules: tuple[Any, ...] = ()
         self._restore: int | None = None
@@ -207,7 +213,7 @@ class Graph:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self._end(exc is not None)
+        self._end(exc)
 
     def update(self) -> _Update:
         """Capture the block again, with new arrays (same shapes) or scalars, and update the
@@ -242,9 +248,13 @@ class Graph:
         driver = _cuda._driver()
         try:
             if self._stream_arg is not None:
-                self._stream = _launch.stream_handle(self._stream_arg, "cf.graph()")
+                self._stream = self._replay = _launch.stream_handle(self._stream_arg, "cf.graph()")
             elif self._own_stream is None:
-                self._own_stream = _cuda.check(driver.cuStreamCreate(0), "cuStreamCreate")  # 0: blocking
+                # Non-blocking: work on the legacy default stream implicitly waits for every
+                # blocking stream, so while a blocking stream captures, any (a CuPy or PyTorch
+                # copy to the host, a synchronous cudaMemcpy) is an error, CUDA's
+                # cudaErrorStreamCaptureImplicit. A non-blocking stream is not waited for.
+                self._own_stream = _cuda.check(driver.cuStreamCreate(_NON_BLOCKING), "cuStreamCreate")
                 self._stream = int(self._own_stream)
             mode = getattr(driver.CUstreamCaptureMode, f"CU_STREAM_CAPTURE_MODE_{self._mode.upper()}")
             err = driver.cuStreamBeginCapture(self._stream, mode)[0]
@@ -269,7 +279,10 @@ class Graph:
             _cuda.set_context(self._restore)
             self._restore = None
 
-    def _end(self, raising: bool) -> None:
+    def _end(self, exc: BaseException | None) -> None:
+        """End the capture whatever happened in the block: the thread's capture state is
+        cleared first, the stream's capture always ended, and a graph made only from a
+        capture that CUDA ended cleanly and that raised nothing."""
         cap: _Capture = _cuda._tls.capture
         _cuda._tls.capture = None
         with _counter_lock:
@@ -278,17 +291,15 @@ class Graph:
             _cuda._claunch.set_capturing(False)
         try:
             err, captured = (0, None) if cap.failed is not None else _end_capture(cap.stream)
-            if raising or cap.failed is not None:
+            if exc is not None or cap.failed is not None:
                 _destroy(captured)
-                if not raising:
+                if exc is None:
                     raise cap.failed  # type: ignore[misc]  # the refusal, caught in the block
-                return
+                if err and not isinstance(exc, CuforgeError):  # another library's call broke the capture
+                    raise GraphCaptureError(invalidated(_cuda.error_text(err), exc)) from exc
+                return  # the block's own exception goes on
             if err:
-                raise GraphCaptureError(
-                    f"cf.graph(): CUDA ended the capture with an error, {_cuda.error_text(err)}: something in the block "
-                    f"did what a capture cannot hold (a synchronize, an allocation, a copy with pageable host memory, "
-                    f"work on the legacy default stream); nothing was recorded"
-                )
+                raise GraphCaptureError(invalidated(_cuda.error_text(err)))
             if self._updating:
                 self._update_from(captured, cap)
             else:
@@ -336,7 +347,7 @@ class Graph:
         Parameters
         ----------
         stream : stream-like, optional
-            Default: the stream it was captured on.
+            Default: the stream given to :func:`cuforge.graph`, else the default stream.
         """
         self.launch(stream)
 
@@ -346,7 +357,7 @@ class Graph:
         Parameters
         ----------
         stream : stream-like, optional
-            Default: the stream it was captured on.
+            Default: the stream given to :func:`cuforge.graph`, else the default stream.
 
         Raises
         ------
@@ -377,7 +388,7 @@ class Graph:
         Parameters
         ----------
         stream : stream-like, optional
-            Default: the stream it was captured on.
+            Default: the stream given to :func:`cuforge.graph`, else the default stream.
         """
         handle = self._ready("upload()", stream)
         with _cuda.on_device(self.device):  # type: ignore[arg-type]
@@ -388,7 +399,7 @@ class Graph:
             raise GraphCaptureError(f"Graph.{what}: the graph has no captured launches (it was never captured, or closed)")
         for module in self._modules:
             module._check_loaded(f"Graph.{what}")
-        return self._stream if stream is None else _launch.stream_handle(stream, f"Graph.{what}")
+        return self._replay if stream is None else _launch.stream_handle(stream, f"Graph.{what}")
 
     @property
     def _label(self) -> str:
@@ -430,7 +441,22 @@ class _Update:
         return self.graph
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.graph._end(exc is not None)
+        self.graph._end(exc)
+
+
+_NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
+
+
+def invalidated(error: str, exc: BaseException | None = None) -> str:
+    """The message for a capture that CUDA ended with ``error`` (its name and text); ``exc``
+    is the exception another library raised in the block, if one did."""
+    raised = f"{type(exc).__name__} raised in the block ({exc}), and " if exc is not None else ""
+    return (
+        f"cf.graph(): {raised}CUDA ended the capture with an error, {error}: something in the block did what a "
+        f"capture cannot hold (a synchronize, an allocation, a copy to or from pageable host memory on the capture "
+        f"stream, work on the legacy default stream while a blocking stream=... captures); nothing was recorded, "
+        f"and the thread can capture again: do that work before or after the `with` block"
+    )
 
 
 def _end_capture(stream: int) -> tuple[int, Any]:

@@ -17,7 +17,7 @@ from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
 from ._signature import Param, Signature, param_specs
 from ._version import __version__
-from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, SignatureMismatchError
+from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, NoDeviceError, SignatureMismatchError
 from .options import CompileOptions
 from .types import CppBool, DType
 
@@ -33,11 +33,16 @@ class _PythonCall:
     """Where cuforge's C extension is not built, Kernel's call is this Python method: every
     call takes the general path (see README, "Without a C compiler")."""
 
+    label: str  # set by Kernel
+
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:  # fmt: skip
         checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
         if checked is not None:  # None: the sizing array is empty, nothing to do
-            _launch.launch_checked(self, checked)
+            try:
+                _launch.launch_checked(self, checked)
+            except NoDeviceError as exc:
+                raise _cuda.no_device_for(self.label, exc) from None
 
 
 # With the extension, calls reach KernelBase's tp_call in C, with no Python frame between.
@@ -468,7 +473,10 @@ class Kernel(_KernelBase):
         """Every call the C launcher declines: bind, check (raising on bad input), launch."""
         checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
         if checked is not None:  # None: the sizing array is empty, nothing to do
-            _launch.launch_checked(self, checked)
+            try:
+                _launch.launch_checked(self, checked)
+            except NoDeviceError as exc:
+                raise _cuda.no_device_for(self.label, exc) from None
 
     def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                 stream: Any = None, **kwargs: Any) -> _launch.PreparedLaunch:  # fmt: skip

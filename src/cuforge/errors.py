@@ -43,9 +43,33 @@ __all__ = [
 
 
 class CuforgeError(Exception):
-    """Root of every error cuforge raises on purpose."""
+    """Root of every error cuforge raises on purpose.
+
+    IPython shows one as the caller's own frames and the message (``_render_traceback_``):
+    the message says what went wrong and the fix, and cuforge's frames would only bury the
+    line that caused it. The full traceback stays on ``__traceback__``: ``%debug`` walks it,
+    ``traceback.print_exception(exc)`` prints it.
+    """
 
     __module__ = "cuforge"
+
+    def _render_traceback_(self) -> list[str]:
+        import traceback
+
+        hidden = _hidden_dirs()
+        frames = [f for f in traceback.extract_tb(self.__traceback__) if not f.filename.startswith(hidden)]
+        lines = ["Traceback (most recent call last):", *"".join(traceback.format_list(frames)).splitlines()]
+        return [*(lines if frames else []), f"{type(self).__module__}.{type(self).__qualname__}: {self}"]
+
+
+def _hidden_dirs() -> tuple[str, ...]:
+    """The folders whose frames IPython's rendering leaves out: cuforge's own and IPython's
+    (whose ``run_code`` frame tops every cell's traceback)."""
+    import os
+    import sys
+
+    modules = [sys.modules[__package__ or "cuforge"], sys.modules.get("IPython")]
+    return tuple(os.path.dirname(m.__file__) + os.sep for m in modules if m is not None and m.__file__)
 
 
 class DeclarationError(CuforgeError, TypeError):

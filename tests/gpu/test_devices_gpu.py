@@ -181,7 +181,7 @@ def test_a_forked_child_gets_a_clear_error_and_the_parent_carries_on():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     child, parent = out.stdout.strip().splitlines()
-    assert child.startswith("child: NoDeviceError CUDA cannot be used in a process forked from one that had already used "
+    assert child.startswith("child: NoDeviceError Saxpy: CUDA cannot be used in a process forked from one that had already used "
                             "CUDA") and "'spawn' or 'forkserver'" in child  # fmt: skip
     assert parent == "parent: 3.0"
 

@@ -303,3 +303,92 @@ def test_host_arrays_inside_torch_cuda_graph_are_refused_clearly():
             y.add_(1.0)  # (an empty capture is a PyTorch warning)
             Saxpy(1.0, np.ones(N, np.float32), y, N, stream=torch.cuda.current_stream())
     assert_device_usable()
+
+
+# ---------------------------------------------------------------- other libraries' work in the block
+
+
+def test_a_cupy_copy_to_the_host_in_the_block_runs_at_once_and_the_capture_holds():
+    """cp.asnumpy copies on CuPy's legacy default stream and waits. The graph's own capture
+    stream is non-blocking, so the legacy stream does not wait for it: the copy runs at once,
+    outside the graph, and the launches around it are captured."""
+    dx, dy, x, y = arrays(10)
+    other = cp.arange(N, dtype=cp.float32)
+    Saxpy(1.0, dx, dy, N)
+    Scale(1.0, dy, N)
+    cp.copyto(dy, cp.asarray(y))
+    cp.cuda.Device().synchronize()
+    with cf.graph() as g:
+        Saxpy(1.0, dx, dy, N)
+        seen = cp.asnumpy(other)
+        Scale(2.0, dy, N)
+    np.testing.assert_array_equal(seen, np.arange(N, dtype=np.float32))
+    np.testing.assert_array_equal(cp.asnumpy(dy), y)  # the captured launches did not run
+    assert g.launches == ("Saxpy", "Scale")
+    g()  # on the default stream: CuPy's copy below waits for the replay, with no synchronize
+    np.testing.assert_allclose(cp.asnumpy(dy), 2 * (x + y), rtol=1e-5, atol=1e-5)
+
+
+def test_a_torch_copy_to_the_host_in_the_block_runs_at_once_and_the_capture_holds():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(N, device="cuda", dtype=torch.float32)
+    dx, dy, x, y = arrays(11)
+    Saxpy(1.0, dx, dy, N)
+    cp.copyto(dy, cp.asarray(y))
+    torch.cuda.synchronize()
+    with cf.graph() as g:
+        Saxpy(1.0, dx, dy, N)
+        seen = t.cpu()  # PyTorch's current stream: the legacy default one
+    assert torch.equal(seen, torch.arange(N, dtype=torch.float32))
+    g()
+    cp.cuda.Device().synchronize()
+    np.testing.assert_allclose(cp.asnumpy(dy), x + y, rtol=1e-5, atol=1e-5)
+
+
+def test_another_librarys_call_that_breaks_the_capture_is_a_graph_capture_error():
+    dy = cp.zeros(N, dtype=cp.float32)
+    Saxpy(1.0, dy, dy, N)
+    with pytest.raises(
+        cf.GraphCaptureError,
+        match=r"^cf.graph\(\): CUDARuntimeError raised in the block \(cudaErrorStreamCaptureUnsupported.*\), and CUDA "
+        r"ended the capture with an error, .*nothing was recorded, and the thread can capture again",
+    ) as info:
+        with cf.graph():
+            Saxpy(1.0, dy, dy, N)
+            cp.cuda.runtime.malloc(16)  # cudaMalloc, which a thread_local capture refuses and CUDA invalidates
+    assert type(info.value.__cause__).__name__ == "CUDARuntimeError"
+    with cf.graph() as g:  # the thread captures again
+        Saxpy(1.0, dy, dy, N)
+    assert g.launches == ("Saxpy",)
+    assert_device_usable()
+
+
+def test_legacy_stream_work_while_a_blocking_stream_captures_names_the_cause_and_is_cleaned_up():
+    """A blocking stream= makes the legacy stream wait for it: CuPy's copy there is CUDA's
+    cudaErrorStreamCaptureImplicit, raised by CuPy (a GraphCaptureError naming it where CUDA
+    also invalidated the capture); the capture ends either way."""
+    dy = cp.zeros(N, dtype=cp.float32)
+    Saxpy(1.0, dy, dy, N)
+    blocking = cp.cuda.Stream()
+    with pytest.raises((cf.GraphCaptureError, cp.cuda.runtime.CUDARuntimeError), match="cudaErrorStreamCaptureImplicit"):
+        with cf.graph(stream=blocking):
+            Saxpy(1.0, dy, dy, N)
+            cp.asnumpy(dy)
+    with cf.graph(stream=blocking) as g:
+        Saxpy(1.0, dy, dy, N)
+    g()
+    blocking.synchronize()
+    assert_device_usable()
+
+
+def test_an_exception_of_the_block_goes_on_unchanged_and_the_thread_captures_again():
+    dy = cp.zeros(N, dtype=cp.float32)
+    Saxpy(1.0, dy, dy, N)
+    with pytest.raises(KeyError, match="the block's own"):
+        with cf.graph():
+            Saxpy(1.0, dy, dy, N)
+            raise KeyError("the block's own")
+    with cf.graph() as g:
+        Saxpy(1.0, dy, dy, N)
+    assert g.launches == ("Saxpy",)
+    assert_device_usable()

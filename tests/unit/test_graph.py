@@ -61,3 +61,13 @@ def test_launch_descriptions():
     assert _graph._describe(()) == "no launches"
     assert _graph._describe(("A",)) == "1 launch: A"
     assert _graph._describe(("A", "B", "A")) == "3 launches: A x2, B"
+
+
+def test_a_capture_broken_by_another_librarys_call_is_reported_with_that_call():
+    text = _graph.invalidated("CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (...)", RuntimeError("cudaErrorStreamCaptureUnsupported"))
+    assert text.startswith(
+        "cf.graph(): RuntimeError raised in the block (cudaErrorStreamCaptureUnsupported), and CUDA ended the capture "
+        "with an error, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (...): something in the block did what a capture cannot hold"
+    )
+    assert text.endswith("nothing was recorded, and the thread can capture again: do that work before or after the `with` block")
+    assert _graph.invalidated("E (x)").startswith("cf.graph(): CUDA ended the capture with an error, E (x): ")
