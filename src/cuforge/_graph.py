@@ -38,16 +38,16 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
     stream : stream-like, optional
         Capture on this stream (a CuPy, PyTorch or cuda.core stream, anything with
         ``__cuda_stream__``, or a handle), so that CuPy or PyTorch work issued on it joins the
-        graph. Default: a non-blocking stream of the graph's own, so that other work in the
-        block on the legacy default stream (``cp.asnumpy``, a tensor's ``.cpu()``) runs at
-        once, outside the graph, instead of breaking the capture; such a graph replays on the
-        default stream, in order with CuPy's, PyTorch's and cuforge's work there.
+        graph. Default: a non-blocking stream of the graph's own, which work on the legacy
+        default stream never waits for (see ``mode``); such a graph replays on the default
+        stream, in order with CuPy's, PyTorch's and cuforge's work there.
     device : int, optional
         The device to capture on (default: the thread's current device).
     mode : str
         CUDA's capture mode: ``"thread_local"`` (default: CUDA calls that a capture cannot
         hold are refused in this thread only), ``"global"`` (in every thread, as
-        ``torch.cuda.graph`` does) or ``"relaxed"``.
+        ``torch.cuda.graph`` does) or ``"relaxed"`` (none refused: another library's
+        synchronous copy in the block, ``cp.asnumpy``, runs at once, outside the graph).
 
     Returns
     -------
@@ -455,7 +455,8 @@ def invalidated(error: str, exc: BaseException | None = None) -> str:
         f"cf.graph(): {raised}CUDA ended the capture with an error, {error}: something in the block did what a "
         f"capture cannot hold (a synchronize, an allocation, a copy to or from pageable host memory on the capture "
         f"stream, work on the legacy default stream while a blocking stream=... captures); nothing was recorded, "
-        f"and the thread can capture again: do that work before or after the `with` block"
+        f"and the thread can capture again: do that work before or after the `with` block, or capture with "
+        f"cf.graph(mode='relaxed'), which lets the capturing thread's synchronous calls run outside the graph"
     )
 
 

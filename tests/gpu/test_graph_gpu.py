@@ -308,17 +308,18 @@ def test_host_arrays_inside_torch_cuda_graph_are_refused_clearly():
 # ---------------------------------------------------------------- other libraries' work in the block
 
 
-def test_a_cupy_copy_to_the_host_in_the_block_runs_at_once_and_the_capture_holds():
+def test_a_cupy_copy_to_the_host_in_a_relaxed_capture_runs_at_once_and_the_capture_holds():
     """cp.asnumpy copies on CuPy's legacy default stream and waits. The graph's own capture
-    stream is non-blocking, so the legacy stream does not wait for it: the copy runs at once,
-    outside the graph, and the launches around it are captured."""
+    stream is non-blocking, so the legacy stream does not wait for it, and a relaxed capture
+    lets the capturing thread make that synchronous call: the copy runs at once, outside the
+    graph, and the launches around it are captured."""
     dx, dy, x, y = arrays(10)
     other = cp.arange(N, dtype=cp.float32)
     Saxpy(1.0, dx, dy, N)
     Scale(1.0, dy, N)
     cp.copyto(dy, cp.asarray(y))
     cp.cuda.Device().synchronize()
-    with cf.graph() as g:
+    with cf.graph(mode="relaxed") as g:
         Saxpy(1.0, dx, dy, N)
         seen = cp.asnumpy(other)
         Scale(2.0, dy, N)
@@ -329,14 +330,32 @@ def test_a_cupy_copy_to_the_host_in_the_block_runs_at_once_and_the_capture_holds
     np.testing.assert_allclose(cp.asnumpy(dy), 2 * (x + y), rtol=1e-5, atol=1e-5)
 
 
-def test_a_torch_copy_to_the_host_in_the_block_runs_at_once_and_the_capture_holds():
+def test_a_cupy_copy_to_the_host_in_a_thread_local_capture_is_a_graph_capture_error_naming_the_fix():
+    """The default mode refuses the capturing thread's synchronous copy (CUDA's
+    cudaErrorStreamCaptureUnsupported, which invalidates the capture): a GraphCaptureError
+    that names CuPy's error and the fix, and the thread captures again."""
+    dx, dy, _, _ = arrays(12)
+    Saxpy(1.0, dx, dy, N)
+    cp.cuda.Device().synchronize()
+    with pytest.raises(cf.GraphCaptureError, match=r"cudaErrorStreamCaptureUnsupported.*mode='relaxed'") as info:
+        with cf.graph():
+            Saxpy(1.0, dx, dy, N)
+            cp.asnumpy(dx)
+    assert type(info.value.__cause__).__name__ == "CUDARuntimeError"
+    with cf.graph() as g:
+        Saxpy(1.0, dx, dy, N)
+    assert g.launches == ("Saxpy",)
+    assert_device_usable()
+
+
+def test_a_torch_copy_to_the_host_in_a_relaxed_capture_runs_at_once_and_the_capture_holds():
     torch = pytest.importorskip("torch")
     t = torch.arange(N, device="cuda", dtype=torch.float32)
     dx, dy, x, y = arrays(11)
     Saxpy(1.0, dx, dy, N)
     cp.copyto(dy, cp.asarray(y))
     torch.cuda.synchronize()
-    with cf.graph() as g:
+    with cf.graph(mode="relaxed") as g:
         Saxpy(1.0, dx, dy, N)
         seen = t.cpu()  # PyTorch's current stream: the legacy default one
     assert torch.equal(seen, torch.arange(N, dtype=torch.float32))
