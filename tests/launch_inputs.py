@@ -60,7 +60,18 @@ class ByFunction:
         return (n // block[0] + 1, 2)
 
 
-KERNELS = [fam[dt] for fam in (ByArrays, ByParam, ByFunction) for dt in SCALARS]
+@cf.kernel
+class ByOptional:
+    """Optional arrays: None (or leaving one out) is a null pointer, and the grid skips it."""
+
+    T = cf.typeparam(*SCALARS)
+    v: T
+    x: cf.Optional[cf.In[cf.float32]]
+    y: cf.Optional[cf.Out[cf.float64, 1]]
+    body = ";"
+
+
+KERNELS = [fam[dt] for fam in (ByArrays, ByParam, ByFunction, ByOptional) for dt in SCALARS]
 
 
 class FakeCAI:
@@ -225,6 +236,8 @@ def good_scalar(draw: Any, spec: Any) -> Any:
 
 @st.composite
 def good_array(draw: Any, spec: Any) -> Any:
+    if spec.optional and draw(st.booleans()):
+        return None
     ndim = spec.ndim if spec.ndim >= 0 else draw(st.integers(1, 3))
     shape = tuple(draw(st.lists(st.integers(0, 9), min_size=ndim, max_size=ndim)))
     return fake_device_array(shape, spec.dtype)

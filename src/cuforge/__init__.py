@@ -52,6 +52,7 @@ from .types import BoolParam as BoolParam
 from .types import DType as DType
 from .types import In as In
 from .types import IntParam as IntParam
+from .types import Optional as Optional
 from .types import Out as Out
 from .types import TypeParam as TypeParam
 from .types import VectorDType as VectorDType
@@ -165,6 +166,7 @@ __all__ = [
     "NoDeviceError",
     "ParseError",
     "PreparedLaunch",
+    "Optional",
     "Out",
     "registry",
     "Registry",

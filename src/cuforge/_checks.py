@@ -49,7 +49,17 @@ def describe(value: Any) -> str:
     if isinstance(value, (bool, int, float, complex, str)) or value is None:
         text = repr(value)
         return f"{type_name(value)} {text if len(text) < 40 else text[:37] + '...'}"
-    return f"a {type_name(value)}"
+    return a_or_an(type_name(value))
+
+
+def a_or_an(word: str) -> str:
+    """``word`` after its indefinite article, as it is read aloud: "an int32", "a uint8",
+    "an 8-d", "a float16"."""
+    spoken_vowel = word[:1] in "aeioAEIO" or (word[:1] in "uU" and not word.lower().startswith(("uint", "us", "uni")))
+    number = word.split("-")[0]
+    if number.isdigit():  # a rank: an 8, an 11, an 18, an 80
+        spoken_vowel = number[0] == "8" or number in ("11", "18")
+    return f"{'an' if spoken_vowel else 'a'} {word}"
 
 
 Arrays = list[tuple[int, ArrayArg]]
@@ -57,9 +67,20 @@ Arrays = list[tuple[int, ArrayArg]]
 
 def checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], Any]:
     """The checker of one parameter (see the module docstring)."""
-    if spec.is_array and isinstance(spec.dtype, VectorDType):
-        return vector_array_checker(kernel, spec)
-    return array_checker(kernel, spec) if spec.is_array else scalar_checker(kernel, spec)
+    if not spec.is_array:
+        return scalar_checker(kernel, spec)
+    check = vector_array_checker(kernel, spec) if isinstance(spec.dtype, VectorDType) else array_checker(kernel, spec)
+    return optional_checker(check) if spec.optional else check
+
+
+def optional_checker(check: Callable[[Any, Arrays], int]) -> Callable[[Any, Arrays], int]:
+    """An ``Optional`` array's check: None is a null pointer, with no entry in the arrays (so
+    no device to launch on, no size for the grid); anything else is checked as declared."""
+
+    def check_optional(value: Any, arrays: Arrays) -> int:
+        return 0 if value is None else check(value, arrays)
+
+    return check_optional
 
 
 def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
@@ -81,7 +102,7 @@ def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays]
             raise fail(f"got shape {arg.shape}; its last dimension must be {vec.lanes}, one {vec.cpp} each: reshape it "
                        f"to (..., {vec.lanes})")  # fmt: skip
         if arg.device != HOST and ptr % vec.align:
-            raise fail(f"got memory at {ptr:#x}, which is not aligned to {vec.align} bytes as a {vec.cpp} must be (an "
+            raise fail(f"got memory at {ptr:#x}, which is not aligned to {vec.align} bytes as {a_or_an(vec.cpp)} must be (an "
                        f"offset view?); pass an array that starts at an aligned address")  # fmt: skip
         arrays[-1] = (i, arg._replace(shape=arg.shape[:-1]))
         return ptr
@@ -115,18 +136,19 @@ def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
     def explain(value: Any) -> ArrayArg:
         arg = array_arg(value)
         if arg is None:
+            hint = f" (to let it be None, declare it cf.Optional[{spec.type_name}])" if value is None else ""
             raise fail(
                 f"got {describe(value)}; pass a device array (CuPy, PyTorch, cuforge.DeviceArray, "
-                f"anything with __cuda_array_interface__ or DLPack) or a NumPy array"
+                f"anything with __cuda_array_interface__ or DLPack) or a NumPy array{hint}"
             )
         if arg.dtype is not want:
             got = arg.dtype.name if arg.dtype is not None else _foreign_dtype(value)
             raise fail(
-                f"got a {got} array ({type_name(value)}); cast with {name}.astype(numpy.{want.name}) "
+                f"got {a_or_an(got)} array ({type_name(value)}); cast with {name}.astype(numpy.{want.name}) "
                 f"or declare the parameter with cf.{want.name if arg.dtype is None else arg.dtype.name}"
             )
         if ndim >= 0 and len(arg.shape) != ndim:
-            raise fail(f"got a {len(arg.shape)}-d array of shape {arg.shape}; reshape it to {ndim}-d")
+            raise fail(f"got {a_or_an(f'{len(arg.shape)}-d')} array of shape {arg.shape}; reshape it to {ndim}-d")
         if not arg.contiguous:
             raise fail(
                 f"got a non-C-contiguous array ({type_name(value)}, shape {arg.shape}); pass a contiguous "

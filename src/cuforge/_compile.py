@@ -153,18 +153,28 @@ def nvrtc_identity() -> str:
     them) at the cost of a few stats. Loading NVRTC just to ask its version takes ~15 ms, too
     much for a warm start; it is done only when no wheel is found (a system toolkit).
     """
+    path = nvrtc_wheel_library()
+    if path is not None:
+        with contextlib.suppress(OSError):
+            return f"wheel:{_fingerprint(path)}"
+    return "nvrtc:{}.{}".format(*nvrtc_version())
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_wheel_library() -> str | None:
+    """The NVRTC library file of an NVIDIA wheel (what cuda.bindings loads), or None where
+    NVRTC comes from a system toolkit."""
     roots = _nvidia_roots()
     for root in roots:  # the wheels' known places first: a few stats, no directory listing
         for sub in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
-            with contextlib.suppress(OSError):
-                return f"wheel:{_fingerprint(os.path.join(root, sub))}"
+            if os.path.isfile(os.path.join(root, sub)):
+                return os.path.join(root, sub)
     for root in roots:
         for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll", "*/bin/*/nvrtc64*.dll"):
             for path in sorted(glob.glob(os.path.join(root, pattern))):
-                if "builtins" not in path and "alt" not in os.path.basename(path):
-                    with contextlib.suppress(OSError):
-                        return f"wheel:{_fingerprint(path)}"
-    return "nvrtc:{}.{}".format(*nvrtc_version())
+                if "builtins" not in path and "alt" not in os.path.basename(path) and os.path.isfile(path):
+                    return path
+    return None
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ family share it. Mistakes raise :class:`~cuforge.DeclarationError` here, never a
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import itertools
 import keyword
@@ -187,7 +188,7 @@ def _substitute(ann: Any, values: dict[str, Any]) -> Any:
     if isinstance(ann, TypeParam):
         return values[ann.name]
     if isinstance(ann, ArrayType) and isinstance(ann.dtype, TypeParam):
-        return ArrayType(values[ann.dtype.name], ann.ndim, ann.intent)
+        return dataclasses.replace(ann, dtype=values[ann.dtype.name])
     return ann
 
 

@@ -129,11 +129,11 @@ class GridRule:
         """The grid, or None when the sizing count is 0 (nothing to launch)."""
         if self.function is not None:
             return self.function(args, block)
-        if self.source == -1:
-            count = max(math.prod(arg.shape) for _, arg in arrays)
+        if self.source == -1:  # an Optional array given None has no entry in arrays
+            count = max((math.prod(arg.shape) for _, arg in arrays), default=0)
         else:
             found = [arg for i, arg in arrays if i == self.source]
-            count = math.prod(found[0].shape) if found else int(args[self.source])
+            count = math.prod(found[0].shape) if found else int(args[self.source] or 0)
         if count <= 0:
             return None
         return dims(-(-count // block[0]), "grid", self.kernel, GRID_LIMIT)
@@ -347,6 +347,9 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
         if key in bound:
             raise ArgumentError(f"{label}: argument '{key}' given twice (by position and by name)")
         bound[key] = value
+    for spec in kernel._specs:  # an Optional array left out is None
+        if spec.optional and spec.name not in bound:
+            bound[spec.name] = None
     missing = [n for n in names if n not in bound]
     if missing:
         raise ArgumentError(

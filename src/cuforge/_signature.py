@@ -94,6 +94,7 @@ class ParamSpec(NamedTuple):
     ``ckind`` is ``a`` for an array, else the dtype's C kind (``DType.ckind``); ``lo``/``hi``
     bound an integer, ``limit`` is a float's largest finite value, ``ndim`` an array's rank
     (-1: any). ``pack`` is the ``struct`` code of the value in the buffer (``Q``: a pointer).
+    ``optional``: an array that may be None (a null pointer; ``cf.Optional``).
     """
 
     name: str
@@ -110,6 +111,7 @@ class ParamSpec(NamedTuple):
     limit: float
     ndim: int
     writes: bool
+    optional: bool
 
     @property
     def type_name(self) -> str:
@@ -128,5 +130,6 @@ def param_specs(signature: Signature) -> tuple[ParamSpec, ...]:
             ckind="a" if arr is not None else dt.ckind, pack="Q" if arr is not None else dt.pack,
             offset=offset, size=size, lo=lo, hi=hi, limit=dt.max_finite or 0.0,
             ndim=-1 if arr is None or arr.ndim is None else arr.ndim, writes=arr is not None and arr.writes,
+            optional=arr is not None and arr.optional,
         ))  # fmt: skip
     return tuple(specs)

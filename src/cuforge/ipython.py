@@ -71,23 +71,34 @@ class CudaMagics(Magics):
             arch = check_arch(args.arch) if args.arch else _default_arch()
         except DeclarationError as exc:
             raise UsageError(f"%%cuda: --{exc}") from None
-        source = self._render(cell)
+        # extern __shared__ arrays as one array of bytes: a template's, instantiated for two
+        # types, would otherwise clash and split the cell into a program per instantiation
+        source, _ = _cparse.share_dynamic_shared(self._render(cell))
         bound = self._build(source, args, opts)
         with _config.scope(cache="0") if args.no_cache else contextlib.nullcontext():
             kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
+            fallbacks = _stats.cache_stats().batch_fallbacks
             try:  # every kernel of the cell in one NVRTC program: the cell is one source
                 _cache.compile_together(kernels, arch, None, who="%%cuda")
             except CompileError as exc:
                 raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
+        if _stats.cache_stats().batch_fallbacks != fallbacks:
+            names = ", ".join(k.name_expression for k in kernels)
+            print(f"note: the cell's kernels ({names}) could not share one NVRTC program, so each was compiled alone: "
+                  f"their declarations clash (NVRTC: 'declaration is incompatible with previous'), as an extern "
+                  f"__shared__ array of a template's type does where cuforge cannot rewrite it as one array of bytes; "
+                  f"each kernel then has its own copy of the cell's __device__ and __constant__ variables")  # fmt: skip
         for what in args.show:
             self._show(what, bound, arch)
         self._user_ns.update(bound)
         print("bound: " + "; ".join(_describe(name, obj) for name, obj in bound.items()))
         renamed = sorted({q.name[:-1] for k in kernels for q in k.signature.params
                           if q.name.endswith("_") and keyword.iskeyword(q.name[:-1])})  # fmt: skip
-        if renamed:
-            print(f"note: C++ parameter(s) {', '.join(renamed)} are Python keywords: pass them as "
-                  f"{', '.join(n + '_' for n in renamed)}")  # fmt: skip
+        if len(renamed) == 1:
+            print(f"note: C++ parameter '{renamed[0]}' is a Python keyword: pass it as {renamed[0]}_=...")
+        elif renamed:
+            print(f"note: C++ parameters {', '.join(repr(n) for n in renamed)} are Python keywords: pass them as "
+                  f"{', '.join(n + '_=...' for n in renamed)}")  # fmt: skip
 
     def _options(self, args: Any) -> CompileOptions:
         defines: list[tuple[str, str | None]] = []
@@ -182,7 +193,9 @@ class CudaMagics(Magics):
             print(f"driver:  CUDA {int(version) // 1000}.{int(version) % 1000 // 10}")
         except NoDeviceError as exc:
             print(f"device:  none ({exc})")
-        print(f"NVRTC:   {'.'.join(map(str, _compile.nvrtc_version()))} ({_compile.nvrtc_identity()})")
+        wheel = _compile.nvrtc_wheel_library()
+        where = f"wheel: {wheel}" if wheel is not None else "the system's CUDA toolkit"
+        print(f"NVRTC:   {'.'.join(map(str, _compile.nvrtc_version()))} ({where})")
         disk = _disk.current()
         if disk is None:
             print(f"cache:   disk cache off or unavailable ({_config.cache_dir()})")
@@ -239,8 +252,10 @@ def _make(p: _cparse.ParsedKernel, source: str, opts: CompileOptions, sig: Any, 
         annotations = dict(sig)
     else:
         # A C++ name that is a Python keyword (`in`, `lambda`) is bound as `in_` on the Python
-        # side, where it must be a keyword argument's name; the bound line says so.
-        annotations = {_python_name(n): _cparse.cpp_type(ty, f"{expr}: parameter '{n}'", subs) for n, ty in p.params}
+        # side, where it must be a keyword argument's name; the bound line says so. A pointer
+        # defaulting to NULL is Optional: None, or left out, passes a null pointer.
+        annotations = {_python_name(n): _cparse.cpp_type(ty, f"{expr}: parameter '{n}'", subs, p.defaults.get(n))
+                       for n, ty in p.params}  # fmt: skip
     ns = {"__annotations__": annotations, "source": source, "name": expr, "options": opts, "__module__": "__main__",
           **(launch or {})}  # fmt: skip
     cls = type(p.name, (), ns)

@@ -9,6 +9,7 @@ defined, never on the launch path.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ __all__ = [
     "ArrayType",
     "DType",
     "In",
+    "Optional",
     "Out",
     "SCALAR_TYPES",
     "bfloat16",
@@ -287,8 +289,22 @@ _VECTOR_TYPES = {
     ("int16", 2): ("short2", 4), ("int16", 4): ("short4", 8), ("uint16", 2): ("ushort2", 4), ("uint16", 4): ("ushort4", 8),
     ("int8", 4): ("char4", 4), ("uint8", 4): ("uchar4", 4),
     ("float16", 2): ("__half2", 4), ("bfloat16", 2): ("__nv_bfloat162", 4),
+    # no CUDA type: cuforge's, in templates/cuforge_vector.cuh (16 bytes, one 128-bit access)
+    ("float16", 8): ("cuforge::float16x8", 16), ("bfloat16", 8): ("cuforge::bfloat16x8", 16),
 }  # fmt: skip
 _VECTORS: dict[tuple[str, int], VectorDType] = {}
+# C++ spellings the headers also define, for %%cuda parameters and --signature
+_VECTOR_ALIASES = {"half2": ("float16", 2), "nv_bfloat162": ("bfloat16", 2)}
+
+
+def vector_named(name: str) -> VectorDType | None:
+    """The vector type a name means: cuforge's (``float32x4``) or C++'s (``float4``,
+    ``__half2``, ``half2``, ``cuforge::float16x8``); None for any other name."""
+    for key, (cpp, _) in _VECTOR_TYPES.items():
+        if name in (cpp, f"{key[0]}x{key[1]}"):
+            return vector(_BY_NAME[key[0]], key[1])
+    alias = _VECTOR_ALIASES.get(name)
+    return vector(_BY_NAME[alias[0]], alias[1]) if alias is not None else None
 
 
 def vector(dtype: DType, lanes: int) -> VectorDType:
@@ -299,7 +315,9 @@ def vector(dtype: DType, lanes: int) -> VectorDType:
     dtype : DType
         The lanes' type (``cf.float32``).
     lanes : int
-        2 or 4, as CUDA defines the type (``float2``, ``float4``, ``__half2``, ...).
+        2 or 4, as CUDA defines the type (``float2``, ``float4``, ``__half2``, ...); 8 for
+        float16 and bfloat16, which CUDA lacks: cuforge's 16-byte ``cuforge::float16x8`` and
+        ``cuforge::bfloat16x8`` (lanes ``v[0..7]``, pairs ``h2(i)``).
 
     Returns
     -------
@@ -324,8 +342,9 @@ def vector(dtype: DType, lanes: int) -> VectorDType:
             have = ", ".join(f"({e}, {n})" for e, n in _VECTOR_TYPES)
             raise DeclarationError(f"cf.vector({dtype!r}, {lanes!r}) is no CUDA vector type; there are: {have}")
         cpp, align = _VECTOR_TYPES[key]  # type: ignore[index]
+        header = "cuforge_vector.cuh" if cpp.startswith("cuforge::") else dtype.header
         found = _VECTORS.setdefault(key, VectorDType(  # type: ignore[arg-type]
-            f"{dtype.name}x{lanes}", cpp, dtype.itemsize * lanes, "V", align, f"{dtype.itemsize * lanes}s", dtype.header,
+            f"{dtype.name}x{lanes}", cpp, dtype.itemsize * lanes, "V", align, f"{dtype.itemsize * lanes}s", header,
             None, dtype, lanes))  # fmt: skip
     return found
 
@@ -338,7 +357,8 @@ class ArrayType:
     """A device-array parameter: element dtype, optional fixed rank, and intent.
 
     Built by ``cf.Array[dtype]``, ``cf.In[dtype]`` or ``cf.Out[dtype]``, optionally with a
-    rank: ``cf.Array[cf.float32, 2]``.
+    rank: ``cf.Array[cf.float32, 2]``; ``cf.Optional[...]`` of one sets ``optional``: the
+    argument may then be None (or left out), which passes a null pointer.
 
     Examples
     --------
@@ -352,6 +372,7 @@ class ArrayType:
     dtype: Any  # a DType, or a family's type parameter
     ndim: int | None
     intent: str  # "inout", "in" or "out"
+    optional: bool = False  # None passes a null pointer
 
     @property
     def writes(self) -> bool:
@@ -366,7 +387,8 @@ class ArrayType:
     def __repr__(self) -> str:
         rank = f", {self.ndim}" if self.ndim is not None else ""
         name = getattr(self.dtype, "name", self.dtype)
-        return f"{_INTENTS[self.intent]}[{name}{rank}]"
+        text = f"{_INTENTS[self.intent]}[{name}{rank}]"
+        return f"Optional[{text}]" if self.optional else text
 
 
 class _ArrayFactory:
@@ -424,6 +446,33 @@ class Out(_ArrayFactory):
 
     __module__ = "cuforge"
     _intent = "out"
+
+
+class Optional:
+    """An array parameter that may be null: ``cf.Optional[cf.Out[cf.float32]]``.
+
+    The argument may be None, or left out of the call (its default is None): the kernel then
+    gets a null pointer, and the grid's default rule (the largest array) skips it. Any other
+    argument is checked as the inner type says. The C++ is the inner type's (``float*
+    __restrict__``): the kernel tests the pointer before using it.
+
+    Examples
+    --------
+    >>> cf.Optional[cf.Out[cf.float32]]
+    Optional[Out[float32]]
+    >>> cf.Optional[cf.In[cf.float16, 2]].optional
+    True
+    """
+
+    __module__ = "cuforge"
+
+    def __class_getitem__(cls, item: Any) -> ArrayType:
+        if not isinstance(item, ArrayType):
+            raise DeclarationError(
+                f"Optional[...] takes an array parameter type such as cf.In[cf.float32], got {item!r}; only a "
+                f"pointer can be null, so a scalar cannot be Optional"
+            )
+        return dataclasses.replace(item, optional=True)
 
 
 class TypeParam:

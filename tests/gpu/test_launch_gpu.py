@@ -443,3 +443,67 @@ def test_float4_arrays_match_numpy():
     np.testing.assert_allclose(y, 2 * x + 1, rtol=1e-6)
     with pytest.raises(cf.ArgumentTypeError, match=r"not aligned to 16 bytes as a float4 must be"):
         Saxpy4(2.0, dx.ravel()[1:-3].reshape(-1, 4), dy[:-1], n4 - 1)  # a view one float in
+
+
+@cf.kernel
+class RowMean:
+    """Each row's mean into ``out``; its square into ``sq`` only where one is passed."""
+
+    out: cf.Out[cf.float32]
+    sq: cf.Optional[cf.Out[cf.float32]]
+    x: cf.In[cf.float32, 2]
+    rows: cf.int32
+    cols: cf.int32
+    grid = "rows"
+    body = """
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float s = 0.0f;
+    for (int c = 0; c < cols; ++c) s += x[r * cols + c];
+    out[r] = s / cols;
+    if (sq != nullptr) sq[r] = (s / cols) * (s / cols);
+    """
+
+
+def test_optional_array_none_is_a_null_pointer_on_cupy():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(12, dtype=cp.float32).reshape(3, 4)
+    out, sq = cp.zeros(3, cp.float32), cp.full(3, -1.0, cp.float32)
+    RowMean(out, None, x, 3, 4)  # the C launcher's path
+    np.testing.assert_allclose(cp.asnumpy(out), [1.5, 5.5, 9.5])
+    RowMean(out, sq, x, 3, 4)
+    np.testing.assert_allclose(cp.asnumpy(sq), [2.25, 30.25, 90.25])
+    out.fill(0)
+    RowMean(out=out, x=x, rows=3, cols=4)  # left out: None
+    np.testing.assert_allclose(cp.asnumpy(out), [1.5, 5.5, 9.5])
+
+
+def test_optional_array_none_with_host_arrays():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.zeros(3, np.float32)
+    RowMean(out, None, x, 3, 4)  # the general path: host arrays staged, None left null
+    np.testing.assert_allclose(out, [1.5, 5.5, 9.5])
+
+
+@cf.kernel
+class Double8:
+    """Eight halves per 16-byte load and store (cuforge::float16x8)."""
+
+    x: cf.In[cf.vector(cf.float16, 8)]
+    y: cf.Out[cf.vector(cf.float16, 8)]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuforge::float16x8 v = x[i];
+    for (int k = 0; k < 4; ++k) v.h2(k) = __hadd2(v.h2(k), v.h2(k));
+    y[i] = v;
+    """
+
+
+def test_float16x8_arrays_on_cupy():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(8 * 1000, dtype=cp.float16).reshape(1000, 8) / 16
+    y = cp.zeros_like(x)
+    Double8(x, y, 1000)
+    np.testing.assert_array_equal(cp.asnumpy(y), cp.asnumpy(x) * 2)

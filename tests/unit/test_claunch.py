@@ -7,6 +7,10 @@ import sys
 
 import pytest
 
+import cuforge as cf
+
+from .. import launch_inputs as li
+
 claunch = pytest.importorskip(
     "cuforge._claunch", reason="cuforge's C launcher is not built here (no C compiler at install): launches use ctypes"
 )
@@ -99,3 +103,23 @@ def test_launch_attributes_are_cuLaunchKernelEx_records():
     assert attrs[144:148] == (6).to_bytes(4, "little")
     with pytest.raises(TypeError, match="attrs must be None or bytes of CUlaunchAttribute records"):
         claunch.launch(0, (1, 1, 1), (32, 1, 1), 0, 0, 0, b"short")
+
+
+def test_c_launcher_packs_none_for_an_optional_array_as_the_general_path_does():
+    @cf.kernel
+    class Moments:
+        out: cf.Out[cf.float32]
+        mean: cf.Optional[cf.Out[cf.float32]]
+        n: cf.int32
+        body = ";"
+
+    out = li.fake_device_array((300,), cf.float32)
+    null_mean = (0x7F0000000000).to_bytes(8, "little") + bytes(8) + (300).to_bytes(4, "little")
+    for args, kwargs in [((out, None, 300), {}), ((out,), {"n": 300}), ((), {"n": 300, "out": out})]:
+        fast, general = li.both(Moments, args, kwargs, None, None, 0, None)
+        assert fast == general
+        assert fast[0][:20] == null_mean and fast[1] == (2, 1, 1) and fast[5] == (0,)  # one array: out
+    # None for the array the grid is sized by: nothing to launch, on both paths
+    assert li.both(Moments, (None, None, 1), {}, None, None, 0, None) == ("declined", "declined")
+    only = cf.kernel(type("OnlyOptional", (), {"__annotations__": {"x": cf.Optional[cf.Array[cf.float32]]}, "body": ";"}))
+    assert li.both(only, (None,), {}, None, None, 0, None) == (None, None)

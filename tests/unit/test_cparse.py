@@ -95,3 +95,63 @@ def test_signature_and_instantiation_text():
     assert split_instantiation("k<float, Pair<int, 2>>") == ("k", ["float", "Pair<int, 2>"])
     with pytest.raises(ParseError, match=r"expected a name expression"):
         split_instantiation("k")
+
+
+def test_a_pointer_defaulting_to_null_is_optional():
+    src = """__global__ void layernorm(float* out, float* mean = NULL, float* __restrict__ rstd = nullptr,
+                                       const float* inp = 0, int n = 4) {}"""
+    (k,) = find_kernels(src)
+    assert k.params[:2] == [("out", "float*"), ("mean", "float*")]
+    assert k.defaults == {"mean": "NULL", "rstd": "nullptr", "inp": "0", "n": "4"}
+    types = [repr(cpp_type(ty, f"p {n}", None, k.defaults.get(n))) for n, ty in k.params]
+    assert types == ["Array[float32]", "Optional[Array[float32]]", "Optional[Array[float32]]", "Optional[In[float32]]",
+                     "cuforge.int32"]  # fmt: skip
+    assert not cpp_type("float*", "p", None, "some_global").optional  # only a null default makes it optional
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("const uint4*", "In[uint32x4]"),
+        ("float2 *", "Array[float32x2]"),
+        ("const __half2* __restrict__", "In[float16x2]"),
+        ("half2*", "Array[float16x2]"),
+        ("const __nv_bfloat162*", "In[bfloat16x2]"),
+        ("const uchar4*", "In[uint8x4]"),
+        ("const cuforge::float16x8*", "In[float16x8]"),
+        ("cuforge::bfloat16x8*", "Array[bfloat16x8]"),
+    ],
+)
+def test_pointers_to_cuda_vector_types(text, expected):
+    assert repr(cpp_type(text, "p")) == expected
+
+
+def test_a_vector_type_by_value_is_refused_by_name():
+    with pytest.raises(ParseError, match=r"k: parameter 'v' has type 'float4': a vector type is taken as an array's "
+                                         r"element only; pass a pointer \(float4\*\)"):  # fmt: skip
+        cpp_type("float4", "k: parameter 'v'")
+
+
+def test_signature_names_vector_types_and_optional_arrays():
+    _, params = parse_signature("k(x: In[uint4], y: Out[float32x4, 2], h: Array[cuforge::float16x8], m: Optional[Out[float32]])")
+    assert [repr(t) for _, t in params] == ["In[uint32x4]", "Out[float32x4, 2]", "Array[float16x8]", "Optional[Out[float32]]"]
+    with pytest.raises(ParseError, match=r"'float5' \(parameter 'x'\) is not a cuforge dtype such as float32, nor a "
+                                         r"vector type such as float32x4"):  # fmt: skip
+        parse_signature("k(x: In[float5])")
+
+
+def test_extern_shared_arrays_in_function_bodies_become_one_array_of_bytes():
+    from cuforge._cparse import share_dynamic_shared
+
+    src = """extern __shared__ float at_namespace_scope[];
+extern "C" { extern __shared__ int in_extern_c_block[]; }
+template <typename T> __global__ void k(T* o) {
+    extern __shared__ __align__(32) T s[]; // a comment: extern __shared__ T fake[];
+    if (o) { extern __shared__ volatile unsigned long long* ptrs[]; }
+}"""
+    out, names = share_dynamic_shared(src)
+    assert names == ["s", "ptrs"]
+    assert out.splitlines()[:2] == src.splitlines()[:2]
+    assert out.splitlines()[3] == ("    extern __shared__ __align__(32) unsigned char cuforge_dynamic_smem_[]; T* const s = "
+                                   "(T*)cuforge_dynamic_smem_; // a comment: extern __shared__ T fake[];")  # fmt: skip
+    assert "volatile unsigned long long** const ptrs = (volatile unsigned long long**)cuforge_dynamic_smem_;" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import numpy as np
@@ -12,6 +13,7 @@ from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 import cuforge as cf  # noqa: E402
+from cuforge import _compile  # noqa: E402
 
 SAXPY = """
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* y, long long n) {
@@ -175,6 +177,9 @@ def test_cuda_info(shell, capsys):
     shell.run_line_magic("cuda_info", "")
     out = capsys.readouterr().out
     assert "device:" in out and "NVRTC:" in out and "cache:" in out and "counters:" in out
+    nvrtc = next(line for line in out.splitlines() if line.startswith("NVRTC:"))
+    version = ".".join(map(str, _compile.nvrtc_version()))
+    assert re.fullmatch(rf"NVRTC:   {re.escape(version)} \((wheel: /\S+libnvrtc\S*|the system's CUDA toolkit)\)", nvrtc), nvrtc
 
 
 class _Balanced(HTMLParser):
@@ -233,7 +238,73 @@ def test_a_parameter_named_as_a_python_keyword_binds_with_an_underscore(shell, c
                                 "{ if (threadIdx.x < n) out[threadIdx.x] = in[threadIdx.x]; }")  # fmt: skip
     out = capsys.readouterr().out
     assert "bound: copy_in(in_: In[float32], out: Array[float32], n: int32)" in out
-    assert "note: C++ parameter(s) in are Python keywords: pass them as in_" in out
+    assert "note: C++ parameter 'in' is a Python keyword: pass it as in_=...\n" in out
     k = shell.user_ns["copy_in"]
     assert [p.name for p in k.signature.params] == ["in_", "out", "n"]
     assert k.compile("sm_90").lowered_name == "copy_in"
+
+
+def test_two_python_keywords_are_named_in_one_note(shell, capsys):
+    cuda(shell, "--arch sm_90", "__global__ void kw2(const float* in, float* lambda) { lambda[0] = in[0]; }")
+    out = capsys.readouterr().out
+    assert "note: C++ parameters 'in', 'lambda' are Python keywords: pass them as in_=..., lambda_=...\n" in out
+
+
+SHARED_TEMPLATE = """
+__device__ unsigned int calls;
+template <typename T>
+__global__ void block_sum(const T* x, T* out, int n) {
+    extern __shared__ T s[];
+    int i = threadIdx.x;
+    s[i] = i < n ? x[i] : T(0);
+    __syncthreads();
+    if (i == 0) { T acc = 0; for (int j = 0; j < blockDim.x; ++j) acc += s[j]; out[0] = acc; atomicAdd(&calls, 1u); }
+}
+"""
+
+
+def test_a_template_with_extern_shared_of_its_type_stays_one_program(shell, capsys):
+    before = cf.cache_stats()
+    cuda(shell, "--arch sm_90 --no-cache --instantiate 'block_sum<float>' --instantiate 'block_sum<double>'",
+         SHARED_TEMPLATE)  # fmt: skip
+    after = cf.cache_stats()
+    assert (after.compiles - before.compiles, after.batch_fallbacks - before.batch_fallbacks) == (1, 0)
+    k = shell.user_ns["block_sum"][cf.float64]
+    assert ("extern __shared__ __align__(16) unsigned char cuforge_dynamic_smem_[]; "
+            "T* const s = (T*)cuforge_dynamic_smem_;") in k.source  # fmt: skip
+    assert k.source.count("\n") == SHARED_TEMPLATE.count("\n")  # on its line: NVRTC's line numbers hold
+    assert "note:" not in capsys.readouterr().out
+
+
+def test_a_cell_split_into_programs_says_so(shell, capsys):
+    cell = "template <typename T> __global__ void fill(T* out) { extern __shared__ T __align__(16) s[]; out[0] = s[0]; }"
+    before = cf.cache_stats().batch_fallbacks
+    cuda(shell, "--arch sm_90 --no-cache --instantiate 'fill<float>' --instantiate 'fill<double>'", cell)
+    assert cf.cache_stats().batch_fallbacks == before + 1
+    assert ("note: the cell's kernels (fill<float>, fill<double>) could not share one NVRTC program, so each was "
+            "compiled alone: their declarations clash") in capsys.readouterr().out  # fmt: skip
+
+
+def test_a_pointer_defaulting_to_null_is_optional_and_may_be_left_out(shell, capsys):
+    cuda(shell, "--arch sm_90", "__global__ void moments(const float* x, float* mean = nullptr, float* rstd = NULL, "
+                                "int n = 0) { if (mean) mean[0] = x[0]; if (rstd) rstd[0] = x[0]; }")  # fmt: skip
+    assert ("bound: moments(x: In[float32], mean: Optional[Array[float32]], rstd: Optional[Array[float32]], n: int32)"
+            in capsys.readouterr().out)  # fmt: skip
+    from cuforge import _launch
+
+    k, x = shell.user_ns["moments"], np.ones(4, np.float32)
+    c = _launch.check_and_pack(k, (x,), {"n": 4}, None, None, 0, None)
+    assert c.values[1:3] == [0, 0]
+    assert k.compile("sm_90").lowered_name == "_Z7momentsPKfPfS1_i"
+
+
+def test_vector_pointers_and_signatures_name_cuda_vector_types(shell, capsys):
+    cuda(shell, "--arch sm_90", "#include <cuforge_vector.cuh>\n__global__ void copy4(const uint4* x, uint4* y, const __half2* h, "
+                                "cuforge::float16x8* h8) { y[0] = x[0]; }")  # fmt: skip
+    out = capsys.readouterr().out
+    assert ("bound: copy4(x: In[uint32x4], y: Array[uint32x4], h: In[float16x2], h8: Array[float16x8])") in out
+    lowered = shell.user_ns["copy4"].compile("sm_90").lowered_name
+    assert lowered == "_Z5copy4PK5uint4PS_PK7__half2PN7cuforge10vec8_16bitI6__halfS3_EE"
+    cuda(shell, "--arch sm_90 --signature 'copy2(x: In[float2], y: Array[float32x2])'",
+         "#define V float2\n__global__ void copy2(const V* x, V* y) { y[0] = x[0]; }")  # fmt: skip
+    assert "bound: copy2(x: In[float32x2], y: Array[float32x2])" in capsys.readouterr().out

@@ -53,6 +53,10 @@ def test_valid_arguments_reach_the_device_check(saxpy):
         (np.ones((4, 4), f32)[:, 1], r"got a non-C-contiguous array \(numpy.ndarray, shape \(4,\)\); pass a contiguous copy"),
         (np.ones(8, ">f4"), r"got a >f4 array \(numpy.ndarray\); cast with x.astype\(numpy.float32\)"),
         (CudaArray((8,), "<f8"), r"got a float64 array \(.*CudaArray\)"),
+        (np.ones(8, np.int32), r"got an int32 array \(numpy.ndarray\); cast with x.astype\(numpy.float32\)"),
+        (np.ones(8, np.uint8), r"got a uint8 array \(numpy.ndarray\)"),
+        (np.ones(8, object), r"got an object array \(numpy.ndarray\)"),
+        (object(), r"got an object; pass a device array"),
         (CudaArray((8,), "<f4", strides=(8,)), r"got a non-C-contiguous array"),
     ],
 )
@@ -105,6 +109,8 @@ def test_declared_rank_is_checked():
         match=r"Mat: argument 'm' expects Array\[float32, 2\], got a 1-d array of shape \(4,\); reshape it to 2-d",
     ):
         Mat(np.ones(4, f32))
+    with pytest.raises(cf.ArgumentTypeError, match=r"got an 8-d array of shape \(1, 1, 1, 1, 1, 1, 1, 1\)"):
+        Mat(np.ones((1,) * 8, f32))
 
 
 @pytest.mark.parametrize(
@@ -284,3 +290,63 @@ def test_packer_follows_the_c_abi():
     assert struct.unpack_from("=e", raw, 56)[0] == 1.0
     ptrs = (ctypes.c_void_p * 6).from_address(addr)
     assert [p - ctypes.addressof(buf) for p in ptrs] == [0, 8, 16, 32, 48, 56]
+
+
+@cf.kernel
+class LayerNorm:
+    """llm.c's layernorm: ``mean`` and ``rstd`` are written only where the caller wants them."""
+
+    out: cf.Out[cf.float32]
+    mean: cf.Optional[cf.Out[cf.float32]]
+    rstd: cf.Optional[cf.Out[cf.float32]]
+    inp: cf.In[cf.float32]
+    n: cf.int32
+    body = "if (mean != nullptr) mean[0] = 0.0f; if (rstd != nullptr) rstd[0] = 1.0f;"
+
+
+def test_optional_array_packs_a_null_pointer():
+    out, inp, mean = np.ones(8, f32), np.ones(8, f32), np.ones(2, f32)
+    c = _launch.check_and_pack(LayerNorm, (out, None, None, inp, 8), {}, None, None, 0, None)
+    assert c.values[1:3] == [0, 0]
+    assert [i for i, _ in c.arrays] == [0, 3]  # None is no array: no device, nothing to stage
+    assert c.grid == (1, 1, 1)
+    c = _launch.check_and_pack(LayerNorm, (out, mean, None, inp, 8), {}, None, None, 0, None)
+    assert c.values[1] == mean.ctypes.data and [i for i, _ in c.arrays] == [0, 1, 3]
+
+
+def test_optional_array_may_be_left_out():
+    out, inp = np.ones(8, f32), np.ones(8, f32)
+    c = _launch.check_and_pack(LayerNorm, (out,), {"inp": inp, "n": 8}, None, None, 0, None)
+    assert c.values[1:3] == [0, 0]
+
+
+def test_optional_array_is_still_checked():
+    with pytest.raises(cf.ArgumentTypeError, match=r"LayerNorm: argument 'mean' expects Optional\[Out\[float32\]\], "
+                                                   r"got a float64 array"):  # fmt: skip
+        _launch.check_and_pack(LayerNorm, (np.ones(8, f32), np.ones(2), None, np.ones(8, f32), 8), {}, None, None, 0, None)
+
+
+def test_none_for_a_required_array_says_how_to_allow_it():
+    with pytest.raises(cf.ArgumentTypeError, match=r"LayerNorm: argument 'inp' expects In\[float32\], got NoneType None; "
+                                                   r".* \(to let it be None, declare it cf.Optional\[In\[float32\]\]\)"):  # fmt: skip
+        _launch.check_and_pack(LayerNorm, (np.ones(8, f32), None, None, None, 8), {}, None, None, 0, None)
+    with pytest.raises(cf.ArgumentError, match=r"LayerNorm: missing argument 'inp'"):
+        _launch.check_and_pack(LayerNorm, (np.ones(8, f32),), {"n": 8}, None, None, 0, None)
+
+
+def test_the_grid_skips_none_arrays():
+    @cf.kernel
+    class OnlyOptional:
+        x: cf.Optional[cf.Array[cf.float32]]
+        y: cf.Optional[cf.Array[cf.float32]]
+        body = ";"
+
+    assert _launch.check_and_pack(OnlyOptional, (None, None), {}, None, None, 0, None) is None  # nothing to size by
+    c = _launch.check_and_pack(OnlyOptional, (None, np.ones(300, f32)), {}, None, None, 0, None)
+    assert c.grid == (2, 1, 1)
+
+
+def test_only_arrays_can_be_optional():
+    with pytest.raises(cf.DeclarationError, match=r"Optional\[\.\.\.\] takes an array parameter type such as "
+                                                  r"cf.In\[cf.float32\], got cuforge.int32; only a pointer can be null"):  # fmt: skip
+        cf.Optional[cf.int32]

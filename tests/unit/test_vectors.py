@@ -11,7 +11,7 @@ import pytest
 import cuforge as cf
 from cuforge import _launch
 
-from ..launch_inputs import FakeCAI
+from ..launch_inputs import FakeCAI, fake_device_array
 
 
 @cf.kernel
@@ -62,3 +62,46 @@ def test_vector_types_are_array_elements_only_and_known_ones_only():
 
     with pytest.raises(cf.DeclarationError, match=r"cf.vector\(cuforge.float64, 3\) is no CUDA vector type"):
         cf.vector(cf.float64, 3)
+
+
+@cf.kernel
+class Scale8:
+    """llm.c's Packed128<half>: eight halves per 16-byte load."""
+
+    x: cf.In[cf.vector(cf.float16, 8)]
+    y: cf.Out[cf.vector(cf.bfloat16, 8)]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuforge::float16x8 u = x[i];
+    cuforge::bfloat16x8 v;
+    for (int k = 0; k < 8; ++k) v[k] = __float2bfloat16(2.0f * __half2float(u[k]));
+    v.h2(0) = __hadd2(v.h2(0), v.h2(0));
+    y[i] = v;
+    """
+
+
+def test_eight_16_bit_lanes_are_cuforges_16_byte_vectors_and_compile():
+    h8, b8 = cf.vector(cf.float16, 8), cf.vector(cf.bfloat16, 8)
+    assert (h8.cpp, h8.itemsize, h8.align, h8.header) == ("cuforge::float16x8", 16, 16, "cuforge_vector.cuh")
+    assert (b8.cpp, repr(b8)) == ("cuforge::bfloat16x8", "cuforge.vector(cuforge.bfloat16, 8)")
+    assert "const cuforge::float16x8* __restrict__ x, cuforge::bfloat16x8* __restrict__ y" in Scale8.render()
+    assert Scale8.compile("sm_90").lowered_name.startswith("_Z6Scale8PKN7cuforge")
+
+
+def test_eight_lane_arrays_are_checked_for_shape_dtype_and_alignment():
+    def h8(shape, ptr=0x7F0000000000, typestr="<f2"):
+        return FakeCAI(typestr, shape, None, False, ptr)
+
+    y8 = fake_device_array((512, 8), cf.bfloat16)
+    c = _launch.check_and_pack(Scale8, (h8((512, 8)), y8, 512), {}, None, None, 0, None)
+    assert c.grid == (2, 1, 1) and [arg.shape for _, arg in c.arrays] == [(512,), (512,)]
+    with pytest.raises(cf.ArgumentTypeError, match=r"argument 'x' expects In\[float16x8\] \(cuforge::float16x8\), got "
+                                                   r"shape \(512, 4\); its last dimension must be 8"):  # fmt: skip
+        _launch.check_and_pack(Scale8, (h8((512, 4)), y8, 512), {}, None, None, 0, None)
+    with pytest.raises(cf.ArgumentTypeError, match=r"got memory at 0x7f0000000008, which is not aligned to 16 bytes as "
+                                                   r"a cuforge::float16x8 must be"):  # fmt: skip
+        _launch.check_and_pack(Scale8, (h8((512, 8), 0x7F0000000008), y8, 512), {}, None, None, 0, None)
+    with pytest.raises(cf.ArgumentTypeError, match=r"expects In\[float16x8\], got a float32 array"):
+        _launch.check_and_pack(Scale8, (h8((512, 8), typestr="<f4"), y8, 512), {}, None, None, 0, None)

@@ -63,7 +63,7 @@ int read_specs(Launcher *self, PyObject *specs, PyObject *converters) {
         Spec *sp = &self->spec[i];
         PyObject *item = PySequence_GetItem(specs, i);
         if (item == NULL) return -1;
-        long long size, offset, ndim, writes, lo;
+        long long size, offset, ndim, writes, optional, lo;
         PyObject *kind = PyObject_GetAttrString(item, "ckind"), *hi = PyObject_GetAttrString(item, "hi"),
                  *limit = PyObject_GetAttrString(item, "limit");
         sp->name = PyObject_GetAttrString(item, "name");
@@ -73,13 +73,14 @@ int read_specs(Launcher *self, PyObject *specs, PyObject *converters) {
         int bad = kind == NULL || hi == NULL || limit == NULL || sp->name == NULL || sp->dtype == NULL ||
                   sp->convert == NULL || spec_int(item, "size", &size) < 0 || spec_int(item, "offset", &offset) < 0 ||
                   spec_int(item, "ndim", &ndim) < 0 || spec_int(item, "writes", &writes) < 0 ||
-                  spec_int(item, "lo", &lo) < 0;
+                  spec_int(item, "optional", &optional) < 0 || spec_int(item, "lo", &lo) < 0;
         if (!bad) {
             const char *k = PyUnicode_AsUTF8AndSize(kind, NULL);
             sp->kind = k == NULL ? 0 : k[0];
             sp->hi = PyLong_AsUnsignedLongLong(hi);
             sp->limit = PyFloat_AsDouble(limit);
             sp->size = (int)size, sp->offset = (int)offset, sp->ndim = (int)ndim, sp->writes = (int)writes;
+            sp->optional = (int)optional;
             sp->lo = lo;
             bad = PyErr_Occurred() != NULL;
         }
@@ -243,8 +244,10 @@ static int bind(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyObjec
         argv[j] = v;
     }
     PyErr_Clear();
-    for (int i = 0; i < n; i++)
-        if (argv[i] == NULL) return 0;
+    for (int i = 0; i < n; i++) {
+        if (argv[i] == NULL && !self->spec[i].optional) return 0;
+        if (argv[i] == NULL) argv[i] = Py_None; /* an Optional array left out (borrowed, as argv is) */
+    }
     return 1;
 }
 
@@ -304,6 +307,10 @@ int check_and_pack(Launcher *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     for (int i = 0; i < self->nparams; i++) {
         Spec *sp = &self->spec[i];
         if (sp->kind != 'a') continue;
+        if (argv[i] == Py_None && sp->optional) { /* a null pointer (the buffer is zeroed): no device, no size */
+            sizes[i] = 0;
+            continue;
+        }
         ArrayFacts a;
         int ok = check_array(sp, argv[i], &a);
         if (ok <= 0) goto decline;

@@ -76,6 +76,7 @@ typedef struct {
     int kind;          /* 'a' array; 'i' 'u' 'f' 'd' 'b' scalars taken here; 'x' converted in Python */
     int size, offset;  /* in the parameter buffer */
     int ndim, writes;  /* arrays: rank (-1 any), written by the kernel */
+    int optional;      /* arrays: None is a null pointer (cf.Optional) */
     long long lo;      /* 'i': range */
     unsigned long long hi; /* 'i' 'u': range */
     double limit;      /* 'f' 'd': largest finite value */
