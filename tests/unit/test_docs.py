@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import doctest
 import functools
+import importlib
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +51,25 @@ def test_every_block_is_run_or_marked_as_an_illustration():
                 unmarked.append(f"{where} ({language or 'no language'})")
     assert not unmarked, f"blocks neither run nor marked <!-- illustration: why -->: {unmarked}"
     assert len(illustrations) <= 6, f"illustrations should stay few: {illustrations}"
+
+
+def test_no_page_shows_doctest_markup():
+    """A doctest's expected output is what the reader sees: it is compared exactly (no
+    whitespace normalising), so it never needs ``<BLANKLINE>``, which a page would show."""
+    shown = [str(page.relative_to(ROOT)) for page in PAGES if "<BLANKLINE>" in page.read_text()]
+    assert not shown, f"pages showing <BLANKLINE>: {shown}; print with end='' or show the output as it is"
+
+
+def test_the_testing_page_test_module_runs_when_copied(cuforge_cache_dir, tmp_path, monkeypatch):
+    """The page's "test module, as a project would write it" imports what it uses."""
+    text = (ROOT / "docs" / "guide" / "testing.md").read_text()
+    start = text.index("```python\n", text.index("A test module, as a project would write it"))
+    (tmp_path / "test_copied.py").write_text(text[start + len("```python\n") : text.index("```", start + 3)])
+    monkeypatch.syspath_prepend(tmp_path)
+    try:
+        importlib.import_module("test_copied").test_wrong_dtype_is_rejected_before_the_gpu()
+    finally:
+        sys.modules.pop("test_copied", None)
 
 
 def test_the_readme_is_short():
@@ -125,7 +146,7 @@ def _examples() -> dict[str, list[doctest.DocTest]]:
 
 def _run(name: str) -> None:
     gpu = cf.gpu_available()
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     globs = {"cf": cf, "np": np}
     for test in _examples()[name]:
         for example in test.examples:
