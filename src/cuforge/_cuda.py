@@ -354,8 +354,8 @@ def _hand_context_to_c(primary0: int) -> None:
 def bind_launcher(kind: str | None = None) -> None:
     """Bind :data:`launch` to the driver's launch: called from C when cuforge's extension is
     built (``kind`` "c"), else through cuda.bindings' Python wrapper ("bindings": every call
-    then takes the general Python path, about 2.5x the time of a cuda.core launch; see the
-    README); ``kind`` None reads ``CUFORGE_LAUNCHER`` ("auto": C when built).
+    then takes the general Python path; see docs/guide/types.md, "Without a C compiler");
+    ``kind`` None reads ``CUFORGE_LAUNCHER`` ("auto": C when built).
 
     The C launcher calls the entry point cuGetProcAddress gives for the CUDA 12.0 ABI of
     cuLaunchKernelEx (cuLaunchKernel where the driver predates it), picked as cuda.bindings

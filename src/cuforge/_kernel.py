@@ -31,7 +31,7 @@ _CPP_KIND = {"type": "typename", "int": "int", "bool": "bool"}  # a template par
 
 class _PythonCall:
     """Where cuforge's C extension is not built, Kernel's call is this Python method: every
-    call takes the general path (see README, "Without a C compiler")."""
+    call takes the general path (see docs/guide/types.md, "Without a C compiler")."""
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:  # fmt: skip

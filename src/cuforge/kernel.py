@@ -31,7 +31,7 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
     parameter's name, or a function of parameters by name and ``block``), ``preamble``
     (device code placed before the kernel), ``template_dirs``, ``link`` (Modules and sources
     linked with nvJitLink), ``cooperative``, ``cluster`` and ``non_portable_cluster`` (the
-    launch kind; see the README).
+    launch kind; see [Launch kinds](guide/launch-kinds.md)).
 
     A class with ``cf.typeparam``/``cf.intparam`` attributes declares a family instead
     (see :class:`Family`). Every declaration is listed in ``cf.registry``.

@@ -72,6 +72,24 @@ def test_the_testing_page_test_module_runs_when_copied(cuforge_cache_dir, tmp_pa
         sys.modules.pop("test_copied", None)
 
 
+POINTER = re.compile(r"""(README|docs/[\w/.-]+\.md)(?:'s)?[,:]? ["']([^"'\n]+)["']|(docs/[\w/.-]+\.md)""")
+
+
+def test_pointers_to_the_docs_name_what_exists():
+    """A mention of a page (``docs/guide/types.md``), or of a section of it or of the README
+    (``docs/guide/types.md, "Without a C compiler"``), in the code, examples or build files
+    names a page that exists and a section it has."""
+    files = [ROOT / "setup.py", *(ROOT / "src").rglob("*.py"), *(ROOT / "examples").rglob("*.py"),
+             *(ROOT / "examples").rglob("*.ipynb"), *(ROOT / "benchmarks").glob("*.py")]  # fmt: skip
+    stale = []
+    for path in files:
+        for m in POINTER.finditer(path.read_text()):
+            page = ROOT / (m.group(1) or m.group(3))
+            if not page.is_file() or (m.group(2) and m.group(2) not in page.read_text()):
+                stale.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert not stale, f"pointers to pages or sections that do not exist: {stale}"
+
+
 def test_the_readme_is_short():
     assert len((ROOT / "README.md").read_text().splitlines()) < 120
 
