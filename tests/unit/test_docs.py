@@ -149,6 +149,63 @@ def test_public_docstrings_are_complete(name):
     assert not missing, f"{name}'s docstring lacks {missing}"
 
 
+def _referenced() -> dict[str, object]:
+    """What docs/reference.md renders (each ``::: name``), and the public members shown with it."""
+    found: dict[str, object] = {}
+
+    def add(name: str, obj: object) -> None:
+        found[name] = obj
+        if inspect.ismodule(obj):  # a module shows what its __all__ names
+            for attr in obj.__all__:
+                add(f"{name}.{attr}", getattr(obj, attr))
+        elif inspect.isclass(obj):
+            for attr, value in vars(obj).items():
+                if attr.startswith("_") and attr not in ("__call__", "__getitem__"):
+                    continue
+                value = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                if inspect.isfunction(value) or inspect.isclass(value):
+                    add(f"{name}.{attr}", value)
+
+    for ident in re.findall(r"^::: ([\w.]+)", (ROOT / "docs" / "reference.md").read_text(), re.M):
+        parts = ident.split(".")
+        obj: object = importlib.import_module(parts[0])
+        for i, part in enumerate(parts[1:], 2):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ModuleNotFoundError:
+                obj = getattr(obj, part)
+        add(ident, obj)
+    return found
+
+
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|attr|data|mod|exc|obj|ref|any):`")
+
+
+def test_the_api_reference_shows_no_sphinx_roles_nor_internals():
+    """The reference renders docstrings as Markdown, where ``:class:`Kernel``` shows as typed:
+    a docstring links with ``[`Kernel`][cuforge.Kernel]`` (or plain backticks) instead. What it
+    shows is for users: no private module (``_decl``) is named."""
+    shown = _referenced()
+    assert "cuforge.Kernel.compile" in shown and "cuforge.testing.random_array" in shown
+    roles = [name for name, obj in shown.items() if SPHINX_ROLE.search(inspect.getdoc(obj) or "")]
+    assert not roles, f"docstrings on the API reference with Sphinx roles: {roles}"
+    private = [name for name, obj in shown.items() if re.search(r"`_[a-z]", inspect.getdoc(obj) or "")]
+    assert not private, f"docstrings on the API reference naming private modules: {private}"
+
+
+def test_the_api_reference_documents_each_object_once():
+    """``::: cuforge.kernel`` would render the module of that name (its notes on private
+    modules, and Kernel a second time), not the decorator."""
+    idents = re.findall(r"^::: ([\w.]+)", (ROOT / "docs" / "reference.md").read_text(), re.M)
+    shown = _referenced()
+    owners = {}
+    for name, obj in shown.items():
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            owners.setdefault(id(obj), []).append(name)
+    twice = [names for names in owners.values() if len(names) > 1]
+    assert not twice and len(idents) == len(set(idents)), f"documented more than once: {twice}"
+
+
 @functools.cache  # parsed once: collection and every test read it
 def _examples() -> dict[str, list[doctest.DocTest]]:
     """The docstring examples of each public name: a class's and its methods' share one
