@@ -5,16 +5,19 @@ How a block is marked in the Markdown, with HTML comments that no page shows:
 
 - a ``python`` block runs on every machine, CI's included, which has no GPU: it compiles,
   renders, checks arguments or shows an error. Blocks with ``>>>`` are doctests, their
-  output compared (``...`` matches anything);
+  output compared exactly, whitespace included, as the page shows it (``...`` matches
+  anything);
 - an ``ipython`` block is a notebook cell (``%%cuda``, ``%load_ext``), run by a real IPython
-  shell;
+  shell; from a page's first cell on, ``cf`` and ``np`` are what its cells import, as in a
+  reader's session;
 - ``<!-- gpu -->`` just before a block: it launches, so its test carries the ``gpu`` marker
   and skips with the reason where no GPU is present. ``-m gpu`` also selects the other
   blocks of a page that has one, since its GPU blocks build on the names they define;
 - ``<!-- illustration: why -->`` just before a block: shown, never run (a shell command that
   installs, a user's own fatbin). tests/unit/test_docs.py holds every other block to the
   rules above and keeps such blocks few;
-- ``<!-- invisible-code-block: python -->``: set-up a reader need not see;
+- ``<!-- invisible-code-block: python ... -->``: set-up or checks a reader need not see
+  (``<!-- gpu -->`` may stand before one too);
 - a ``text`` block is what the block before it printed.
 
 The blocks of one page share a namespace (``cf`` and ``np`` are in it), and run in order.
@@ -42,9 +45,10 @@ ILLUSTRATION_MARK = re.compile(r"<!--\s*illustration:[^>]*-->\s*$")
 
 
 def _marked(mark: re.Pattern[str], document: Document, start: int) -> bool:
-    """Whether the comment ``mark`` stands just before the fenced block holding ``start`` (a
-    doctest block is one example per ``>>>`` statement)."""
-    fence = document.text.rfind("```", 0, start + 3)
+    """Whether the comment ``mark`` stands just before the block holding ``start``: a fenced
+    block (a doctest block is one example per ``>>>`` statement) or an invisible one."""
+    text = document.text
+    fence = start if text.startswith("<!--", start) else text.rfind("```", 0, start + 3)
     return fence >= 0 and mark.search(document.text, max(0, fence - 300), fence) is not None
 
 
@@ -65,12 +69,19 @@ def _run_cell(example: Example) -> None:
     shell = example.namespace.get("_shell")
     if shell is None:
         shell = example.namespace["_shell"] = InteractiveShell.instance()
+        # A page with cells is a notebook: its names are those its cells import, not the ``cf``
+        # and ``np`` every page is given, so that the page shows the imports a session needs.
+        for name in _GIVEN:
+            example.namespace.pop(name, None)
         shell.user_ns.update({k: v for k, v in example.namespace.items() if not k.startswith("_")})
         example.namespace["_ns"] = shell.user_ns
     result = shell.run_cell(example.parsed)
     example.namespace.update({k: v for k, v in shell.user_ns.items() if not k.startswith("_")})
     if not result.success:
         raise AssertionError(f"the cell failed: {result.error_before_exec or result.error_in_exec!r}")
+
+
+_GIVEN = ("cf", "np")  # what _setup puts in every page's namespace
 
 
 def _setup(namespace: dict[str, Any]) -> None:
@@ -92,7 +103,7 @@ def _teardown(namespace: dict[str, Any]) -> None:
 
 pytest_collect_file = Sybil(
     parsers=[
-        _Runnable(PythonCodeBlockParser(doctest_optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)),
+        _Runnable(PythonCodeBlockParser(doctest_optionflags=doctest.ELLIPSIS)),
         _Runnable(CodeBlockParser("ipython", _run_cell)),
     ],
     patterns=["README.md", "docs/*.md", "docs/**/*.md"],

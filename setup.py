@@ -2,7 +2,7 @@
 
 It is built against the stable ABI, so one abi3 wheel serves CPython 3.10 and later. Where no
 C compiler is present the build is skipped with a warning and the general Python path serves
-every call, launching through cuda.bindings (see README: "Without a C compiler").
+every call, launching through cuda.bindings (see docs/guide/types.md, "Without a C compiler").
 """
 
 from setuptools import Extension, setup

@@ -51,7 +51,7 @@ PCH = textwrap.dedent(
         ns = {"__annotations__": {"x": cf.In[cf.float32], "out": cf.Out[cf.float32]}}
         if form == "source":
             ns.update(source=f"// {token}\\n" + CUB % {"tag": i, "scale": f"{i}.0f"}, name=f"block_sum_{i}")
-        else:  # the README's way: the include in the preamble, the code in the body
+        else:  # the docs' way (guide/compile-speed.md): the include in the preamble, the code in the body
             ns.update(preamble="#include <cub/block/block_reduce.cuh>", block=256, body=(
                 f"// {token}\\nusing R = cub::BlockReduce<float, 256>; __shared__ typename R::TempStorage tmp;\\n"
                 f"float s = R(tmp).Sum(x[blockIdx.x * 256 + threadIdx.x] * {i}.0f); if (threadIdx.x == 0) out[blockIdx.x] = s;"))

@@ -46,7 +46,7 @@ def _ratio(a: object, b: object) -> float | None:
 
 def targets(r: dict) -> dict:
     """Each target's value (a ratio, or a figure where the target is one), its limit and
-    whether it holds, in the order the README lists them."""
+    whether it holds, in the order docs/benchmarks.md lists them."""
     launch, bw, start = r["launch_us"], r["bandwidth"]["GB/s"], r["startup"]
     checked, core = launch["cuforge checked (cupy arrays)"], launch["cuda.core launch"]
     out: dict[str, dict] = {}

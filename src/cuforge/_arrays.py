@@ -1,12 +1,12 @@
 """Arrays as launches see them, and cuforge's own small device array.
 
-:class:`ArrayArg` is the one record of an array argument: every array library is read into
-it by an extractor here (NumPy, CuPy, PyTorch, cuforge's :class:`DeviceArray`, anything with
+`ArrayArg` is the one record of an array argument: every array library is read into
+it by an extractor here (NumPy, CuPy, PyTorch, cuforge's `DeviceArray`, anything with
 ``__cuda_array_interface__`` or DLPack), and the checks read its fields by name. The C
 launcher reads CuPy arrays, PyTorch tensors and DeviceArrays itself and asks
-:func:`array_arg` for everything else.
+`array_arg` for everything else.
 
-:class:`DeviceArray` is for users who have neither CuPy nor PyTorch: memory from cuda.core's
+`DeviceArray` is for users who have neither CuPy nor PyTorch: memory from cuda.core's
 device memory resource, copies by plain driver memcpys, and ``__cuda_array_interface__`` so
 CuPy, PyTorch and Numba can wrap it.
 """
@@ -196,8 +196,8 @@ def _shape(shape: Any) -> tuple[int, ...]:
 class DeviceArray:
     """A C-contiguous array in device memory.
 
-    Build one with :func:`cuforge.to_device`, :func:`cuforge.empty` or
-    :func:`cuforge.zeros`; copy it back with :meth:`to_numpy`. It is for users with neither
+    Build one with [`cuforge.to_device`][cuforge.to_device], [`cuforge.empty`][cuforge.empty] or
+    [`cuforge.zeros`][cuforge.zeros]; copy it back with [`to_numpy`][cuforge.DeviceArray.to_numpy]. It is for users with neither
     CuPy nor PyTorch; it has ``__cuda_array_interface__``, so those libraries can view it.
 
     Examples

@@ -2,7 +2,7 @@
 
 Keys hash a versioned tuple of everything that changes the binary (rendered source, name
 expressions, NVRTC flags, in-memory headers, NVRTC version, cuforge version). The
-persistent disk layer (``_disk``) plugs in where :func:`compile_together` finds a key
+persistent disk layer (``_disk``) plugs in where `compile_together` finds a key
 missing: a disk hit fills the memory layer the same way a compile does.
 """
 

@@ -2,9 +2,9 @@
 
 Each checker takes one argument and the launch's list of arrays, and returns what is packed
 for it (a scalar converted to its C type, an array's pointer; an array's
-:class:`~cuforge._arrays.ArrayArg` is appended to the list, with the parameter's index), or
+`ArrayArg` is appended to the list, with the parameter's index), or
 raises an
-:class:`~cuforge.ArgumentError` that names the kernel, the parameter, what was expected, what
+`ArgumentError` that names the kernel, the parameter, what was expected, what
 was received and the fix. No check makes a CUDA call, so all of them run (and are tested) on
 a machine without a GPU.
 

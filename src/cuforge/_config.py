@@ -1,7 +1,7 @@
 """Every CUFORGE_* setting, read in one place.
 
 Settings are read from the environment when asked for (not at import), so a test or a
-notebook can change them; :func:`scope` overrides them for a block without touching
+notebook can change them; `scope` overrides them for a block without touching
 ``os.environ``.
 
 ======================  =========================================================

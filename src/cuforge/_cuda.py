@@ -1,10 +1,10 @@
 """The CUDA driver side: lazy device start-up, module loading, streams, synchronisation.
 
 Nothing here runs at ``import cuforge``: CUDA is initialised on the first call that needs a
-device. A missing driver or device is reported once as :class:`NoDeviceError` and
+device. A missing driver or device is reported once as `NoDeviceError` and
 remembered. The path of a launch (opening the device, making its primary context current,
 loading a compiled kernel with ``cuLibraryLoadData``, reading its limits) calls the driver
-through ctypes (:mod:`cuforge._libcuda`), which costs no import: cuda.bindings' driver
+through ctypes (`cuforge._libcuda`), which costs no import: cuda.bindings' driver
 module (15-19 ms to import) is left to streams, graphs, memory and module variables, and
 cuda.core (some 100 ms: it imports all of itself) to what needs it (linking,
 ``CompiledKernel.function``, cuforge's own arrays).
@@ -344,7 +344,7 @@ def enter_device(device_id: int) -> tuple[DeviceInfo, int | None]:
 
 @contextlib.contextmanager
 def on_device(device_id: int) -> Iterator[DeviceInfo]:
-    """:func:`enter_device` for a block: the device's context current inside it, the
+    """`enter_device` for a block: the device's context current inside it, the
     thread's own made current again after it."""
     info, restore = enter_device(device_id)
     try:
@@ -364,10 +364,10 @@ def _hand_context_to_c(primary0: int) -> None:
 
 
 def bind_launcher(kind: str | None = None) -> None:
-    """Bind :data:`launch` to the driver's launch: called from C when cuforge's extension is
+    """Bind `launch` to the driver's launch: called from C when cuforge's extension is
     built (``kind`` "c"), else through cuda.bindings' Python wrapper ("bindings": every call
-    then takes the general Python path, about 2.5x the time of a cuda.core launch; see the
-    README); ``kind`` None reads ``CUFORGE_LAUNCHER`` ("auto": C when built).
+    then takes the general Python path; see docs/guide/types.md, "Without a C compiler");
+    ``kind`` None reads ``CUFORGE_LAUNCHER`` ("auto": C when built).
 
     The C launcher calls the entry point cuGetProcAddress gives for the CUDA 12.0 ABI of
     cuLaunchKernelEx (cuLaunchKernel where the driver predates it), picked as cuda.bindings
@@ -508,7 +508,7 @@ def load_library(code: bytes, code_type: str) -> int:
 
 
 def unload_library(library: int) -> None:
-    """Free a library :func:`load_library` loaded (best effort; never in a forked child)."""
+    """Free a library `load_library` loaded (best effort; never in a forked child)."""
     if _failure is None:
         _libcuda.call("cuLibraryUnload", library)
 

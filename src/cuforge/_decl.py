@@ -1,7 +1,7 @@
 """Reading a kernel class: its annotations, its code, its launch rules, once, at definition.
 
-:class:`_Decl` holds what a class declares; a plain kernel and every instantiation of a
-family share it. Mistakes raise :class:`~cuforge.DeclarationError` here, never at launch.
+`_Decl` holds what a class declares; a plain kernel and every instantiation of a
+family share it. Mistakes raise `DeclarationError` here, never at launch.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""CUDA graphs of cuforge launches: :func:`graph` captures them, :class:`Graph` replays them.
+"""CUDA graphs of cuforge launches: `graph` captures them, `Graph` replays them.
 
 A capture is CUDA stream capture on one stream of one device, in the thread that opened it.
 While it lasts, that thread's cuforge launches leave the C launcher (``_csrc/launcher.c``
-declines them) for the general path, whose :func:`cuforge._launch.launch_checked` hands them
-to :meth:`_Capture.launch`: it sends each to the capture stream, keeps its arguments alive for
+declines them) for the general path, whose `cuforge._launch.launch_checked` hands them
+to `_Capture.launch`: it sends each to the capture stream, keeps its arguments alive for
 the graph's life, and refuses what a graph cannot hold (host arrays to stage, a first NVRTC
 compile, autotuning, another device or stream). A refusal ends the capture at once, so the
 device stays usable whatever the caller does with the error.
@@ -165,12 +165,12 @@ def capture_in_thread() -> _Capture | None:
 
 
 class Graph:
-    """Launches captured once and replayed as one CUDA graph (made by :func:`cuforge.graph`).
+    """Launches captured once and replayed as one CUDA graph (made by [`cuforge.graph`][cuforge.graph]).
 
-    Calling it (or :meth:`launch`) replays every launch captured, in order, on the stream
-    given to :func:`cuforge.graph` (else the default stream) unless ``stream=`` is given. It
-    keeps the captured arrays alive for as long as it exists; their contents may change
-    between replays, their memory may not.
+    Calling it (or [`launch`][cuforge.Graph.launch]) replays every launch captured, in order,
+    on the stream given to [`cuforge.graph`][cuforge.graph] (else the default stream) unless
+    ``stream=`` is given. It keeps the captured arrays alive for as long as it exists; their
+    contents may change between replays, their memory may not.
 
     Attributes
     ----------
@@ -218,7 +218,7 @@ class Graph:
     def update(self) -> _Update:
         """Capture the block again, with new arrays (same shapes) or scalars, and update the
         executable graph in place: ``with g.update(): ...``. The launches must be the same
-        kernels in the same order; otherwise :class:`GraphUpdateError` is raised and the
+        kernels in the same order; otherwise [`GraphUpdateError`][cuforge.errors.GraphUpdateError] is raised and the
         graph is left as it was. Costs a capture, not an instantiation.
 
         Returns
@@ -342,12 +342,12 @@ class Graph:
     # ------------------------------------------------------------ replay
 
     def __call__(self, stream: Any = None) -> None:
-        """Replay the graph: the same as :meth:`launch`.
+        """Replay the graph: the same as [`launch`][cuforge.Graph.launch].
 
         Parameters
         ----------
         stream : stream-like, optional
-            Default: the stream given to :func:`cuforge.graph`, else the default stream.
+            Default: the stream given to [`cuforge.graph`][cuforge.graph], else the default stream.
         """
         self.launch(stream)
 
@@ -357,7 +357,7 @@ class Graph:
         Parameters
         ----------
         stream : stream-like, optional
-            Default: the stream given to :func:`cuforge.graph`, else the default stream.
+            Default: the stream given to [`cuforge.graph`][cuforge.graph], else the default stream.
 
         Raises
         ------
@@ -388,7 +388,7 @@ class Graph:
         Parameters
         ----------
         stream : stream-like, optional
-            Default: the stream given to :func:`cuforge.graph`, else the default stream.
+            Default: the stream given to [`cuforge.graph`][cuforge.graph], else the default stream.
         """
         handle = self._ready("upload()", stream)
         with _cuda.on_device(self.device):  # type: ignore[arg-type]

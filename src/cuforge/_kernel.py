@@ -1,6 +1,6 @@
-""":class:`Kernel`: one declared kernel (or one instantiation of a family), to compile or call.
+"""`Kernel`: one declared kernel (or one instantiation of a family), to compile or call.
 
-``_decl`` reads the class once; a :class:`Kernel` renders it (``_render``), compiles it
+``_decl`` reads the class once; a `Kernel` renders it (``_render``), compiles it
 through the caches (``_cache``, ``_compile``), and launches it: the C launcher (``_csrc/``)
 takes the common calls, and the general path (``_launch``, ``_checks``) takes the rest. The
 ``@cf.kernel`` decorator that makes one is in ``kernel.py``, above ``family.py``.
@@ -24,6 +24,8 @@ from .types import CppBool, DType
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from ._launch import PreparedLaunch
+
 __all__ = ["CompiledKernel", "Kernel", "KernelTemplate"]
 
 _CPP_KIND = {"type": "typename", "int": "int", "bool": "bool"}  # a template parameter's kind, as C++ declares it
@@ -31,7 +33,7 @@ _CPP_KIND = {"type": "typename", "int": "int", "bool": "bool"}  # a template par
 
 class _PythonCall:
     """Where cuforge's C extension is not built, Kernel's call is this Python method: every
-    call takes the general path (see README, "Without a C compiler")."""
+    call takes the general path (see docs/guide/types.md, "Without a C compiler")."""
 
     label: str  # set by Kernel
 
@@ -52,7 +54,7 @@ _KernelBase: Any = _cuda._claunch.KernelBase if _cuda._claunch is not None else 
 class Kernel(_KernelBase):
     """A declared kernel: call it to launch, ``.compile()`` to build without launching.
 
-    Created by :func:`kernel`, or as one instantiation of a family (``Axpy[cf.float32, 256]``).
+    Created by [`kernel`][cuforge.kernel.kernel], or as one instantiation of a family (``Axpy[cf.float32, 256]``).
 
     ``kernel(*args, grid=None, block=None, shared_mem=0, stream=None, **kwargs)`` checks the
     arguments against the declared signature, then launches asynchronously.
@@ -71,8 +73,9 @@ class Kernel(_KernelBase):
     - ``device`` (int), ``cooperative`` (bool), ``cluster`` (tuple), ``non_portable_cluster``:
       see the guide's launch kinds and devices pages.
 
-    It raises :class:`ArgumentError` or :class:`ArgumentTypeError` on bad input, before any
-    CUDA call, and :class:`NoDeviceError` where no GPU can be used.
+    It raises [`ArgumentError`][cuforge.errors.ArgumentError] or
+    [`ArgumentTypeError`][cuforge.errors.ArgumentTypeError] on bad input, before any CUDA call,
+    and [`NoDeviceError`][cuforge.errors.NoDeviceError] where no GPU can be used.
 
     Examples
     --------
@@ -161,7 +164,7 @@ class Kernel(_KernelBase):
 
     @property
     def source(self) -> str:
-        """The rendered CUDA C++ (the same as :meth:`render`).
+        """The rendered CUDA C++ (the same as [`render`][cuforge.Kernel.render]).
 
         Returns
         -------
@@ -309,21 +312,22 @@ class Kernel(_KernelBase):
         return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
 
     def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
-        """:meth:`compile` on cuforge's compile thread, so that a notebook or a server goes on
+        """[`compile`][cuforge.Kernel.compile] on cuforge's compile thread, so that a notebook or a server goes on
         meanwhile. A launch that needs the kernel before it is done waits for that compile;
         it does not start another.
 
         Parameters
         ----------
         arch : str, optional
-            As for :meth:`compile`.
+            As for [`compile`][cuforge.Kernel.compile].
         options : CompileOptions, optional
-            As for :meth:`compile`.
+            As for [`compile`][cuforge.Kernel.compile].
 
         Returns
         -------
         concurrent.futures.Future
-            Of the :class:`CompiledKernel`; its ``result()`` raises what :meth:`compile` would.
+            Of the [`CompiledKernel`][cuforge.CompiledKernel]; its ``result()`` raises what
+            [`compile`][cuforge.Kernel.compile] would.
 
         Examples
         --------
@@ -479,7 +483,7 @@ class Kernel(_KernelBase):
                 raise _cuda.no_device_for(self.label, exc) from None
 
     def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                stream: Any = None, **kwargs: Any) -> _launch.PreparedLaunch:  # fmt: skip
+                stream: Any = None, **kwargs: Any) -> PreparedLaunch:  # fmt: skip
         """Check and pack a launch once; calling the result launches it again with no per-call
         work but the driver call (the fastest path, for loops that repeat one launch).
 
@@ -598,7 +602,7 @@ class Kernel(_KernelBase):
             ``"namespace::name"`` (``"mylib::saxpy"``).
         **options
             ``outputs=``, ``sizes=``, ``backward=``, ``setup_context=``: see
-            :func:`cuforge.torch.custom_op`.
+            [`cuforge.torch.custom_op`][cuforge.torch.custom_op].
 
         Returns
         -------
@@ -683,7 +687,7 @@ class KernelTemplate:
         Parameters
         ----------
         *args, **kwargs
-            As for a :class:`Kernel` call.
+            As for a [`Kernel`][cuforge.Kernel] call.
 
         Raises
         ------

@@ -6,13 +6,13 @@ A launch's kind comes from the class (``cooperative = True``, ``cluster = (2, 1,
 the driver as cuLaunchKernelEx's launch attributes (``_cuda.launch_attributes``). Its checks
 come in two steps, both before any launch:
 
-- :func:`check_grid` needs no GPU (``_launch.check_and_pack`` calls it): the cluster's shape,
+- `check_grid` needs no GPU (``_launch.check_and_pack`` calls it): the cluster's shape,
   the grid's divisibility by it;
-- :func:`check_on_device` needs the loaded function (``_launch.launch_checked`` calls it when
+- `check_on_device` needs the loaded function (``_launch.launch_checked`` calls it when
   the call has a kind, or its block or shared memory pass what the function allows):
   cooperative occupancy, the device's cluster support, the shared-memory limit.
 
-:func:`load_limits` runs once per kernel and device, when the kernel is loaded: it sets the
+`load_limits` runs once per kernel and device, when the kernel is loaded: it sets the
 shared-memory opt-in (so a launch may ask for up to the device's per-block maximum) and
 records what the C launcher compares each call against.
 """
@@ -35,7 +35,7 @@ _GRID_SYNC = re.compile(r"\bthis_grid\s*\(|\bgrid_group\b")
 
 
 class LaunchKind(NamedTuple):
-    """How a launch runs: plainly, cooperatively, or in clusters of blocks (made by :func:`kind_of`)."""
+    """How a launch runs: plainly, cooperatively, or in clusters of blocks (made by `kind_of`)."""
 
     cooperative: bool = False
     cluster: tuple[int, int, int] | None = None

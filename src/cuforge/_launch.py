@@ -2,8 +2,8 @@
 
 A kernel call goes first to the C launcher (``_csrc/``), which accepts the common cases
 and launches them. Whatever it declines comes here (and every call does where the extension
-is not built): :func:`check_and_pack` binds and checks the arguments with the per-parameter
-checkers of ``_checks`` (no CUDA call), and :func:`launch_checked` finds the device, stages
+is not built): `check_and_pack` binds and checks the arguments with the per-parameter
+checkers of ``_checks`` (no CUDA call), and `launch_checked` finds the device, stages
 host NumPy arrays, picks the stream and makes the one driver call. The rules that both paths
 follow — the grid/block limits, the default grid, the default stream — are defined here,
 once; the C launcher reads their data from here.
@@ -582,7 +582,7 @@ def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel:
 class PreparedLaunch:
     """One launch, checked and packed once: calling it is a single driver call.
 
-    Made by :meth:`Kernel.prepare`. It keeps the arguments and the stream alive and owns its
+    Made by [`Kernel.prepare`][cuforge.Kernel.prepare]. It keeps the arguments and the stream alive and owns its
     parameter buffer, so it can be called from any thread that has the device's context current.
 
     Examples

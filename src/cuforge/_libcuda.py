@@ -3,7 +3,7 @@
 Importing cuda.bindings' driver module costs 15-19 ms on the GPU machine: it builds a Python
 type for every struct and enum of the driver API. That is more than CuPy's whole warm start
 of a cached kernel (14 ms), so the few calls that opening a device and loading a cached
-kernel make (about 20 entry points, listed in :data:`PROTOTYPES`) go through ctypes here, as
+kernel make (about 20 entry points, listed in `PROTOTYPES`) go through ctypes here, as
 Numba's driver layer does. NumPy has already imported ctypes. Every other driver call
 (streams, graphs, memory, module variables) stays with cuda.bindings, imported when first
 needed.
@@ -94,7 +94,7 @@ def address(name: str, version: int = 12000, flags: int = DEFAULT) -> tuple[int,
 
 
 def function(name: str) -> Any:
-    """The ctypes function for a driver entry point of :data:`PROTOTYPES` (resolved once);
+    """The ctypes function for a driver entry point of `PROTOTYPES` (resolved once);
     raises OSError where the driver lacks it."""
     fn = _functions.get(name)
     if fn is None:

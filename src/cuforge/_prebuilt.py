@@ -1,4 +1,4 @@
-""":class:`Module`: device code built elsewhere (a cubin, PTX, a fatbin or LTO-IR), loaded
+"""`Module`: device code built elsewhere (a cubin, PTX, a fatbin or LTO-IR), loaded
 with the driver's ``cuLibraryLoadData`` and launched with the same checked call as any kernel.
 
 A class binds a signature to one of its entry points (``module = "kernels.fatbin"``,
@@ -49,7 +49,7 @@ class Module:
     """Prebuilt device code: a cubin, PTX, fatbin or LTO-IR, from a path or from bytes.
 
     ``functions()`` lists its entry points; ``unload()`` frees it, after which its kernels
-    raise :class:`LaunchError` instead of launching. A kernel class binds a signature to one
+    raise [`LaunchError`][cuforge.errors.LaunchError] instead of launching. A kernel class binds a signature to one
     of its entry points with ``module = ...`` and ``name = ...``.
 
     Parameters
@@ -146,7 +146,7 @@ class Module:
 
     @property
     def loaded(self) -> bool:
-        """False once :meth:`unload` has run.
+        """False once [`unload`][cuforge.Module.unload] has run.
 
         Returns
         -------
@@ -187,7 +187,7 @@ class Module:
 
     def unload(self) -> None:
         """Free the module. Its kernels forget their loaded functions; a later launch of one
-        raises :class:`LaunchError` naming the kernel (it does not crash)."""
+        raises [`LaunchError`][cuforge.errors.LaunchError] naming the kernel (it does not crash)."""
         with self._lock:
             self._unloaded = True
             for kernel in list(self._kernels):

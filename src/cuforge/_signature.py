@@ -1,6 +1,6 @@
 """Resolved kernel parameters: what each annotation means, computed once at definition.
 
-A :class:`Param` is a declared parameter (name, position, annotation); a :class:`ParamSpec`
+A `Param` is a declared parameter (name, position, annotation); a `ParamSpec`
 is the one record the launch paths read for it: its layout in the parameter buffer and the
 facts its checks need. The C launcher reads the same records (see ``_claunch/``).
 """

@@ -1,4 +1,4 @@
-"""The process-wide cache counters behind :func:`cuforge.cache_stats` (NVRTC compiles are
+"""The process-wide cache counters behind `cuforge.cache_stats` (NVRTC compiles are
 counted where they happen, in ``_compile``; hits and writes in ``_cache`` and ``_disk``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 
 class CacheStats(NamedTuple):
-    """Process-wide cache counters (see :func:`cuforge.cache_stats`).
+    """Process-wide cache counters (see [`cuforge.cache_stats`][cuforge.cache_stats]).
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """The cuforge error tree.
 
-Every error cuforge raises on purpose derives from :class:`CuforgeError`. Where an
-error refines a builtin, it inherits that too, so ``except TypeError`` keeps working::
+Every error cuforge raises on purpose derives from [`CuforgeError`][cuforge.errors.CuforgeError]. Where an
+error refines a builtin, it inherits that too, so ``except TypeError`` keeps working:
 
     CuforgeError (Exception)
     ├── DeclarationError (TypeError)     a kernel class is malformed; raised at definition

@@ -1,10 +1,10 @@
 """Kernel families: one declaration, instantiated by dtype and integer parameters.
 
-A class with ``cf.typeparam`` / ``cf.intparam`` attributes becomes a :class:`Family`. Each
-combination of values is a :class:`~cuforge.Kernel` (an explicit specialization of one C++
+A class with ``cf.typeparam`` / ``cf.intparam`` attributes becomes a `Family`. Each
+combination of values is a `Kernel` (an explicit specialization of one C++
 function template); several are compiled together in one NVRTC program. Calling the family
 infers its type parameters from the arrays and takes the integer parameters' defaults, or
-the choices :func:`autotune` measured and stored on disk.
+the choices `autotune` measured and stored on disk.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ timing_runs = 0  # candidate timings made by autotuning in this process (tests c
 
 class Autotune:
     """What a family tunes: candidate values of integer parameters, and the arguments whose
-    sizes key the choice (rounded up to a power of two). Built by :func:`autotune`.
+    sizes key the choice (rounded up to a power of two). Built by [`autotune`][cuforge.autotune].
 
     Examples
     --------
@@ -122,7 +122,7 @@ class Family:
     """A kernel declared for several dtypes and integer parameters.
 
     ``F[cf.float64, 512]`` and ``F.instantiate(T=cf.float64, BLOCK=512)`` give one
-    instantiation (a :class:`~cuforge.Kernel`); ``F[cf.float64]`` takes defaults for the rest;
+    instantiation (a [`Kernel`][cuforge.Kernel]); ``F[cf.float64]`` takes defaults for the rest;
     ``F(*args)`` infers type parameters from the arrays and launches.
 
     Examples
@@ -292,7 +292,7 @@ class Family:
         Parameters
         ----------
         arch : str, optional
-            As for :meth:`Kernel.compile`.
+            As for [`Kernel.compile`][cuforge.Kernel.compile].
         instances : iterable of Kernel, optional
             Instantiations of this family to compile (default: all).
         options : CompileOptions, optional
@@ -325,18 +325,18 @@ class Family:
 
     def precompile_async(self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None,
                          options: CompileOptions | None = None) -> Future[list[CompiledKernel]]:  # fmt: skip
-        """:meth:`precompile` on cuforge's compile thread. Launches meanwhile wait for the
+        """[`precompile`][cuforge.Family.precompile] on cuforge's compile thread. Launches meanwhile wait for the
         instantiations they need.
 
         Parameters
         ----------
         arch, instances, options
-            As for :meth:`precompile`.
+            As for [`precompile`][cuforge.Family.precompile].
 
         Returns
         -------
         concurrent.futures.Future
-            Of the list of :class:`CompiledKernel`.
+            Of the list of [`CompiledKernel`][cuforge.CompiledKernel].
 
         Examples
         --------
@@ -360,7 +360,7 @@ class Family:
         *args, **kwargs
             The kernel's arguments.
         grid, block, shared_mem, stream
-            As for a :class:`Kernel` call (a ``grid`` or ``block`` given skips autotuning).
+            As for a [`Kernel`][cuforge.Kernel] call (a ``grid`` or ``block`` given skips autotuning).
 
         Raises
         ------
@@ -539,7 +539,7 @@ class Family:
         name : str
             ``"namespace::name"``.
         **options
-            See :func:`cuforge.torch.custom_op`.
+            See [`cuforge.torch.custom_op`][cuforge.torch.custom_op].
 
         Returns
         -------

@@ -1,7 +1,7 @@
 """The ``@cf.kernel`` decorator: a Python class declares a kernel or a family, read once.
 
 It sits above the modules it ties together: ``_decl`` reads the class, ``_kernel`` makes a
-:class:`Kernel`, ``family`` a :class:`Family`, and ``registry`` lists every declaration.
+`Kernel`, ``family`` a `Family`, and ``registry`` lists every declaration.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
     (``cf.float32``) and arrays (``cf.In[...]``, ``cf.Array[...]``, ``cf.Out[...]``).
     Exactly one of ``body`` (a Jinja template of the kernel body; the ``__global__``
     signature is generated), ``template`` (a whole-kernel ``.cu.j2`` file) or ``source``
-    (complete C++, with ``name``) gives the code, or ``module`` (a :class:`Module` or the
+    (complete C++, with ``name``) gives the code, or ``module`` (a `Module` or the
     path of prebuilt code, with ``name``) binds a prebuilt entry point. Optional: ``options``
-    (:class:`CompileOptions`), ``block`` (default 256), ``grid`` (a fixed grid, a size
+    (`CompileOptions`), ``block`` (default 256), ``grid`` (a fixed grid, a size
     parameter's name, or a function of parameters by name and ``block``), ``preamble``
     (device code placed before the kernel), ``template_dirs``, ``link`` (Modules and sources
     linked with nvJitLink), ``cooperative``, ``cluster`` and ``non_portable_cluster`` (the
-    launch kind; see the README).
+    launch kind; see [Launch kinds](guide/launch-kinds.md)).
 
     A class with ``cf.typeparam``/``cf.intparam`` attributes declares a family instead
-    (see :class:`Family`). Every declaration is listed in ``cf.registry``.
+    (see `Family`). Every declaration is listed in ``cf.registry``.
 
     Parameters
     ----------

@@ -99,15 +99,21 @@ def _gpu_reason(config: pytest.Config) -> str | None:
     return state.gpu_reason
 
 
-def _require_gpu(config: pytest.Config) -> None:
+def _skip_reason(config: pytest.Config) -> str | None:
+    """Why a GPU test cannot run now (None: it can); fails it with --cuforge-require-gpu."""
     state = config.stash[STATE]
     if state.context_broken:
-        pytest.skip(state.context_broken)
+        return state.context_broken
     reason = _gpu_reason(config)
+    if reason and config.getoption("cuforge_require_gpu"):
+        pytest.fail(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
+    return f"needs a CUDA GPU: {reason}" if reason else None
+
+
+def _require_gpu(config: pytest.Config) -> None:
+    reason = _skip_reason(config)
     if reason:
-        if config.getoption("cuforge_require_gpu"):
-            pytest.fail(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
-        pytest.skip(f"needs a CUDA GPU: {reason}")
+        pytest.skip(reason)
 
 
 def _uses_gpu(item: pytest.Item) -> bool:
@@ -116,9 +122,14 @@ def _uses_gpu(item: pytest.Item) -> bool:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's skipping plugin reads the skip marks
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is not None:
-        _require_gpu(item.config)
+    """A GPU test (the marker, or a GPU fixture) skips through a ``skip`` mark rather than
+    ``pytest.skip()``, so that ``-rs`` names the test's file and line, not this plugin's."""
+    if _uses_gpu(item):
+        reason = _skip_reason(item.config)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.hookimpl(wrapper=True)

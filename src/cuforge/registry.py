@@ -1,7 +1,7 @@
 """The registry of declared kernels and families, by qualified name.
 
 ``@cf.kernel`` adds every declaration; declaring the same qualified name again (a re-run
-notebook cell) replaces the entry. :meth:`Registry.precompile` compiles everything, one
+notebook cell) replaces the entry. `Registry.precompile` compiles everything, one
 NVRTC program per family, optionally in a thread pool (NVRTC compiles programs in parallel).
 """
 
@@ -86,7 +86,7 @@ class Registry(Mapping[str, Any]):
         progress: bool | None = None,
     ) -> dict[str, list[Any]]:
         """Compile every instantiation of every registered kernel (or of ``kernels``: objects or
-        qualified names). Each family compiles as :meth:`Family.precompile` does: one NVRTC
+        qualified names). Each family compiles as [`Family.precompile`][cuforge.Family.precompile] does: one NVRTC
         program, or split across worker processes when it is heavy. ``workers`` sets how many
         (``CUFORGE_COMPILE_WORKERS`` for this call), and above 1 also starts several
         declarations' compiles from threads, which overlap their rendering and disk-cache work
@@ -96,7 +96,7 @@ class Registry(Mapping[str, Any]):
         Parameters
         ----------
         arch : str, optional
-            As for :meth:`Kernel.compile`.
+            As for [`Kernel.compile`][cuforge.Kernel.compile].
         kernels : iterable, optional
             Kernels, families or qualified names (default: everything registered).
         options : CompileOptions, optional

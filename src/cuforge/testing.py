@@ -1,9 +1,9 @@
 """Helpers for testing kernels with pytest (``cuforge.testing``).
 
-- :func:`parametrize_family`: one test per instantiation of a family, with readable ids;
-- :func:`assert_kernel_matches`: run a kernel on device copies and a NumPy reference on host
+- [`parametrize_family`][cuforge.testing.parametrize_family]: one test per instantiation of a family, with readable ids;
+- [`assert_kernel_matches`][cuforge.testing.assert_kernel_matches]: run a kernel on device copies and a NumPy reference on host
   copies, and compare every array the kernel writes;
-- :func:`random_array`: reproducible test data of any cuforge dtype.
+- [`random_array`][cuforge.testing.random_array]: reproducible test data of any cuforge dtype.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PyTorch custom operators from cuforge kernels: :func:`custom_op` (``Kernel.torch_op``).
+"""PyTorch custom operators from cuforge kernels: `custom_op` (``Kernel.torch_op``).
 
 The operator is registered with ``torch.library.custom_op``, so that PyTorch sees it as one
 opaque operator: ``torch.compile(fullgraph=True)`` traces it without a graph break (through
@@ -36,7 +36,7 @@ __all__ = ["custom_op"]
 def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = None,
               sizes: Mapping[str, Callable[..., int]] | None = None, backward: Callable[..., Any] | None = None,
               setup_context: Callable[..., Any] | None = None) -> Any:  # fmt: skip
-    """Register ``kernel`` (a :class:`~cuforge.Kernel` or a whole :class:`~cuforge.Family`)
+    """Register ``kernel`` (a [`Kernel`][cuforge.Kernel] or a whole [`Family`][cuforge.Family])
     as the PyTorch operator ``name`` (``"mylib::saxpy"``) and return it.
 
     Parameters

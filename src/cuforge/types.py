@@ -1,9 +1,9 @@
 """The dtype vocabulary and the annotations that declare kernel parameters.
 
-A :class:`DType` is a value: it knows its C++ spelling (``str(cf.float32) == "float"``,
+A `DType` is a value: it knows its C++ spelling (``str(cf.float32) == "float"``,
 so ``{{ T }}`` in a template renders C++), its NumPy dtype, its size and alignment, and
 the header NVRTC needs for it. ``cf.Array[cf.float32]``, ``cf.In[...]`` and
-``cf.Out[...]`` build :class:`ArrayType` values. Both are resolved when a kernel class is
+``cf.Out[...]`` build `ArrayType` values. Both are resolved when a kernel class is
 defined, never on the launch path.
 """
 
@@ -56,7 +56,7 @@ class DType:
     """A scalar type a kernel parameter or array element may have.
 
     Instances are singletons compared by identity; use the module constants
-    (``cf.float32``) or :func:`dtype_of`.
+    (``cf.float32``) or `dtype_of`.
 
     Attributes
     ----------

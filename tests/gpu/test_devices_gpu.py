@@ -31,7 +31,7 @@ def _gpus() -> int:
         return 0
 
 
-two_gpus = pytest.mark.skipif(_gpus() < 2, reason="needs 2 GPUs (run on nvidia-h200-x2)")
+two_gpus = pytest.mark.skipif(_gpus() < 2, reason=f"needs two CUDA GPUs in one machine; this one has {_gpus()}")
 
 
 def _expected(n, a=2.0):

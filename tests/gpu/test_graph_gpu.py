@@ -13,7 +13,7 @@ import cuforge as cf
 from ..conftest import Saxpy
 
 pytestmark = pytest.mark.gpu
-cp = pytest.importorskip("cupy")
+cp = pytest.importorskip("cupy", reason="the graph tests capture CuPy launches: install CuPy (pip install -e '.[cupy]')")
 
 N = 4099
 

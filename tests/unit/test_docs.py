@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import doctest
 import functools
+import importlib
 import inspect
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +51,43 @@ def test_every_block_is_run_or_marked_as_an_illustration():
                 unmarked.append(f"{where} ({language or 'no language'})")
     assert not unmarked, f"blocks neither run nor marked <!-- illustration: why -->: {unmarked}"
     assert len(illustrations) <= 6, f"illustrations should stay few: {illustrations}"
+
+
+def test_no_page_shows_doctest_markup():
+    """A doctest's expected output is what the reader sees: it is compared exactly (no
+    whitespace normalising), so it never needs ``<BLANKLINE>``, which a page would show."""
+    shown = [str(page.relative_to(ROOT)) for page in PAGES if "<BLANKLINE>" in page.read_text()]
+    assert not shown, f"pages showing <BLANKLINE>: {shown}; print with end='' or show the output as it is"
+
+
+def test_the_testing_page_test_module_runs_when_copied(cuforge_cache_dir, tmp_path, monkeypatch):
+    """The page's "test module, as a project would write it" imports what it uses."""
+    text = (ROOT / "docs" / "guide" / "testing.md").read_text()
+    start = text.index("```python\n", text.index("A test module, as a project would write it"))
+    (tmp_path / "test_copied.py").write_text(text[start + len("```python\n") : text.index("```", start + 3)])
+    monkeypatch.syspath_prepend(tmp_path)
+    try:
+        importlib.import_module("test_copied").test_wrong_dtype_is_rejected_before_the_gpu()
+    finally:
+        sys.modules.pop("test_copied", None)
+
+
+POINTER = re.compile(r"""(README|docs/[\w/.-]+\.md)(?:'s)?[,:]? ["']([^"'\n]+)["']|(docs/[\w/.-]+\.md)""")
+
+
+def test_pointers_to_the_docs_name_what_exists():
+    """A mention of a page (``docs/guide/types.md``), or of a section of it or of the README
+    (``docs/guide/types.md, "Without a C compiler"``), in the code, examples or build files
+    names a page that exists and a section it has."""
+    files = [ROOT / "setup.py", *(ROOT / "src").rglob("*.py"), *(ROOT / "examples").rglob("*.py"),
+             *(ROOT / "examples").rglob("*.ipynb"), *(ROOT / "benchmarks").glob("*.py")]  # fmt: skip
+    stale = []
+    for path in files:
+        for m in POINTER.finditer(path.read_text()):
+            page = ROOT / (m.group(1) or m.group(3))
+            if not page.is_file() or (m.group(2) and m.group(2) not in page.read_text()):
+                stale.append(f"{path.relative_to(ROOT)}: {m.group(0)}")
+    assert not stale, f"pointers to pages or sections that do not exist: {stale}"
 
 
 def test_the_readme_is_short():
@@ -110,6 +149,63 @@ def test_public_docstrings_are_complete(name):
     assert not missing, f"{name}'s docstring lacks {missing}"
 
 
+def _referenced() -> dict[str, object]:
+    """What docs/reference.md renders (each ``::: name``), and the public members shown with it."""
+    found: dict[str, object] = {}
+
+    def add(name: str, obj: object) -> None:
+        found[name] = obj
+        if inspect.ismodule(obj):  # a module shows what its __all__ names
+            for attr in obj.__all__:
+                add(f"{name}.{attr}", getattr(obj, attr))
+        elif inspect.isclass(obj):
+            for attr, value in vars(obj).items():
+                if attr.startswith("_") and attr not in ("__call__", "__getitem__"):
+                    continue
+                value = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                if inspect.isfunction(value) or inspect.isclass(value):
+                    add(f"{name}.{attr}", value)
+
+    for ident in re.findall(r"^::: ([\w.]+)", (ROOT / "docs" / "reference.md").read_text(), re.M):
+        parts = ident.split(".")
+        obj: object = importlib.import_module(parts[0])
+        for i, part in enumerate(parts[1:], 2):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+            except ModuleNotFoundError:
+                obj = getattr(obj, part)
+        add(ident, obj)
+    return found
+
+
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|attr|data|mod|exc|obj|ref|any):`")
+
+
+def test_the_api_reference_shows_no_sphinx_roles_nor_internals():
+    """The reference renders docstrings as Markdown, where ``:class:`Kernel``` shows as typed:
+    a docstring links with ``[`Kernel`][cuforge.Kernel]`` (or plain backticks) instead. What it
+    shows is for users: no private module (``_decl``) is named."""
+    shown = _referenced()
+    assert "cuforge.Kernel.compile" in shown and "cuforge.testing.random_array" in shown
+    roles = [name for name, obj in shown.items() if SPHINX_ROLE.search(inspect.getdoc(obj) or "")]
+    assert not roles, f"docstrings on the API reference with Sphinx roles: {roles}"
+    private = [name for name, obj in shown.items() if re.search(r"`_[a-z]", inspect.getdoc(obj) or "")]
+    assert not private, f"docstrings on the API reference naming private modules: {private}"
+
+
+def test_the_api_reference_documents_each_object_once():
+    """``::: cuforge.kernel`` would render the module of that name (its notes on private
+    modules, and Kernel a second time), not the decorator."""
+    idents = re.findall(r"^::: ([\w.]+)", (ROOT / "docs" / "reference.md").read_text(), re.M)
+    shown = _referenced()
+    owners = {}
+    for name, obj in shown.items():
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            owners.setdefault(id(obj), []).append(name)
+    twice = [names for names in owners.values() if len(names) > 1]
+    assert not twice and len(idents) == len(set(idents)), f"documented more than once: {twice}"
+
+
 @functools.cache  # parsed once: collection and every test read it
 def _examples() -> dict[str, list[doctest.DocTest]]:
     """The docstring examples of each public name: a class's and its methods' share one
@@ -125,7 +221,7 @@ def _examples() -> dict[str, list[doctest.DocTest]]:
 
 def _run(name: str) -> None:
     gpu = cf.gpu_available()
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     globs = {"cf": cf, "np": np}
     for test in _examples()[name]:
         for example in test.examples:

@@ -51,7 +51,7 @@ def test_cccl_headers_compile_and_a_pch_serves_the_next_kernel():
 
 
 def preamble_reduction(tag: int) -> cf.Kernel:
-    """A body-declared kernel whose preamble includes CUB, as the README writes one."""
+    """A body-declared kernel whose preamble includes CUB, as docs/guide/compile-speed.md writes one."""
     cls = type(f"PreambleSum{tag}", (), {
         "__annotations__": {"x": cf.In[cf.float32], "out": cf.Out[cf.float32], "n": cf.int64},
         "block": 256, "preamble": "#include <cub/block/block_reduce.cuh>\n__device__ float sq(float v) { return v * v; }",

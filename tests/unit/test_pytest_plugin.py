@@ -50,6 +50,21 @@ def test_gpu_tests_skip_with_the_reason(pytester):
 
 
 @NO_GPU
+def test_a_gpu_skip_names_the_test_not_the_plugin(pytester):
+    """``-rs`` shows where a skip came from: the test's file, as for pytest's own skip marks,
+    for a gpu-marked test (and its line) and for one that asks for a GPU fixture (pytest folds
+    a skip mark on an undecorated test to its file)."""
+    pytester.makepyfile(
+        test_where="import pytest\n\n@pytest.mark.gpu\ndef test_a():\n    pass\n\ndef test_b(cuda_stream):\n    pass\n"
+    )
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=2)
+    skips = [line for line in result.stdout.lines if line.startswith("SKIPPED")]
+    assert [line.split(": ")[0] for line in skips] == ["SKIPPED [1] test_where.py:3", "SKIPPED [1] test_where.py"], skips
+    assert all("needs a CUDA GPU: " in line for line in skips), skips
+
+
+@NO_GPU
 def test_require_gpu_turns_skips_into_failures(pytester):
     pytester.makepyfile("import pytest\n@pytest.mark.gpu\ndef test_a():\n    pass\n\ndef test_device(cuda_device):\n    pass\n")
     result = run(pytester, "--cuforge-require-gpu")
