@@ -45,7 +45,7 @@ __all__ = [
 class CuforgeError(Exception):
     """Root of every error cuforge raises on purpose.
 
-    IPython shows one as the caller's own frames and the message (``_render_traceback_``):
+    IPython shows one as the caller's own frames and the message (through its traceback hook):
     the message says what went wrong and the fix, and cuforge's frames would only bury the
     line that caused it. The full traceback stays on ``__traceback__``: ``%debug`` walks it,
     ``traceback.print_exception(exc)`` prints it.
