@@ -77,6 +77,7 @@ from .types import uint64 as uint64
 from .types import vector as vector
 
 if _TYPE_CHECKING:
+    from ._build import StaleBuildWarning as StaleBuildWarning
     from ._build import use_build as use_build
     from ._graph import Graph as Graph
     from ._graph import graph as graph
@@ -86,7 +87,8 @@ if _TYPE_CHECKING:
 # from the cache needs none of them, and each import is start-up time (docs/guide/cache.md).
 # ``cf.torch`` is the PyTorch adapter, which imports PyTorch.
 _ON_FIRST_USE = {"torch": ("torch", None), "use_build": ("_build", "use_build"), "Graph": ("_graph", "Graph"),
-                 "graph": ("_graph", "graph"), "Module": ("_prebuilt", "Module")}  # fmt: skip
+                 "graph": ("_graph", "graph"), "Module": ("_prebuilt", "Module"),
+                 "StaleBuildWarning": ("_build", "StaleBuildWarning")}  # fmt: skip
 
 
 def __getattr__(name: str) -> _Any:
@@ -173,6 +175,7 @@ __all__ = [
     "set_cache",
     "set_device",
     "SignatureMismatchError",
+    "StaleBuildWarning",
     "synchronize",
     "TemplateError",
     "to_device",

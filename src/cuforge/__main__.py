@@ -2,8 +2,12 @@
 
 - ``python -m cuforge cache info|clear|prune``: look after the persistent compile cache;
 - ``python -m cuforge build PKG.MODULE ... --arch sm_80 --arch sm_90 -o DIR``: fatbins and a
-  manifest that ``cf.use_build(DIR)`` serves kernels from, with no NVRTC;
-- ``python -m cuforge precompile PKG.MODULE ...``: warm the compile cache for this GPU.
+  manifest that ``cf.use_build(DIR)`` serves kernels from, with no NVRTC (exit status 1,
+  with the list, where some instantiations failed to compile: the rest are built);
+- ``python -m cuforge precompile PKG.MODULE ...``: warm the compile cache for this GPU
+  (or ``--arch``).
+
+Progress goes to stderr: one line rewritten in place on a terminal, a line per step elsewhere.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import _builder, _config, _disk
-from .errors import CuforgeError
+from . import _builder, _cache, _config, _cuda, _disk
+from .errors import CuforgeError, NoDeviceError
 from .registry import registry
 
 
@@ -35,18 +39,45 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            manifest = _builder.build(args.modules, args.arch, args.out, progress=sys.stderr.isatty())
+            manifest = _builder.build(args.modules, args.arch, args.out, progress=True)
             print(f"built {len(manifest['kernels'])} kernels for {', '.join(args.arch)} into {args.out}")
-            return 0
+            return _failures(manifest["failed"], len(manifest["kernels"]))
         if args.command == "precompile":
             chosen = _builder.declarations(args.modules)
-            done = registry.precompile(args.arch, kernels=chosen, workers=args.workers, progress=True)
+            arch = args.arch or _this_gpu()
+            done = registry.precompile(arch, kernels=chosen, workers=args.workers, progress=True)
             print(f"precompiled {sum(len(v) for v in done.values())} kernels into the cache")
             return 0
     except CuforgeError as exc:
         print(f"cuforge {args.command}: {exc}", file=sys.stderr)
         return 1
     return _cache_command(args)
+
+
+def _failures(failed: list[dict[str, str]], built: int) -> int:
+    """List the instantiations a build left out (on stderr); the exit status: 1 if any."""
+    if not failed:
+        return 0
+    print(f"cuforge build: left out of the build, as they failed to compile (the other {built} kernels are in it):",
+          file=sys.stderr)  # fmt: skip
+    for f in failed:
+        said = " ".join(line.strip() for line in f["error"].splitlines()[:2])  # what failed, and the first message
+        print(f"  {f['kernel']} ({f['qualname']}, for {f['arch']}): {said}", file=sys.stderr)
+    return 1
+
+
+def _this_gpu() -> str:
+    """precompile's arch without --arch: this GPU's, else CUFORGE_ARCH (as ``_cache.default_arch``),
+    else an error that names the flag."""
+    try:
+        return _cache.device_target(_cuda.current_device().cc)
+    except NoDeviceError as exc:
+        if _config.arch():
+            return _config.arch()
+        reason = str(exc).split(";")[0]  # why there is no device; the rest advises Python code
+        raise NoDeviceError(
+            f"{reason}; pass --arch sm_90 (or set CUFORGE_ARCH=sm_90) to compile for a GPU this machine does not have"
+        ) from None
 
 
 def _cache_command(args: argparse.Namespace) -> int:

@@ -2,38 +2,71 @@
 and a manifest, and a process with ``cf.use_build(DIR)`` (or ``CUFORGE_BUILD_DIR``) loads
 kernels from them with no NVRTC call.
 
-A build holds one fatbin per declaration (a kernel, or a family with all its
-instantiations), made with nvFatbin from one cubin (or PTX) per arch. One per declaration,
-not per Python module: a fatbin holds one image per arch, and separate declarations are
-separate NVRTC programs, which only relocatable code and a link could merge.
+A build holds one fatbin per NVRTC program (made with nvFatbin from one cubin, or PTX, per
+arch): a kernel, a family's instantiations, or every class declared over one ``source=``
+text, as one process compiles them, so that what shares its module variables in-process
+(``__constant__``, ``__device__``) shares them when served from the build.
 
 ``manifest.json`` lists, per instantiation: the qualified name, template arguments, name
-expression, lowered name, signature, archs, the SHA-256 of its rendered source and its
-fatbin. At run time a kernel is served from the build when its name expression and source
-digest match an entry and the build covers the device; anything else compiles as usual
-where NVRTC is present, and raises a clear error where it is not.
+expression, lowered name, signature, archs, fatbin, and ``inputs``: the compile's identity
+less the arch and the toolchain (``_cache.compile_inputs``: cuforge's version, digests of
+the source, headers, include directories' files and linked inputs, the options and the
+defines), the same record the compile cache keys by. The toolchain (NVRTC, CUDA headers,
+nvJitLink) is recorded once for the build and not checked: a build made with another NVRTC
+is served where there is none. At run time a kernel is served from the build when its name
+expression and inputs match an entry and the build covers the device. A stale entry is never
+served: the kernel compiles where NVRTC is present (with a `StaleBuildWarning`
+naming the inputs that changed), and raises a ``CompileError`` saying so where it is not.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
+import warnings
 from typing import Any
 
-from . import _compile, _config
+from . import _cache, _compile, _config
 from ._prebuilt import Module
 from .errors import CompileError, ConfigError
-from .options import arch_number
+from .options import arch_number, to_flags
 
 MANIFEST = "manifest.json"
-SCHEMA = 1
+SCHEMA = 2
+
+# What a message calls each of _cache.compile_inputs' names.
+_SAID = {"cuforge": "another cuforge version", "source": "other source", "name_expression": "another name expression",
+         "options": "other options", "defines": "other defines=", "headers": "other header contents",
+         "include_dirs": "other include_dirs= contents", "link": "other link= inputs"}  # fmt: skip
 
 
-def source_digest(kernel: Any) -> str:
-    """SHA-256 of a kernel's rendered source: a build entry serves only the source it was built from."""
-    return hashlib.sha256(kernel.render().encode()).hexdigest()
+class StaleBuildWarning(UserWarning):
+    """A build's entry for a kernel was made from other inputs: the kernel is compiled instead."""
+
+    __module__ = "cuforge"
+
+
+def inputs_of(kernel: Any, arch: str) -> dict[str, str]:
+    """The kernel's compile inputs (``Kernel._inputs``) with its class's options, as the build
+    records them for its entry and a serving process checks them (no NVRTC call)."""
+    opts = _cache.resolve_options(kernel, None, kernel.label)
+    return kernel._inputs(to_flags(opts, arch), opts)
+
+
+def changes(kernel: Any, entry: dict[str, Any]) -> str:
+    """What differs between ``kernel``'s inputs and those its build entry was made with
+    ("" when none): each changed input named, options and defines with both values."""
+    was, now = entry["inputs"], inputs_of(kernel, entry["archs"][0])
+    said = []
+    for name, value in now.items():
+        if was.get(name) == value:
+            continue
+        if name in ("cuforge", "options", "defines"):
+            said.append(f"{_SAID[name]} (was {was.get(name) or 'none'}; now {value or 'none'})")
+        else:
+            said.append(_SAID.get(name, f"another {name}"))
+    return f"the build's entry for {kernel.label} was made with {' and '.join(said)}" if said else ""
 
 
 # ---------------------------------------------------------------- using a build
@@ -71,7 +104,13 @@ class Build:
     def module_for(self, kernel: Any) -> tuple[Module, str] | None:
         """(the fatbin's Module, the lowered name) serving ``kernel``, or None."""
         entry = self.entries.get((kernel.qualname, kernel.name_expression))
-        if entry is None or entry["source_sha256"] != source_digest(kernel):
+        if entry is None:
+            return None
+        stale = changes(kernel, entry)
+        if stale:
+            if nvrtc_available():
+                warnings.warn(f"{stale}; compiling it instead (rebuild with python -m cuforge build)", StaleBuildWarning,
+                              stacklevel=2)  # fmt: skip
             return None
         with self._lock:
             module = self._modules.get(entry["fatbin"])
@@ -108,6 +147,12 @@ def use_build(path: str | os.PathLike[str] | None) -> None:
     CuforgeError
         Where ``path`` holds no readable build (no manifest, another schema).
 
+    Warns
+    -----
+    StaleBuildWarning
+        Later, for a kernel whose build entry was made from other inputs (source, options,
+        defines, headers, linked inputs): it is compiled instead.
+
     Examples
     --------
     ``cf.use_build("build/")`` serves the kernels of ``build/``; this stops:
@@ -130,10 +175,15 @@ def nvrtc_available() -> bool:
 
 def missing(kernel: Any, build: Build | None) -> CompileError:
     """The error for a kernel that must be compiled where NVRTC is not available."""
-    where = f"the build at {build.root} does not have it (or was made from other source)" if build else "no build is in use"
+    if build is None:
+        where, fix = "no build is in use", "add its module to python -m cuforge build"
+    else:
+        entry = build.entries.get((kernel.qualname, kernel.name_expression))
+        stale = changes(kernel, entry) if entry is not None else ""
+        where = f"{stale} (the build at {build.root})" if stale else f"the build at {build.root} does not have it"
+        fix = "rebuild it with python -m cuforge build" if stale else "add its module to python -m cuforge build"
     return CompileError(
-        f"{kernel.label}: NVRTC is not available to compile {kernel.name_expression}, and {where}; add its module to "
-        f"python -m cuforge build, or install NVRTC (the nvidia-cuda-nvrtc wheel)",
+        f"{kernel.label}: NVRTC is not available to compile {kernel.name_expression}, and {where}; {fix}, "
+        f"or install NVRTC (the nvidia-cuda-nvrtc wheel)",
         log="", source="", options=(),
     )  # fmt: skip
-

@@ -1,9 +1,15 @@
 """``python -m cuforge build``: compile every kernel and family instantiation that Python
 modules register, for several archs, into fatbins (nvFatbin) and a manifest (see ``_build``
-for the layout and how a process uses it)."""
+for the layout and how a process uses it).
+
+An instantiation that cannot compile (its source, or ptxas: too much shared memory for
+that combination) is left out and named in ``manifest["failed"]``, in Python terms; the rest
+are built and written. The command line then exits with status 1, listing them.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -11,24 +17,25 @@ import sys
 from typing import Any
 
 from . import _cache
-from ._build import MANIFEST, SCHEMA, source_digest
+from ._build import MANIFEST, SCHEMA, inputs_of
 from ._version import __version__
 from .errors import ConfigError
-from .family import Family
+from .family import Family, spelled
 from .registry import registry
 
 
 def declarations(modules: list[str]) -> list[Any]:
-    """The kernels and families the Python modules register (imported here), prebuilt ones aside."""
+    """The kernels and families the Python modules register (imported here), prebuilt ones aside.
+    Errors say what went wrong; the command line puts its own name before them."""
     found = []
     for name in modules:
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise ConfigError(f"cuforge build: cannot import {name!r}: {exc}") from None
+            raise ConfigError(f"cannot import {name!r}: {exc}") from None
         mine = [obj for obj in registry.values() if obj._decl.cls.__module__ == name and obj._decl.module is None]
         if not mine:
-            raise ConfigError(f"cuforge build: module {name!r} declares no kernel (nothing decorated with @cf.kernel)")
+            raise ConfigError(f"module {name!r} declares no kernel (nothing decorated with @cf.kernel)")
         found += mine
     return found
 
@@ -52,41 +59,88 @@ def _fatbin(images: list[tuple[str, Any]], identifier: str) -> bytes:
         nvfatbin.destroy(handle)
 
 
+def _programs(decls: list[Any]) -> list[list[Any]]:
+    """The declarations that one process compiles together: those declared over one
+    ``source=`` text with the same options and links are one NVRTC program (``_cache._siblings``),
+    so one image in the build; any other declaration is compiled alone."""
+    groups: list[list[Any]] = []
+    for obj in decls:
+        d = obj._decl
+        for group in groups:
+            g = group[0]._decl
+            if d.source is not None and d.source == g.source and d.options == g.options and d.link == g.link:
+                group.append(obj)
+                break
+        else:
+            groups.append([obj])
+    return groups
+
+
+def _progress(line: str, done: int, total: int) -> None:
+    """On a terminal, one line rewritten in place; else (a CI log, a pipe) a line per step."""
+    if sys.stderr.isatty():
+        print(f"\r{line}", end="\n" if done == total else "", file=sys.stderr)
+    else:
+        print(line, file=sys.stderr)
+
+
 def build(modules: list[str], archs: list[str], out: str, *, progress: bool = False) -> dict[str, Any]:
     """Compile every kernel and family instantiation the modules register, for every arch,
-    into ``out``: a fatbin per declaration and ``manifest.json``. Returns the manifest."""
+    into ``out``: a fatbin per NVRTC program and ``manifest.json``. Returns the manifest, whose
+    ``failed`` lists the instantiations that did not compile (left out of the build)."""
     decls = declarations(modules)
     os.makedirs(out, exist_ok=True)
-    entries = []
-    total, done = len(decls) * len(archs), 0
-    for obj in decls:
-        kernels = obj.instantiations() if isinstance(obj, Family) else [obj]
-        images: list[tuple[str, list[Any]]] = []
+    entries: list[dict[str, Any]] = []
+    failed: dict[int, dict[str, Any]] = {}
+    groups = _programs(decls)
+    total, done = len(groups) * len(archs), 0
+    for group in groups:
+        kernels = [k for obj in group for k in (obj.instantiations() if isinstance(obj, Family) else [obj])]
+        label = " + ".join(obj._decl.label for obj in group)
+        images: dict[int, list[Any]] = {id(k): [] for k in kernels}
         for arch in archs:
-            images.append((arch, _cache.compile_together(kernels, arch, None, who=f"cuforge build {obj._decl.label}")))
+            compiled, errors = _cache.compile_each(kernels, arch, None, who=f"cuforge build {label}")
+            for k, exc in errors:
+                failed.setdefault(id(k), {"kernel": spelled(k) if k._decl.tparams else k.label, "qualname": k.qualname,
+                                          "name_expression": k.name_expression, "arch": arch, "error": str(exc)})  # fmt: skip
+            for k, ck in zip(kernels, compiled):
+                images[id(k)].append(ck)
             done += 1
             if progress:
-                print(f"\rcuforge build: {done}/{total} {obj._decl.label} for {arch}", end="", file=sys.stderr)
-        file = f"{obj._decl.qualname}.fatbin"
-        # One NVRTC program per arch holds every instantiation: its image serves them all.
-        with open(os.path.join(out, file), "wb") as fh:
-            fh.write(_fatbin([(arch, cks[0]) for arch, cks in images], obj._decl.qualname))
-        for i, k in enumerate(kernels):
-            entries.append({
-                "qualname": k.qualname,
-                "template_args": {n: k._decl.tparams[j].spell(v) for j, (n, v) in enumerate(k.template_args.items())},
-                "name_expression": k.name_expression,
-                "lowered_name": images[0][1][i].lowered_name,
-                "signature": k.signature.describe(k.label),
-                "archs": list(archs),
-                "source_sha256": source_digest(k),
-                "fatbin": file,
-            })  # fmt: skip
-    if progress:
-        print(file=sys.stderr)
-    manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "kernels": entries}
+                _progress(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
+        built = [k for k in kernels if id(k) not in failed]
+        entries += _write_fatbins(built, images, archs, group[0]._decl.qualname, out)
+    manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "toolchain": _cache.toolchain(linked=True),
+                "kernels": entries, "failed": list(failed.values())}  # fmt: skip
     tmp = os.path.join(out, f".{MANIFEST}.{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1)
     os.replace(tmp, os.path.join(out, MANIFEST))
     return manifest
+
+
+def _write_fatbins(kernels: list[Any], images: dict[int, list[Any]], archs: list[str], qualname: str,
+                   out: str) -> list[dict[str, Any]]:  # fmt: skip
+    """One fatbin per NVRTC program among ``kernels`` (kernels whose image is the same one for
+    every arch), and their manifest entries. A family split across worker processes, or
+    whose module variables give each instantiation its own program, has several."""
+    programs: dict[tuple[str, ...], list[Any]] = {}
+    for k in kernels:
+        programs.setdefault(tuple(hashlib.sha256(ck.code).hexdigest() for ck in images[id(k)]), []).append(k)
+    entries = []
+    for i, members in enumerate(programs.values()):
+        file = f"{qualname}.fatbin" if len(programs) == 1 else f"{qualname}.{i}.fatbin"
+        with open(os.path.join(out, file), "wb") as fh:
+            fh.write(_fatbin(list(zip(archs, images[id(members[0])])), qualname))
+        for k in members:
+            entries.append({
+                "qualname": k.qualname,
+                "template_args": {n: k._decl.tparams[j].spell(v) for j, (n, v) in enumerate(k.template_args.items())},
+                "name_expression": k.name_expression,
+                "lowered_name": images[id(k)][0].lowered_name,
+                "signature": k.signature.describe(k.label),
+                "archs": list(archs),
+                "inputs": inputs_of(k, archs[0]),
+                "fatbin": file,
+            })  # fmt: skip
+    return entries

@@ -1,8 +1,9 @@
 """The in-process compile cache: one compile per key, even when threads ask at once.
 
-Keys hash a versioned tuple of everything that changes the binary (rendered source, name
-expressions, NVRTC flags, in-memory headers, NVRTC version, cuforge version). The
-persistent disk layer (``_disk``) plugs in where `compile_together` finds a key
+Keys hash a versioned tuple of everything that changes the binary (`cache_key`: the
+kernel's own inputs, `compile_inputs`, which an ahead-of-time build also records, plus the
+exact flags and the toolchain). The persistent disk layer (``_disk``) plugs in where
+`compile_together` finds a key
 missing: a disk hit fills the memory layer the same way a compile does.
 """
 
@@ -13,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
@@ -20,36 +22,79 @@ from typing import Any
 
 from . import _compile, _config, _cuda, _disk
 from ._stats import counters
+from ._version import __version__
 from .errors import CompileError, DeclarationError, NoDeviceError
 from .options import CompileOptions, check_arch, to_flags
 
-KEY_SCHEMA = 1
+KEY_SCHEMA = 2
 
 
-def cache_key(
+def compile_inputs(
     *,
     source: str,
-    name_expressions: tuple[str, ...],
+    name_expression: str,
     flags: tuple[str, ...],
     headers: Mapping[str, str],
-    nvrtc: str,
-    cuforge_version: str,
     include_digest: str = "",
-    cuda_headers: str = "",
     links: tuple[str, ...] = (),
-) -> str:
-    """A hex digest of the inputs of one NVRTC program (never of its outputs or temp paths).
+) -> dict[str, str]:
+    """What the kernel's own code decides about one compile, by name: THE identity of a
+    compile, less the arch and the machine's toolchain (see `cache_key`, which adds them).
 
-    ``nvrtc`` identifies the NVRTC library (``_compile.nvrtc_identity``);
-    ``headers`` are the in-memory headers passed to NVRTC (their contents count);
-    ``include_digest`` covers the files of the declared include directories;
-    ``cuda_headers`` the version of the CUDA headers found for cuda_fp16.h and friends;
-    ``links`` the digests of what the kernel is linked with (and the nvJitLink identity).
+    An ahead-of-time build records this per entry, and a process serving the build recomputes
+    it (with no NVRTC call) to refuse a stale entry and name what changed. So it holds no
+    path and nothing of the toolkit: the flags less ``-arch`` and ``-I`` (include directories
+    count by their files' contents, ``include_digest``), split into ``defines`` (``-D``) and
+    ``options``; digests of the source, the in-memory ``headers`` and the ``links`` (what
+    the kernel is linked with: digests of modules, source strings); and cuforge's version.
     """
-    inputs = [KEY_SCHEMA, source, list(name_expressions), list(flags), sorted(headers.items()), nvrtc]
-    extra = [list(links)] if links else []  # keys of kernels that link nothing are unchanged
-    payload = json.dumps([*inputs, cuforge_version, include_digest, cuda_headers, *extra], ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    kept = [f for f in flags if not f.startswith(("-arch=", "-I"))]
+    return {
+        "cuforge": __version__,
+        "source": _sha(source),
+        "name_expression": name_expression,
+        "options": shlex.join(f for f in kept if not f.startswith("-D")),
+        "defines": shlex.join(f for f in kept if f.startswith("-D")),
+        "headers": _sha(json.dumps(sorted(headers.items()), ensure_ascii=False)) if headers else "",
+        "include_dirs": include_digest,
+        "link": _sha(json.dumps(list(links), ensure_ascii=False)) if links else "",
+    }
+
+
+def toolchain(*, linked: bool) -> dict[str, str]:
+    """The machine's part of a compile's identity: the NVRTC library, the CUDA headers it is
+    given and, for a kernel that is linked, nvJitLink (see ``_compile``)."""
+    found = {
+        "nvrtc": _compile.nvrtc_identity(),
+        "cuda_headers": _compile.cuda_headers_version(_compile.cuda_include_dir()),
+    }
+    if linked:
+        found["nvjitlink"] = _compile.nvjitlink_identity()
+    return found
+
+
+def cache_key(inputs: Mapping[str, str], flags: tuple[str, ...], tools: Mapping[str, str]) -> str:
+    """A hex digest of everything that changes one compile's binary (never of its outputs or
+    temp paths): ``inputs`` (`compile_inputs`), the exact ``flags`` (the arch, the
+    include paths) and the toolchain (`toolchain`). The memory and disk caches key by
+    it; an ahead-of-time build's manifest records ``inputs``."""
+    payload = [KEY_SCHEMA, sorted(inputs.items()), list(flags), sorted(tools.items())]
+    return _sha(json.dumps(payload, ensure_ascii=False))
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resolve_options(kernel: Any, options: CompileOptions | None, who: str) -> CompileOptions:
+    """The options a compile of ``kernel`` uses: ``options``, else the class's; relocatable
+    where it links (its extern __device__ functions resolve at the link)."""
+    opts = kernel.options if options is None else options
+    if not isinstance(opts, CompileOptions):
+        raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
+    if kernel._decl.link and not opts.relocatable:
+        opts = opts.replace(relocatable=True)
+    return opts
 
 
 _dir_digests: dict[tuple[str, ...], tuple[tuple[Any, ...], str]] = {}
@@ -204,11 +249,7 @@ def compile_together(
     are not compiled again."""
     first = kernels[0]
     arch = check_arch(arch if arch is not None else default_arch(who))
-    opts = first.options if options is None else options
-    if not isinstance(opts, CompileOptions):
-        raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
-    if first._decl.link and not opts.relocatable:
-        opts = opts.replace(relocatable=True)  # extern __device__ functions resolve at the link
+    opts = resolve_options(first, options, who)
     flags = to_flags(opts, arch, _compile.include_dirs())
     keys = [k._key(flags, opts) for k in kernels]
     found = [memory.get(key) for key in keys]
@@ -226,6 +267,28 @@ def compile_together(
     for k, ck in zip(kernels, results):
         k._compiled[ck.arch, ck.flags] = ck
     return results
+
+
+def compile_each(kernels: list[Any], arch: str | None, options: CompileOptions | None, *,
+                 who: str) -> tuple[list[_compile.CompiledKernel | None], list[tuple[Any, CompileError]]]:  # fmt: skip
+    """`compile_together`, where one kernel that cannot compile (its source, or ptxas: too
+    much shared memory) keeps none of the others from compiling: (the results, None for a
+    failed kernel; the (kernel, error) of each failure). Where the program fails, each kernel is
+    compiled alone (those compiled meanwhile come from the memory cache)."""
+    try:
+        return list(compile_together(kernels, arch, options, who=who)), []
+    except CompileError as exc:
+        if len(kernels) == 1:
+            return [None], [(kernels[0], exc)]
+    results: list[_compile.CompiledKernel | None] = []
+    failed: list[tuple[Any, CompileError]] = []
+    for k in kernels:
+        try:
+            results += compile_together([k], arch, options, who=who)
+        except CompileError as exc:
+            results.append(None)
+            failed.append((k, exc))
+    return results, failed
 
 
 _by_source: dict[str, weakref.WeakSet[Any]] = {}  # a source= text -> the kernels declared over it

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from . import _cache, _compile, _config, _cuda, _kinds, _launch, _render
+from . import _cache, _config, _cuda, _kinds, _launch, _render
 from ._checks import checker
 from ._compile import CompiledKernel
 from ._decl import _Decl, _substitute
@@ -257,22 +257,22 @@ class Kernel(_KernelBase):
         prelude, unit, _ = self._pieces()
         return _cache.template_headers(prelude + unit, (*self._decl.template_dirs, _render.PACKAGE_TEMPLATES))
 
-    def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
+    def _inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
+        """The kernel's own inputs to a compile with ``flags`` (``_cache.compile_inputs``): what
+        its cache key and an ahead-of-time build's entry both hold. Needs no NVRTC."""
         prelude, unit, _ = self._pieces()
-        links = tuple(i.digest if not isinstance(i, str) else i for i in self._decl.link)
-        if links or "-rdc=true" in flags:
-            links += (_compile.nvjitlink_identity(),)
-        return _cache.cache_key(
+        return _cache.compile_inputs(
             source=prelude + unit,
-            name_expressions=(self.name_expression,),
+            name_expression=self.name_expression,
             flags=flags,
             headers=self._headers(),
-            nvrtc=_compile.nvrtc_identity(),
-            cuforge_version=__version__,
             include_digest=_cache.include_dirs_digest(options.include_dirs),
-            cuda_headers=_compile.cuda_headers_version(_compile.cuda_include_dir()),
-            links=links,
+            links=tuple(i.digest if not isinstance(i, str) else i for i in self._decl.link),
         )
+
+    def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
+        linked = bool(self._decl.link) or "-rdc=true" in flags
+        return _cache.cache_key(self._inputs(flags, options), flags, _cache.toolchain(linked=linked))
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile with NVRTC, or read the compiled kernel from the caches.

@@ -22,7 +22,7 @@ from ._checks import describe
 from ._compile import CompiledKernel
 from ._decl import _Decl
 from ._kernel import Kernel
-from .errors import ArgumentTypeError, DeclarationError, DeviceFaultError
+from .errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam
 
@@ -306,7 +306,8 @@ class Family:
         Raises
         ------
         CompileError
-            Naming the instantiation that failed.
+            After compiling the others, naming each instantiation that failed in Python terms
+            (``BlockSort[uint32, 1024, 16]``), with its compiler messages.
         DeclarationError
             For an instance that is not of this family.
 
@@ -315,13 +316,17 @@ class Family:
         >>> len(Axpy.precompile(arch="sm_90"))
         4
         """
+        who = f"{self._decl.label}.precompile()"
         chosen = self.instantiations() if instances is None else list(instances)
         for k in chosen:
             if not isinstance(k, Kernel) or k._decl is not self._decl:
-                raise DeclarationError(f"{self._decl.label}.precompile(): {k!r} is not an instantiation of this family")
+                raise DeclarationError(f"{who}: {k!r} is not an instantiation of this family")
         if not chosen:
             return []
-        return _cache.compile_together(chosen, arch, options, who=f"{self._decl.label}.precompile()")
+        results, failed = _cache.compile_each(chosen, arch, options, who=who)
+        if failed:
+            raise failed_instantiations(who, failed, len(chosen))
+        return [ck for ck in results if ck is not None]
 
     def precompile_async(self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None,
                          options: CompileOptions | None = None) -> Future[list[CompiledKernel]]:  # fmt: skip
@@ -557,11 +562,30 @@ class Family:
         return _pickling.reduce_family(self)
 
     def __repr__(self) -> str:
-        def shown(v: Any) -> str:
-            return v.name if isinstance(v, DType) else str(v)
-
-        tps = ", ".join(f"{t.name} in ({', '.join(shown(v) for v in t.values)})" for t in self.template_params)
+        tps = ", ".join(f"{t.name} in ({', '.join(_shown(v) for v in t.values)})" for t in self.template_params)
         return f"<cuforge.Family {self.name}[{tps}]>"
+
+
+def _shown(value: Any) -> str:
+    return value.name if isinstance(value, DType) else str(value)
+
+
+def spelled(kernel: Kernel) -> str:
+    """An instantiation as Python code names it: ``BlockSort[uint32, 1024, 16]``."""
+    return f"{kernel._decl.cls.__name__}[{', '.join(_shown(v) for v in kernel.template_args.values())}]"
+
+
+def failed_instantiations(who: str, failed: list[tuple[Kernel, CompileError]], total: int) -> CompileError:
+    """One error for the instantiations that did not compile, each named in Python terms with
+    its own message; the log, source and flags are the first failure's."""
+    names = ", ".join(spelled(k) for k, _ in failed)
+    detail = "\n\n".join(f"{spelled(k)}: {exc}" for k, exc in failed)
+    first = failed[0][1]
+    return CompileError(
+        f"{who}: {len(failed)} of {total} instantiations failed to compile: {names} (the other {total - len(failed)} "
+        f"compiled); leave those combinations out of the family, or fix the source for them\n\n{detail}",
+        log=first.log, source=first.source, options=first.options,
+    )  # fmt: skip
 
 
 class _TuningStore:

@@ -91,7 +91,8 @@ class Registry(Mapping[str, Any]):
         (``CUFORGE_COMPILE_WORKERS`` for this call), and above 1 also starts several
         declarations' compiles from threads, which overlap their rendering and disk-cache work
         (NVRTC itself runs one compile at a time in a process). ``progress`` (default: when
-        stderr is a terminal) prints a progress line on stderr.
+        stderr is a terminal) prints progress on stderr: on a terminal one line rewritten in place,
+        elsewhere a line per declaration.
 
         Parameters
         ----------
@@ -135,8 +136,10 @@ class Registry(Mapping[str, Any]):
             built = obj.precompile(arch, options=options) if isinstance(obj, Family) else [obj.compile(arch, options=options)]
             with lock:
                 done += len(built)
-                if show:
+                if show and sys.stderr.isatty():  # one line rewritten in place
                     print(f"\rcuforge: compiled {done}/{total} kernels", end="" if done < total else "\n", file=sys.stderr)
+                elif show:  # a log or a pipe: a line per declaration
+                    print(f"cuforge: compiled {done}/{total} kernels", file=sys.stderr)
             return obj.qualname, built
 
         with _config.scope(compile_workers=str(workers)) if workers else contextlib.nullcontext():

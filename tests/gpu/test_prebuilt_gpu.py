@@ -1,10 +1,12 @@
 """Prebuilt code on a real GPU: an ahead-of-time build launched with NVRTC unavailable, a
-template specialisation bound through the manifest, the LTO example, and unloading."""
+template specialisation bound through the manifest, module variables shared through a build,
+a stale build entry compiled instead, the LTO example, and unloading."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +18,7 @@ import cuforge as cf
 from cuforge import _cuda
 
 from ..conftest import Saxpy
+from ..unit.test_build import LINKED, build, shared_build
 from ..unit.test_prebuilt import _example_lto, build_aot
 
 pytestmark = pytest.mark.gpu
@@ -102,6 +105,50 @@ def test_a_wrong_signature_is_refused_on_load(aot):
 
     with pytest.raises(cf.SignatureMismatchError, match=r"Wrong: the compiled kernel has 4 parameters but 3 are annotated"):
         Wrong(1.0, cf.zeros(4, cf.float32), cf.zeros(4, cf.float32))
+
+
+def _run(root, code, build_dir=None):
+    """``code`` in a fresh process with ``root`` importable, an empty cache and, if given, the build."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]), CUFORGE_CACHE_DIR=str(root / "empty-cache"))
+    env.pop("CUFORGE_BUILD_DIR", None)
+    if build_dir is not None:
+        env["CUFORGE_BUILD_DIR"] = str(build_dir)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+SHARES = """
+    import numpy as np, cuforge as cf, shared_kernels
+    y = cf.zeros(32, cf.float32)
+    shared_kernels.WriteFactor.set_global("factor", np.array([3.0], np.float32))
+    shared_kernels.TwiceFactor(y, grid=1, block=32)   # reads the __constant__ the other class wrote
+    print(y.to_numpy()[0], cf.cache_stats().compiles)
+"""
+
+
+def test_kernels_of_one_source_share_module_variables_when_served_from_a_build(tmp_path):
+    out = shared_build(tmp_path)
+    assert _run(tmp_path, SHARES) == "6.0 1"  # compiled in-process: one program
+    assert _run(tmp_path, SHARES, out) == "6.0 0"  # served from the build: one image, the same sharing
+
+
+def test_a_stale_linked_input_compiles_rather_than_serving_the_build(tmp_path):
+    out = build(tmp_path, "linked_kernels", LINKED, "sm_90")
+    (tmp_path / "linked_kernels.py").write_text(LINKED.replace("2.0f * x", "3.0f * x"))  # the device library changed
+    shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)  # (same size, maybe the same second: no stale .pyc)
+    code = """
+        import warnings, numpy as np, cuforge as cf, linked_kernels
+        y = cf.to_device(np.ones(32, np.float32))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            linked_kernels.Scaled(y, grid=1, block=32)
+        print(y.to_numpy()[0], cf.cache_stats().compiles > 0)
+        print(*[str(w.message) for w in seen])
+    """
+    result, warned = _run(tmp_path, code, out).splitlines()
+    assert result == "4.0 True"  # 3 * 1 + OFFSET: the new library, compiled
+    assert warned.startswith("the build's entry for Scaled was made with other link= inputs; compiling it instead")
 
 
 def test_the_lto_example_matches_numpy():

@@ -18,40 +18,52 @@ from cuforge._version import __version__
 
 BASE = {
     "source": "__global__ void k(float* x) { x[0] = 1; }",
-    "name_expressions": ("k",),
+    "name_expression": "k",
     "flags": ("-arch=sm_90", "-std=c++17"),
     "headers": {"a.cuh": "#define A 1"},
-    "nvrtc": "wheel:libnvrtc.so.13:1:2",
-    "cuforge_version": "0.1.0",
     "include_digest": "abc",
-    "cuda_headers": "cuda_runtime_api.h:3:4",
+    "links": (),
 }
+TOOLS = {"nvrtc": "wheel:libnvrtc.so.13:1:2", "cuda_headers": "cuda_runtime_api.h:3:4"}
+
+
+def _base_key(**change) -> str:
+    """The cache key of BASE and TOOLS with ``change`` (a name of either)."""
+    given = {**BASE, **{k: v for k, v in change.items() if k in BASE}}
+    tools = {**TOOLS, **{k: v for k, v in change.items() if k not in BASE}}
+    return _cache.cache_key(_cache.compile_inputs(**given), given["flags"], tools)
 
 
 @pytest.mark.parametrize(
     "change",
     [
         {"source": BASE["source"] + " "},
-        {"name_expressions": ("k2",)},
+        {"name_expression": "k2"},
         {"flags": ("-arch=sm_80", "-std=c++17")},
         {"flags": ("-arch=sm_90", "-std=c++17", "-use_fast_math")},
+        {"flags": ("-arch=sm_90", "-std=c++17", "-DN=2")},
+        {"flags": ("-arch=sm_90", "-std=c++17", "-I/elsewhere")},
         {"headers": {"a.cuh": "#define A 2"}},
         {"headers": {"b.cuh": "#define A 1"}},
-        {"nvrtc": "wheel:libnvrtc.so.13:1:3"},
-        {"cuforge_version": "0.1.1"},
         {"include_digest": "abd"},
+        {"links": ("a linked module's digest",)},
+        {"nvrtc": "wheel:libnvrtc.so.13:1:3"},
         {"cuda_headers": "cuda_runtime_api.h:3:5"},
+        {"nvjitlink": "nvjitlink:13.0"},
     ],
     ids=lambda c: next(iter(c)),
 )
 def test_every_input_changes_the_key(change):
-    assert _cache.cache_key(**{**BASE, **change}) != _cache.cache_key(**BASE)
+    assert _base_key(**change) != _base_key()
 
 
-def test_the_schema_changes_the_key(monkeypatch):
-    before = _cache.cache_key(**BASE)
+def test_the_schema_and_the_cuforge_version_change_the_key(monkeypatch):
+    before = _base_key()
+    monkeypatch.setattr(_cache, "__version__", "0.0.0+other")
+    assert _base_key() != before
+    monkeypatch.undo()
     monkeypatch.setattr(_cache, "KEY_SCHEMA", _cache.KEY_SCHEMA + 1)
-    assert _cache.cache_key(**BASE) != before
+    assert _base_key() != before
 
 
 def _declare(body: str = "x[0] = 1;", **ns) -> cf.Kernel:
