@@ -24,7 +24,7 @@ from ._decl import _Decl
 from ._kernel import Kernel
 from .errors import ArgumentTypeError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
-from .types import ArrayType, DType, IntParam, TypeParam
+from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -112,6 +112,37 @@ def _shape(value: Any) -> tuple[int, ...]:
 def _origin(value: Any) -> str | None:
     arg = array_arg(value)
     return arg.origin if arg is not None else None
+
+
+def _fitting(values: tuple[DType, ...], arg: Any) -> list[DType]:
+    """The allowed dtypes an array can be bound to: a vector type of its dtype as long as its
+    last dimension first (that dimension says it holds vectors), then its own dtype."""
+    if arg is None:
+        return []
+    dt, shape = arg.dtype, arg.shape
+    vectors = [v for v in values if isinstance(v, VectorDType) and v.element is dt and shape and shape[-1] == v.lanes]
+    return vectors + [v for v in values if v is dt]
+
+
+def _no_fit(t: TypeParam, name: str, arg: Any, value: Any) -> str:
+    """The rest of the error for an argument that fits none of ``t``'s dtypes: what it got
+    and the cast that fixes it (indexing the family cannot: it takes the same dtypes)."""
+    vectors = any(isinstance(v, VectorDType) for v in t.values)
+    if arg is None:
+        got = describe(value)
+    else:
+        got = f"an array of {arg.dtype.name}" + (f" of shape {arg.shape}" if vectors else "")
+    want = t.values[0]
+    if isinstance(want, VectorDType):
+        cast = f"{name}.astype({_numpy_name(want.element)}) with shape (..., {want.lanes})"
+    else:
+        cast = f"{name}.astype({_numpy_name(want)})"
+    allowed = ", ".join(v.name for v in t.values)
+    return f"which allows {allowed}; got {got}; cast it to one of those (e.g. {cast}): the family has no other instantiations"
+
+
+def _numpy_name(dtype: DType) -> str:
+    return "ml_dtypes.bfloat16" if dtype.name == "bfloat16" else f"numpy.{dtype.name}"
 
 
 def _bucket(n: int) -> int:
@@ -396,26 +427,25 @@ class Family:
         return _launch.bind(self[()], args, kwargs)
 
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
-        first: tuple[int, DType] | None = None
+        """The first allowed dtype (in declaration order) that every array bound to ``t`` can
+        be: its own dtype, or a vector type whose lanes are that dtype and whose length is
+        the array's last dimension."""
+        common: list[DType] = []  # what every array so far fits, best first
+        first = ""
         for i in self._type_sources[t.name]:
             arg = array_arg(bound[i])
-            dt = arg.dtype if arg is not None else None
             name = self._names[i]
-            if dt is None or dt not in t.values:
-                allowed = ", ".join(v.name for v in t.values)
-                got = f"an array of {dt.name}" if dt is not None else describe(bound[i])
+            fits = _fitting(t.values, arg)
+            if not fits:
+                raise ArgumentTypeError(f"{self._decl.label}: argument '{name}' sets {t.name}, {_no_fit(t, name, arg, bound[i])}")
+            kept = [v for v in common if v in fits] if first else fits
+            if not kept:
                 raise ArgumentTypeError(
-                    f"{self._decl.label}: argument '{name}' sets {t.name}, which allows {allowed}; got {got}; "
-                    f"cast it (e.g. {name}.astype(numpy.{t.values[0].name})) or index the family explicitly"
+                    f"{self._decl.label}: arguments '{first}' ({common[0].name}) and '{name}' "
+                    f"({fits[0].name}) must share {t.name}; cast one of them"
                 )
-            if first is None:
-                first = (i, dt)
-            elif dt is not first[1]:
-                raise ArgumentTypeError(
-                    f"{self._decl.label}: arguments '{self._names[first[0]]}' ({first[1].name}) and '{name}' "
-                    f"({dt.name}) must share {t.name}; cast one of them"
-                )
-        return first[1] if first is not None else t.default
+            common, first = kept, first or name
+        return common[0] if common else t.default
 
     # ------------------------------------------------------------ autotuning
 

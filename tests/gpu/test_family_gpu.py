@@ -169,3 +169,25 @@ def test_a_family_with_extern_shared_arrays_of_two_types_precompiles_and_runs():
         x = np.arange(100, dtype=dtype)
         Reverse(x, 100)
         np.testing.assert_array_equal(x, np.arange(99, -1, -1, dtype=dtype))
+
+
+@cf.kernel
+class SwapLanes:
+    T = cf.typeparam(cf.vector(cf.float16, 2), cf.vector(cf.float32, 4))
+    x: cf.In[T]
+    y: cf.Out[T]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) { T v = x[i]; T w = v; w.x = v.y; w.y = v.x; y[i] = w; }
+    """
+
+
+@pytest.mark.parametrize(("dtype", "lanes"), [(np.float16, 2), (np.float32, 4)])
+def test_an_unindexed_vector_family_infers_the_vector_type_from_host_arrays(dtype, lanes):
+    x = np.arange(1000 * lanes).astype(dtype).reshape(1000, lanes)
+    y = np.zeros_like(x)
+    SwapLanes(x, y, 1000)
+    want = x.copy()
+    want[:, [0, 1]] = x[:, [1, 0]]
+    np.testing.assert_array_equal(y, want)
