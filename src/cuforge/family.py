@@ -20,7 +20,7 @@ from . import _cache, _cuda, _disk, _launch
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
-from ._decl import _Decl
+from ._decl import _Decl, spell_combination
 from ._kernel import Kernel
 from .errors import ArgumentTypeError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["Autotune", "Family", "autotune"]
 
 timing_runs = 0  # candidate timings made by autotuning in this process (tests count them)
+_FREE = object()  # a template parameter a call or an index leaves to its default
 
 
 class Autotune:
@@ -194,6 +195,8 @@ class Family:
             for t in decl.tparams
             if isinstance(t, TypeParam)
         }
+        # the combinations restrict keeps (None: all of them), looked up where a call's is not
+        self._kept = frozenset(decl.combinations) if decl.restrict is not None else None
         self._autotune = self._check_autotune(decl.autotune)
         self._choices: dict[tuple[Any, ...], dict[str, int]] = {}
         self._table: list[dict[str, Any]] = []
@@ -261,9 +264,9 @@ class Family:
                 f"{self._decl.label}[...] takes at most {len(tparams)} values "
                 f"({', '.join(t.name for t in tparams)}), got {len(given)}"
             )
-        values = [t.resolve(v, self._decl.label) for t, v in zip(tparams, given)]
-        values += [t.default for t in tparams[len(given) :]]
-        return self._instance(tuple(values))
+        values: list[Any] = [t.resolve(v, self._decl.label) for t, v in zip(tparams, given)]
+        values += [_FREE] * (len(tparams) - len(given))
+        return self._instance(self._complete(tuple(values)))
 
     def instantiate(self, **values: Any) -> Kernel:
         """One instantiation by parameter name.
@@ -295,11 +298,13 @@ class Family:
                 f"the family's are {', '.join(names)}"
             )
         return self._instance(
-            tuple(t.resolve(values[t.name], self._decl.label) if t.name in values else t.default for t in self.template_params)
+            self._complete(
+                tuple(t.resolve(values[t.name], self._decl.label) if t.name in values else _FREE for t in self.template_params)
+            )
         )
 
     def instantiations(self) -> list[Kernel]:
-        """Every allowed combination.
+        """Every allowed combination (those the class's ``restrict`` keeps).
 
         Returns
         -------
@@ -311,7 +316,7 @@ class Family:
         >>> [k.name_expression for k in Axpy.instantiations()]
         ['Axpy<float, 256>', 'Axpy<float, 128>', 'Axpy<double, 256>', 'Axpy<double, 128>']
         """
-        return [self._instance(tuple(c)) for c in itertools.product(*(t.values for t in self.template_params))]
+        return [self._instance(c) for c in self._decl.combinations]
 
     def precompile(
         self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None, options: CompileOptions | None = None
@@ -462,8 +467,19 @@ class Family:
         found = self._choices.get(memo)
         if found is not None:
             return found
-        candidates = [dict(zip(at.candidates, combo)) for combo in itertools.product(*at.candidates.values())]
-        kernels = [self._instance(self._values(types, c)) for c in candidates]
+        candidates, kernels = [], []
+        for combo in itertools.product(*at.candidates.values()):
+            c = dict(zip(at.candidates, combo))
+            values = self._completion(tuple(ty if ty is not None else c.get(t.name, _FREE)
+                                            for t, ty in zip(self.template_params, types)))  # fmt: skip
+            if values is not None:  # restrict keeps it
+                candidates.append(c)
+                kernels.append(self._instance(values))
+        if not kernels:
+            raise DeclarationError(
+                f"{self._decl.label}: the class's restrict {self._decl.restrict} leaves out every autotune candidate "
+                f"for {', '.join(ty.name for ty in types if ty is not None)}; add candidates it keeps"
+            )
         device = _cuda.current_device()
         source_hash = hashlib.sha256("".join(k.render() for k in kernels).encode()).hexdigest()[:16]
         key_text = ",".join(f"{k}={b}" for k, b in zip(at.key, buckets)) or "-"
@@ -500,7 +516,34 @@ class Family:
         return self._choices[memo]
 
     def _values(self, types: tuple[Any, ...], chosen: dict[str, int]) -> tuple[Any, ...]:
-        return tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
+        values = tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
+        if self._kept is None or values in self._kept:
+            return values
+        return self._complete(tuple(ty if ty is not None else chosen.get(t.name, _FREE)
+                                    for t, ty in zip(self.template_params, types)))  # fmt: skip
+
+    def _completion(self, fixed: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The combination with the ``fixed`` values and defaults for the rest (``_FREE``), or,
+        where ``restrict`` leaves that out, the first one it keeps with the fixed values."""
+        values = tuple(t.default if v is _FREE else v for t, v in zip(self.template_params, fixed))
+        if self._kept is None or values in self._kept:
+            return values
+        for combo in self._decl.combinations:
+            if all(v is _FREE or v == c for v, c in zip(fixed, combo)):
+                return combo
+        return None
+
+    def _complete(self, fixed: tuple[Any, ...]) -> tuple[Any, ...]:
+        found = self._completion(fixed)
+        if found is None:
+            given = [(t, v) for t, v in zip(self.template_params, fixed) if v is not _FREE]
+            spelled = spell_combination(tuple(t for t, _ in given), tuple(v for _, v in given))
+            every = "" if len(given) == len(fixed) else "every combination with "
+            raise DeclarationError(
+                f"{self._decl.label}: {every}{spelled} is left out by the class's restrict {self._decl.restrict}; "
+                f"{self.name}.instantiations() lists the combinations it keeps"
+            )
+        return found
 
     def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune, shared_mem: Any = 0) -> list[float]:
         """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes,

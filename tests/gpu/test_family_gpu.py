@@ -191,3 +191,41 @@ def test_an_unindexed_vector_family_infers_the_vector_type_from_host_arrays(dtyp
     want = x.copy()
     want[:, [0, 1]] = x[:, [1, 0]]
     np.testing.assert_array_equal(y, want)
+
+
+@cf.kernel
+class RestrictedScale:
+    BLOCK = cf.intparam(256, 128, 1024)
+    ITEMS = cf.intparam(16, 4)
+    x: cf.Array[cf.float32]
+    n: cf.int64
+    block = "BLOCK"
+    grid = lambda n, BLOCK, ITEMS: (n + BLOCK * ITEMS - 1) // (BLOCK * ITEMS)  # noqa: E731
+    restrict = lambda BLOCK, ITEMS: BLOCK * ITEMS <= 8192  # noqa: E731
+    autotune = cf.autotune(BLOCK=[128, 256, 1024], key=["n"])
+    body = """
+    __shared__ float tile[BLOCK * ITEMS];
+    long long base = blockIdx.x * (long long)(BLOCK * ITEMS);
+    for (int k = 0; k < ITEMS; k++) {
+        long long i = base + k * BLOCK + threadIdx.x;
+        tile[k * BLOCK + threadIdx.x] = i < n ? x[i] : 0.0f;
+    }
+    __syncthreads();
+    for (int k = 0; k < ITEMS; k++) {
+        long long i = base + k * BLOCK + threadIdx.x;
+        if (i < n) x[i] = 2.0f * tile[k * BLOCK + threadIdx.x];
+    }
+    """
+
+
+def test_autotuning_a_restricted_family_times_only_the_combinations_it_keeps():
+    n = 100_003
+    x = np.arange(n, dtype=np.float32)
+    RestrictedScale(x, n)
+    np.testing.assert_array_equal(x, 2.0 * np.arange(n, dtype=np.float32))
+    (row,) = [r for r in RestrictedScale.tuning() if r["key"] == f"n={1 << (n - 1).bit_length()}"]
+    assert [c for c, _ in row["times_ms"]] == [{"BLOCK": 128}, {"BLOCK": 256}, {"BLOCK": 1024}]  # 1024 runs with ITEMS=4
+    assert [k.name_expression for k in RestrictedScale.instantiations()] == [
+        "RestrictedScale<256, 16>", "RestrictedScale<256, 4>", "RestrictedScale<128, 16>", "RestrictedScale<128, 4>",
+        "RestrictedScale<1024, 4>",
+    ]  # fmt: skip
