@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import _kinds, _launch, _render
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
-from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
+from .types import ArrayType, ConstParam, DType, IntParam, TemplateParam, TypeParam, VectorDType
 
 if TYPE_CHECKING:
     from ._prebuilt import Module
@@ -50,7 +50,7 @@ class _Decl:
         self.label = cls.__qualname__
         self.qualname = f"{cls.__module__}.{cls.__qualname__}"
         label = self.label
-        self.tparams: tuple[TypeParam | IntParam, ...] = tuple(v for v in ns.values() if isinstance(v, (TypeParam, IntParam)))
+        self.tparams: tuple[TemplateParam, ...] = tuple(v for v in ns.values() if isinstance(v, TemplateParam))
         _check_class_keys(label, ns)
         # C++ naming rules bind generated code only: a source= kernel's names are the user's own.
         self.params = _read_params(cls, label, self.tparams, generated=ns.get("source") is None)
@@ -78,6 +78,13 @@ class _Decl:
         if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind not in ("source", "module")):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
         if kind == "body":
+            untyped = [t.name for t in self.tparams if isinstance(t, ConstParam) and t.cpp_type is None]
+            if untyped:
+                raise DeclarationError(
+                    f"{label}: constparam {', '.join(untyped)} needs cpp_type= in a body= kernel, whose generated "
+                    f"template declares it: cf.constparam(..., cpp_type='cub::BlockScanAlgorithm') (its header in "
+                    f"preamble)"
+                )
             self.body = _render.Snippet.parse(self.name, "body", ns["body"])
             if ns.get("preamble"):
                 self.preamble = _render.Snippet.parse(self.name, "preamble", ns["preamble"])
@@ -269,7 +276,7 @@ def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
     would otherwise be silently ignored); names starting with ``_`` are the user's own."""
     annotated = set(ns.get("__annotations__", {}))
     for key, value in ns.items():
-        if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
+        if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, TemplateParam):
             continue
         import difflib  # (for the error's suggestion only)
 

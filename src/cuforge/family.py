@@ -24,7 +24,7 @@ from ._decl import _Decl, spell_combination
 from ._kernel import Kernel
 from .errors import ArgumentTypeError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
-from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
+from .types import ArrayType, DType, IntParam, TemplateParam, TypeParam, VectorDType
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -185,7 +185,7 @@ class Family:
         self.__wrapped__ = decl.cls
         self.name = decl.name
         self.qualname = decl.qualname
-        self.template_params: tuple[TypeParam | IntParam, ...] = decl.tparams
+        self.template_params: tuple[TemplateParam, ...] = decl.tparams
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()
@@ -245,8 +245,9 @@ class Family:
         Parameters
         ----------
         key : value or tuple of values
-            A DType for a type parameter, an int (or bool) for the others; the parameters
-            left out take their defaults.
+            A DType for a type parameter, an int (or bool) for an int (bool) parameter, the C++
+            spelling for a constparam; the parameters left out take their defaults (or, where
+            ``restrict`` leaves those out, the first combination it keeps).
 
         Returns
         -------

@@ -15,6 +15,8 @@ import pytest
 import cuforge as cf
 from cuforge import _config
 
+from ..unit.test_family_params import CubScan
+
 pytestmark = pytest.mark.gpu
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
@@ -229,3 +231,14 @@ def test_autotuning_a_restricted_family_times_only_the_combinations_it_keeps():
         "RestrictedScale<256, 16>", "RestrictedScale<256, 4>", "RestrictedScale<128, 16>", "RestrictedScale<128, 4>",
         "RestrictedScale<1024, 4>",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("algo", CubScan.template_params[0].values)
+def test_each_cub_block_scan_algorithm_matches_numpy(algo):
+    n = 256 * 9 + 17
+    x = np.random.default_rng(2).integers(-50, 50, n).astype(np.int32)
+    out = np.zeros(n, np.int32)
+    CubScan[algo](x, out, n)
+    pad = np.zeros(-(-n // 256) * 256, np.int32)
+    pad[:n] = x
+    np.testing.assert_array_equal(out, np.cumsum(pad.reshape(-1, 256), axis=1).ravel()[:n])

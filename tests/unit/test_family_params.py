@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge import _compile
 
 TILE_BODY = """
 __shared__ float tile[BLOCK * ITEMS];
@@ -129,3 +130,105 @@ def test_block_limits_are_checked_on_the_combinations_the_restriction_keeps():
     assert [k.name_expression for k in Grid2D.instantiations()] == ["Grid2D<32, 32>", "Grid2D<32, 16>", "Grid2D<64, 16>"]
     with pytest.raises(cf.DeclarationError, match=r"block"):
         _declare(lambda B: True, block=("B", 1024))
+
+
+# ------------------------------------------------------------ constparam: C++ spellings
+
+ENUM_SOURCE = """
+namespace algo { enum Kind { RAKING, WARP_SCANS, RAKING_MEMOIZE }; }
+template <algo::Kind K, int BLOCK>
+__global__ void pick(int* out) { if (threadIdx.x == 0) out[blockIdx.x] = (int)K * BLOCK; }
+"""
+
+
+@cf.kernel
+class Pick:
+    K = cf.constparam("algo::RAKING", "algo::WARP_SCANS", "algo::RAKING_MEMOIZE")
+    BLOCK = cf.intparam(128, 256)
+    out: cf.Out[cf.int32]
+    name = "pick"
+    source = ENUM_SOURCE
+
+
+def test_a_source_family_with_an_enum_parameter_compiles_each_value():
+    compiled = Pick.precompile(arch="sm_90")
+    assert [c.name_expression for c in compiled][:2] == ["pick<algo::RAKING, 128>", "pick<algo::RAKING, 256>"]
+    assert len({c.lowered_name for c in compiled}) == 6
+    assert Pick["algo::WARP_SCANS"].compile(arch="sm_90").lowered_name == "_Z4pickILN4algo4KindE1ELi128EEvPi"
+    assert Pick.instantiate(K="algo::RAKING_MEMOIZE").template_args == {"K": "algo::RAKING_MEMOIZE", "BLOCK": 128}
+    assert repr(Pick.template_params[0]) == "cuforge.constparam('algo::RAKING', 'algo::WARP_SCANS', 'algo::RAKING_MEMOIZE')"
+
+
+@cf.kernel
+class Blend:
+    MODE = cf.constparam("Mode::Fast", "Mode::Exact", cpp_type="Mode")
+    x: cf.Array[cf.float32]
+    preamble = "enum class Mode { Fast, Exact };"
+    body = """
+    {% if MODE == "Mode::Exact" %}x[threadIdx.x] = 0;{% endif %}
+    if (MODE == Mode::Fast) x[threadIdx.x] *= 2;
+    """
+
+
+def test_a_body_family_declares_the_parameter_with_its_cpp_type():
+    compiled = Blend.precompile(arch="sm_90")
+    assert [c.lowered_name for c in compiled] == ["_Z5BlendIL4Mode0EEvPf", "_Z5BlendIL4Mode1EEvPf"]
+    assert "template <Mode MODE>" in Blend["Mode::Fast"].render()
+    assert "[[maybe_unused]] constexpr Mode MODE = Mode::Exact;" in Blend["Mode::Exact"].render()
+    assert "x[threadIdx.x] = 0;" in Blend["Mode::Exact"].render() and "= 0;" not in Blend["Mode::Fast"].render()
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: cf.constparam(), r"^cf.constparam\(\) needs at least one C\+\+ constant"),
+        (lambda: cf.constparam("a; b"), r"takes C\+\+ constants as strings: .*; got 'a; b'$"),
+        (lambda: cf.constparam(2), r"takes C\+\+ constants as strings: .*; got 2$"),
+        (lambda: cf.constparam("A", "A"), r"lists a value twice"),
+        (lambda: cf.constparam("A", cpp_type="E>"), r"cpp_type=...\) takes the C\+\+ type .*; got 'E>'$"),
+        (lambda: Pick["algo::NONE"], r"^Pick: template parameter K allows algo::RAKING, algo::WARP_SCANS, .*; got 'algo::NONE'$"),
+    ],
+)
+def test_constparam_mistakes(build, match):
+    with pytest.raises(cf.DeclarationError, match=match):
+        build()
+
+
+def test_a_body_family_needs_the_cpp_type():
+    ns = {"M": cf.constparam("A", "B"), "__annotations__": {"x": cf.Array[cf.float32]}, "body": "x[0] = 1;"}
+    with pytest.raises(cf.DeclarationError, match=(
+        r"^Untyped: constparam M needs cpp_type= in a body= kernel, whose generated template declares it"
+    )):  # fmt: skip
+        cf.kernel(type("Untyped", (), ns))
+
+
+@cf.kernel
+class CubScan:
+    """Inclusive prefix sums of 256-element blocks by cub::BlockScan, one family member per
+    BlockScanAlgorithm."""
+
+    ALGO = cf.constparam("cub::BLOCK_SCAN_RAKING", "cub::BLOCK_SCAN_RAKING_MEMOIZE", "cub::BLOCK_SCAN_WARP_SCANS",
+                         cpp_type="cub::BlockScanAlgorithm")  # fmt: skip
+    x: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    n: cf.int64
+    block = 256
+    grid = lambda n: (n + 255) // 256  # noqa: E731
+    preamble = "#include <cub/block/block_scan.cuh>"
+    body = """
+    using Scan = cub::BlockScan<int, 256, ALGO>;
+    __shared__ typename Scan::TempStorage tmp;
+    long long i = blockIdx.x * 256LL + threadIdx.x;
+    int v = i < n ? x[i] : 0;
+    Scan(tmp).InclusiveSum(v, v);
+    if (i < n) out[i] = v;
+    """
+
+
+@pytest.mark.skipif(_compile.cccl_include_dir() is None, reason="needs the CCCL headers (nvidia-cuda-cccl)")
+def test_cub_block_scan_algorithms_as_a_family_compile():
+    compiled = CubScan.precompile(arch="sm_90")
+    assert [c.name_expression for c in compiled] == [
+        "CubScan<cub::BLOCK_SCAN_RAKING>", "CubScan<cub::BLOCK_SCAN_RAKING_MEMOIZE>", "CubScan<cub::BLOCK_SCAN_WARP_SCANS>"
+    ]  # fmt: skip
+    assert len({c.lowered_name for c in compiled}) == 3
