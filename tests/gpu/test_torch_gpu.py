@@ -162,18 +162,24 @@ class LayerNormForward:
 
 @cf.kernel
 class WeightGrad:
-    """Accumulates into its output with atomicAdd, as layernorm backward does into dweight."""
+    """layernorm backward's weight and bias gradients: two Out[T] outputs that accumulate with
+    atomicAdd, so they must start at zero."""
 
     T = cf.typeparam(cf.float32, cf.float64)
     dweight: cf.Out[T]
+    dbias: cf.Out[T]
     dout: cf.In[T]
+    norm: cf.In[T]
     weight: cf.In[T]
     N: cf.int32
     C: cf.int32
     grid = lambda N, C: (N * C + 255) // 256  # noqa: E731
     body = """
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i < (long long)N * C) atomicAdd(&dweight[i % C], dout[i] * weight[i % C]);
+    if (i < (long long)N * C) {
+        atomicAdd(&dweight[i % C], dout[i] * norm[i]);
+        atomicAdd(&dbias[i % C], dout[i]);
+    }
     """
 
 
@@ -184,7 +190,7 @@ layernorm = LayerNormForward.torch_op(
 )
 weight_grad = WeightGrad.torch_op(
     "cuforge_tests::weight_grad",
-    outputs={"dweight": "zeros like weight"},
+    outputs={"dweight": "zeros like weight", "dbias": "zeros like weight"},
     sizes={"N": lambda dout: dout.shape[0], "C": lambda dout: dout.shape[1]},
 )
 
@@ -207,12 +213,17 @@ def test_family_op_with_several_outputs_matches_numpy_eagerly_and_passes_opcheck
     torch.library.opcheck(layernorm, (inp, weight, bias))
 
 
-def test_zeros_like_output_starts_at_zero_for_an_accumulating_kernel():
-    dout = torch.randn(50, 16, device="cuda")
-    weight = torch.randn(16, device="cuda")
-    for _ in range(3):  # the caching allocator hands back a block that held 7s: empty() would keep them
-        garbage = torch.full((16,), 7.0, device="cuda")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_two_zeroed_outputs_of_one_type_parameter_accumulate_from_zero(dtype):
+    # small integers: the sums are exact in any order the atomics take, so opcheck's comparisons hold
+    dout = torch.randint(-8, 8, (50, 16), device="cuda").to(dtype)
+    norm = torch.randint(-8, 8, (50, 16), device="cuda").to(dtype)
+    weight = torch.randn(16, device="cuda", dtype=dtype)
+    for _ in range(3):  # the caching allocator hands back blocks that held 7s: empty() would keep them
+        garbage = [torch.full((16,), 7.0, device="cuda", dtype=dtype) for _ in range(2)]
         del garbage
-        dweight = weight_grad(dout, weight)
-        torch.testing.assert_close(dweight, weight * dout.sum(0), rtol=1e-4, atol=1e-4)
-    torch.library.opcheck(weight_grad, (dout, weight))
+        dweight, dbias = weight_grad(dout, norm, weight)
+        assert (dweight.dtype, dbias.dtype) == (dtype, dtype)
+        np.testing.assert_array_equal(dweight.cpu().numpy(), (dout.cpu().numpy() * norm.cpu().numpy()).sum(0))
+        np.testing.assert_array_equal(dbias.cpu().numpy(), dout.cpu().numpy().sum(0))
+    torch.library.opcheck(weight_grad, (dout, norm, weight))
