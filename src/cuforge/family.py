@@ -1,7 +1,8 @@
 """Kernel families: one declaration, instantiated by dtype and integer parameters.
 
-A class with ``cf.typeparam`` / ``cf.intparam`` attributes becomes a :class:`Family`. Each
-combination of values is a :class:`~cuforge.Kernel` (an explicit specialization of one C++
+A class with ``cf.typeparam`` / ``cf.intparam`` / ``cf.boolparam`` / ``cf.constparam``
+attributes becomes a :class:`Family`. Each combination of values (those the class's
+``restrict`` keeps) is a :class:`~cuforge.Kernel` (an explicit specialization of one C++
 function template); several are compiled together in one NVRTC program. Calling the family
 infers its type parameters from the arrays and takes the integer parameters' defaults, or
 the choices :func:`autotune` measured and stored on disk.
@@ -256,7 +257,8 @@ class Family:
         Raises
         ------
         DeclarationError
-            For too many values, or one the parameter does not allow.
+            For too many values, one the parameter does not allow, or a combination the
+            class's ``restrict`` leaves out.
         """
         given = key if isinstance(key, tuple) else (key,)
         tparams = self.template_params
@@ -284,7 +286,8 @@ class Family:
         Raises
         ------
         DeclarationError
-            For an unknown name or a value the parameter does not allow.
+            For an unknown name, a value the parameter does not allow, or a combination the
+            class's ``restrict`` leaves out.
 
         Examples
         --------
