@@ -49,11 +49,13 @@ from .registry import registry as registry
 from .types import Array as Array
 from .types import ArrayType as ArrayType
 from .types import BoolParam as BoolParam
+from .types import ConstParam as ConstParam
 from .types import DType as DType
 from .types import In as In
 from .types import IntParam as IntParam
 from .types import Optional as Optional
 from .types import Out as Out
+from .types import TemplateParam as TemplateParam
 from .types import TypeParam as TypeParam
 from .types import VectorDType as VectorDType
 from .types import bfloat16 as bfloat16
@@ -61,6 +63,7 @@ from .types import bool_ as bool_
 from .types import boolparam as boolparam
 from .types import complex64 as complex64
 from .types import complex128 as complex128
+from .types import constparam as constparam
 from .types import float16 as float16
 from .types import float32 as float32
 from .types import float64 as float64
@@ -138,6 +141,8 @@ __all__ = [
     "CompileOptions",
     "complex128",
     "complex64",
+    "ConstParam",
+    "constparam",
     "CuforgeError",
     "DeclarationError",
     "DeviceFaultError",
@@ -179,6 +184,7 @@ __all__ = [
     "synchronize",
     "TemplateError",
     "to_device",
+    "TemplateParam",
     "TypeParam",
     "typeparam",
     "uint16",

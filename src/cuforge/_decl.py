@@ -10,6 +10,7 @@ import dataclasses
 import inspect
 import itertools
 import keyword
+import linecache
 import os
 import re
 import sys
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import _kinds, _launch, _render
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
-from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
+from .types import ArrayType, ConstParam, DType, IntParam, TemplateParam, TypeParam, VectorDType
 
 if TYPE_CHECKING:
     from ._prebuilt import Module
@@ -34,7 +35,7 @@ _CPP_RESERVED = frozenset(
 )
 _CLASS_KEYS = frozenset(
     {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune",
-     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem"}
+     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem", "restrict"}
 )  # fmt: skip
 # Keywords a call takes besides the kernel's arguments: no parameter may take their names.
 LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch.CALL_OPTIONS)
@@ -50,7 +51,7 @@ class _Decl:
         self.label = cls.__qualname__
         self.qualname = f"{cls.__module__}.{cls.__qualname__}"
         label = self.label
-        self.tparams: tuple[TypeParam | IntParam, ...] = tuple(v for v in ns.values() if isinstance(v, (TypeParam, IntParam)))
+        self.tparams: tuple[TemplateParam, ...] = tuple(v for v in ns.values() if isinstance(v, TemplateParam))
         _check_class_keys(label, ns)
         # C++ naming rules bind generated code only: a source= kernel's names are the user's own.
         self.params = _read_params(cls, label, self.tparams, generated=ns.get("source") is None)
@@ -78,6 +79,13 @@ class _Decl:
         if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind not in ("source", "module")):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
         if kind == "body":
+            untyped = [t.name for t in self.tparams if isinstance(t, ConstParam) and t.cpp_type is None]
+            if untyped:
+                raise DeclarationError(
+                    f"{label}: constparam {', '.join(untyped)} needs cpp_type= in a body= kernel, whose generated "
+                    f"template declares it: cf.constparam(..., cpp_type='cub::BlockScanAlgorithm') (its header in "
+                    f"preamble)"
+                )
             self.body = _render.Snippet.parse(self.name, "body", ns["body"])
             if ns.get("preamble"):
                 self.preamble = _render.Snippet.parse(self.name, "preamble", ns["preamble"])
@@ -124,7 +132,11 @@ class _Decl:
                     f"{label}: block names {entry!r}, which is not an intparam of this class "
                     f"(intparams: {', '.join(ints) or 'none'})"
                 )
-        for combo in itertools.product(*(ints[e].values if isinstance(e, str) else (e,) for e in entries)):
+        # every combination the class's restrict keeps, in declaration order (last fastest)
+        self.combinations, self.restrict = _restricted(label, self.tparams, ns.get("restrict"))
+        where = [t.name for t in self.tparams]
+        blocks = {tuple(c[where.index(e)] if isinstance(e, str) else e for e in entries) for c in self.combinations}
+        for combo in sorted(blocks):
             try:
                 _launch.dims(combo, "block", label, _launch.BLOCK_LIMIT)
             except ArgumentError as exc:
@@ -145,6 +157,74 @@ class _Decl:
                 | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
             )
         )
+
+
+def _restricted(label: str, tparams: tuple[Any, ...], rule: Any) -> tuple[tuple[tuple[Any, ...], ...], str | None]:
+    """(the combinations of template values that ``restrict`` keeps, how the restriction reads
+    in errors). ``restrict`` is a predicate over template parameters named by its arguments
+    (``lambda BLOCK, ITEMS: BLOCK * ITEMS <= 8192``), or a list of them, all of which must
+    hold; each is run on every combination here, so that a mistake fails at definition."""
+    combos = tuple(itertools.product(*(t.values for t in tparams)))
+    if rule is None:
+        return combos, None
+    if not tparams:
+        raise DeclarationError(f"{label}: restrict leaves out combinations of template parameters; this class declares none")
+    names = [t.name for t in tparams]
+    rules = []
+    for r in rule if isinstance(rule, (list, tuple)) else (rule,):
+        fn = r.__func__ if isinstance(r, staticmethod) else r
+        wanted = list(inspect.signature(fn).parameters) if callable(fn) else []
+        if not wanted or any(w not in names for w in wanted):
+            raise DeclarationError(
+                f"{label}: restrict expects a function of template parameters by name, or a list of them "
+                f"(restrict = lambda BLOCK, ITEMS: BLOCK * ITEMS <= 8192); got {r!r}, and the template "
+                f"parameters are {', '.join(names)}"
+            )
+        rules.append((fn, [names.index(w) for w in wanted], _rule_text(fn, wanted)))
+    kept = []
+    for combo in combos:
+        verdicts = []
+        for fn, picks, text in rules:
+            try:
+                verdict = fn(*(combo[i] for i in picks))
+            except Exception as exc:
+                raise DeclarationError(
+                    f"{label}: restrict {text} raised {type(exc).__name__}: {exc} for {spell_combination(tparams, combo)}"
+                ) from None
+            if not isinstance(verdict, bool):
+                raise DeclarationError(
+                    f"{label}: restrict {text} must return True or False, got {verdict!r} for "
+                    f"{spell_combination(tparams, combo)}; wrap it in bool(...)"
+                )
+            verdicts.append(verdict)
+        if all(verdicts):
+            kept.append(combo)
+    text = " and ".join(text for _, _, text in rules)
+    if not kept:
+        raise DeclarationError(f"{label}: restrict {text} leaves out every combination of {', '.join(names)}")
+    return tuple(kept), text
+
+
+def _rule_text(fn: Any, wanted: list[str]) -> str:
+    """A restriction as it reads: a one-line lambda's own text (located by the positions of
+    its code, Python 3.11+), else its name and arguments."""
+    code: Any = getattr(fn, "__code__", None)
+    if getattr(fn, "__name__", "") == "<lambda>" and hasattr(code, "co_positions"):
+        spans = [(line, c, e) for line, end, c, e in code.co_positions() if line and line == end and c is not None and e]
+        text = linecache.getline(code.co_filename, spans[0][0]).encode() if spans else b""
+        if text and len({line for line, _, _ in spans}) == 1 and any(e > c for _, c, e in spans):
+            body = text[min(c for _, c, e in spans if e > c) : max(e for _, _, e in spans)].decode(errors="replace")
+            return f"(lambda {', '.join(wanted)}: {body})"
+    return f"({getattr(fn, '__qualname__', fn)!s}({', '.join(wanted)}))"
+
+
+def spell_combination(tparams: tuple[Any, ...], values: tuple[Any, ...]) -> str:
+    """``T=float64, BLOCK=1024``: a combination of template values, for messages."""
+
+    def shown(v: Any) -> str:
+        return v.name if isinstance(v, DType) else v if isinstance(v, str) else repr(v)
+
+    return ", ".join(f"{t.name}={shown(v)}" for t, v in zip(tparams, values))
 
 
 def _module_of(cls: type, label: str, value: Any) -> Module:
@@ -197,7 +277,7 @@ def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
     would otherwise be silently ignored); names starting with ``_`` are the user's own."""
     annotated = set(ns.get("__annotations__", {}))
     for key, value in ns.items():
-        if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, (TypeParam, IntParam)):
+        if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, TemplateParam):
             continue
         import difflib  # (for the error's suggestion only)
 

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledKernel", "Kernel", "KernelTemplate"]
 
-_CPP_KIND = {"type": "typename", "int": "int", "bool": "bool"}  # a template parameter's kind, as C++ declares it
-
 
 class _PythonCall:
     """Where cuforge's C extension is not built, Kernel's call is this Python method: every
@@ -233,13 +231,13 @@ class Kernel(_KernelBase):
             generic = Signature(tuple(Param(n, i, ann) for i, (n, ann) in enumerate(decl.params)))
             prelude, unit = _render.assemble(
                 name=self.name,
-                template_params=", ".join(f"{_CPP_KIND[t.kind]} {t.name}" for t in decl.tparams),
+                template_params=", ".join(f"{t.cpp_kind} {t.name}" for t in decl.tparams),
                 generic_params_cpp=generic.cpp(),
                 params_cpp=sig.cpp(),
                 specialization=", ".join(t.spell(v) for t, v in zip(decl.tparams, self.template_args.values())),
                 aliases="".join(
                     f"using {t.name} = {t.spell(v)}; " if t.kind == "type"
-                    else f"[[maybe_unused]] constexpr {_CPP_KIND[t.kind]} {t.name} = {t.spell(v)}; "
+                    else f"[[maybe_unused]] constexpr {t.cpp_kind} {t.name} = {t.spell(v)}; "
                     for t, v in zip(decl.tparams, self.template_args.values())
                 ),
                 headers=decl.headers,

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from ._decl import _CLASS_KEYS
-from .types import IntParam, TypeParam
+from .types import TemplateParam
 
 
 def _find(module: str, qualname: str) -> Any:
@@ -99,5 +99,5 @@ def reduce_family(f: Any) -> tuple[Any, ...]:
         return found
     cls = f._decl.cls
     kept = (*_CLASS_KEYS, "__annotations__")
-    ns = {k: v for k, v in vars(cls).items() if k in kept or isinstance(v, (TypeParam, IntParam))}
+    ns = {k: v for k, v in vars(cls).items() if k in kept or isinstance(v, TemplateParam)}
     return (_declared, (cls.__name__, cls.__qualname__, cls.__module__, ns))

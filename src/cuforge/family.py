@@ -1,7 +1,8 @@
 """Kernel families: one declaration, instantiated by dtype and integer parameters.
 
-A class with ``cf.typeparam`` / ``cf.intparam`` attributes becomes a `Family`. Each
-combination of values is a `Kernel` (an explicit specialization of one C++
+A class with ``cf.typeparam`` / ``cf.intparam`` / ``cf.boolparam`` / ``cf.constparam``
+attributes becomes a `Family`. Each combination of values (those the class's
+``restrict`` keeps) is a `Kernel` (an explicit specialization of one C++
 function template); several are compiled together in one NVRTC program. Calling the family
 infers its type parameters from the arrays and takes the integer parameters' defaults, or
 the choices `autotune` measured and stored on disk.
@@ -20,11 +21,11 @@ from . import _cache, _cuda, _disk, _launch
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
-from ._decl import _Decl
+from ._decl import _Decl, spell_combination
 from ._kernel import Kernel
 from .errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
-from .types import ArrayType, DType, IntParam, TypeParam
+from .types import ArrayType, DType, IntParam, TemplateParam, TypeParam, VectorDType
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Autotune", "Family", "autotune"]
 
 timing_runs = 0  # candidate timings made by autotuning in this process (tests count them)
+_FREE = object()  # a template parameter a call or an index leaves to its default
 
 
 class Autotune:
@@ -114,6 +116,37 @@ def _origin(value: Any) -> str | None:
     return arg.origin if arg is not None else None
 
 
+def _fitting(values: tuple[DType, ...], arg: Any) -> list[DType]:
+    """The allowed dtypes an array can be bound to: a vector type of its dtype as long as its
+    last dimension first (that dimension says it holds vectors), then its own dtype."""
+    if arg is None:
+        return []
+    dt, shape = arg.dtype, arg.shape
+    vectors = [v for v in values if isinstance(v, VectorDType) and v.element is dt and shape and shape[-1] == v.lanes]
+    return vectors + [v for v in values if v is dt]
+
+
+def _no_fit(t: TypeParam, name: str, arg: Any, value: Any) -> str:
+    """The rest of the error for an argument that fits none of ``t``'s dtypes: what it got
+    and the cast that fixes it (indexing the family cannot: it takes the same dtypes)."""
+    vectors = any(isinstance(v, VectorDType) for v in t.values)
+    if arg is None:
+        got = describe(value)
+    else:
+        got = f"an array of {arg.dtype.name}" + (f" of shape {arg.shape}" if vectors else "")
+    want = t.values[0]
+    if isinstance(want, VectorDType):
+        cast = f"{name}.astype({_numpy_name(want.element)}) with shape (..., {want.lanes})"
+    else:
+        cast = f"{name}.astype({_numpy_name(want)})"
+    allowed = ", ".join(v.name for v in t.values)
+    return f"which allows {allowed}; got {got}; cast it to one of those (e.g. {cast}): the family has no other instantiations"
+
+
+def _numpy_name(dtype: DType) -> str:
+    return "ml_dtypes.bfloat16" if dtype.name == "bfloat16" else f"numpy.{dtype.name}"
+
+
 def _bucket(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
@@ -153,7 +186,7 @@ class Family:
         self.__wrapped__ = decl.cls
         self.name = decl.name
         self.qualname = decl.qualname
-        self.template_params: tuple[TypeParam | IntParam, ...] = decl.tparams
+        self.template_params: tuple[TemplateParam, ...] = decl.tparams
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()
@@ -163,6 +196,8 @@ class Family:
             for t in decl.tparams
             if isinstance(t, TypeParam)
         }
+        # the combinations restrict keeps (None: all of them), looked up where a call's is not
+        self._kept = frozenset(decl.combinations) if decl.restrict is not None else None
         self._autotune = self._check_autotune(decl.autotune)
         self._choices: dict[tuple[Any, ...], dict[str, int]] = {}
         self._table: list[dict[str, Any]] = []
@@ -211,8 +246,9 @@ class Family:
         Parameters
         ----------
         key : value or tuple of values
-            A DType for a type parameter, an int (or bool) for the others; the parameters
-            left out take their defaults.
+            A DType for a type parameter, an int (or bool) for an int (bool) parameter, the C++
+            spelling for a constparam; the parameters left out take their defaults (or, where
+            ``restrict`` leaves those out, the first combination it keeps).
 
         Returns
         -------
@@ -221,7 +257,8 @@ class Family:
         Raises
         ------
         DeclarationError
-            For too many values, or one the parameter does not allow.
+            For too many values, one the parameter does not allow, or a combination the
+            class's ``restrict`` leaves out.
         """
         given = key if isinstance(key, tuple) else (key,)
         tparams = self.template_params
@@ -230,9 +267,9 @@ class Family:
                 f"{self._decl.label}[...] takes at most {len(tparams)} values "
                 f"({', '.join(t.name for t in tparams)}), got {len(given)}"
             )
-        values = [t.resolve(v, self._decl.label) for t, v in zip(tparams, given)]
-        values += [t.default for t in tparams[len(given) :]]
-        return self._instance(tuple(values))
+        values: list[Any] = [t.resolve(v, self._decl.label) for t, v in zip(tparams, given)]
+        values += [_FREE] * (len(tparams) - len(given))
+        return self._instance(self._complete(tuple(values)))
 
     def instantiate(self, **values: Any) -> Kernel:
         """One instantiation by parameter name.
@@ -249,7 +286,8 @@ class Family:
         Raises
         ------
         DeclarationError
-            For an unknown name or a value the parameter does not allow.
+            For an unknown name, a value the parameter does not allow, or a combination the
+            class's ``restrict`` leaves out.
 
         Examples
         --------
@@ -264,11 +302,13 @@ class Family:
                 f"the family's are {', '.join(names)}"
             )
         return self._instance(
-            tuple(t.resolve(values[t.name], self._decl.label) if t.name in values else t.default for t in self.template_params)
+            self._complete(
+                tuple(t.resolve(values[t.name], self._decl.label) if t.name in values else _FREE for t in self.template_params)
+            )
         )
 
     def instantiations(self) -> list[Kernel]:
-        """Every allowed combination.
+        """Every allowed combination (those the class's ``restrict`` keeps).
 
         Returns
         -------
@@ -280,7 +320,7 @@ class Family:
         >>> [k.name_expression for k in Axpy.instantiations()]
         ['Axpy<float, 256>', 'Axpy<float, 128>', 'Axpy<double, 256>', 'Axpy<double, 128>']
         """
-        return [self._instance(tuple(c)) for c in itertools.product(*(t.values for t in self.template_params))]
+        return [self._instance(c) for c in self._decl.combinations]
 
     def precompile(
         self, arch: str | None = None, *, instances: Iterable[Kernel] | None = None, options: CompileOptions | None = None
@@ -401,26 +441,25 @@ class Family:
         return _launch.bind(self[()], args, kwargs)
 
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
-        first: tuple[int, DType] | None = None
+        """The first allowed dtype (in declaration order) that every array bound to ``t`` can
+        be: its own dtype, or a vector type whose lanes are that dtype and whose length is
+        the array's last dimension."""
+        common: list[DType] = []  # what every array so far fits, best first
+        first = ""
         for i in self._type_sources[t.name]:
             arg = array_arg(bound[i])
-            dt = arg.dtype if arg is not None else None
             name = self._names[i]
-            if dt is None or dt not in t.values:
-                allowed = ", ".join(v.name for v in t.values)
-                got = f"an array of {dt.name}" if dt is not None else describe(bound[i])
+            fits = _fitting(t.values, arg)
+            if not fits:
+                raise ArgumentTypeError(f"{self._decl.label}: argument '{name}' sets {t.name}, {_no_fit(t, name, arg, bound[i])}")
+            kept = [v for v in common if v in fits] if first else fits
+            if not kept:
                 raise ArgumentTypeError(
-                    f"{self._decl.label}: argument '{name}' sets {t.name}, which allows {allowed}; got {got}; "
-                    f"cast it (e.g. {name}.astype(numpy.{t.values[0].name})) or index the family explicitly"
+                    f"{self._decl.label}: arguments '{first}' ({common[0].name}) and '{name}' "
+                    f"({fits[0].name}) must share {t.name}; cast one of them"
                 )
-            if first is None:
-                first = (i, dt)
-            elif dt is not first[1]:
-                raise ArgumentTypeError(
-                    f"{self._decl.label}: arguments '{self._names[first[0]]}' ({first[1].name}) and '{name}' "
-                    f"({dt.name}) must share {t.name}; cast one of them"
-                )
-        return first[1] if first is not None else t.default
+            common, first = kept, first or name
+        return common[0] if common else t.default
 
     # ------------------------------------------------------------ autotuning
 
@@ -437,8 +476,19 @@ class Family:
         found = self._choices.get(memo)
         if found is not None:
             return found
-        candidates = [dict(zip(at.candidates, combo)) for combo in itertools.product(*at.candidates.values())]
-        kernels = [self._instance(self._values(types, c)) for c in candidates]
+        candidates, kernels = [], []
+        for combo in itertools.product(*at.candidates.values()):
+            c = dict(zip(at.candidates, combo))
+            values = self._completion(tuple(ty if ty is not None else c.get(t.name, _FREE)
+                                            for t, ty in zip(self.template_params, types)))  # fmt: skip
+            if values is not None:  # restrict keeps it
+                candidates.append(c)
+                kernels.append(self._instance(values))
+        if not kernels:
+            raise DeclarationError(
+                f"{self._decl.label}: the class's restrict {self._decl.restrict} leaves out every autotune candidate "
+                f"for {', '.join(ty.name for ty in types if ty is not None)}; add candidates it keeps"
+            )
         device = _cuda.current_device()
         source_hash = hashlib.sha256("".join(k.render() for k in kernels).encode()).hexdigest()[:16]
         key_text = ",".join(f"{k}={b}" for k, b in zip(at.key, buckets)) or "-"
@@ -475,7 +525,34 @@ class Family:
         return self._choices[memo]
 
     def _values(self, types: tuple[Any, ...], chosen: dict[str, int]) -> tuple[Any, ...]:
-        return tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
+        values = tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
+        if self._kept is None or values in self._kept:
+            return values
+        return self._complete(tuple(ty if ty is not None else chosen.get(t.name, _FREE)
+                                    for t, ty in zip(self.template_params, types)))  # fmt: skip
+
+    def _completion(self, fixed: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The combination with the ``fixed`` values and defaults for the rest (``_FREE``), or,
+        where ``restrict`` leaves that out, the first one it keeps with the fixed values."""
+        values = tuple(t.default if v is _FREE else v for t, v in zip(self.template_params, fixed))
+        if self._kept is None or values in self._kept:
+            return values
+        for combo in self._decl.combinations:
+            if all(v is _FREE or v == c for v, c in zip(fixed, combo)):
+                return combo
+        return None
+
+    def _complete(self, fixed: tuple[Any, ...]) -> tuple[Any, ...]:
+        found = self._completion(fixed)
+        if found is None:
+            given = [(t, v) for t, v in zip(self.template_params, fixed) if v is not _FREE]
+            spelled = spell_combination(tuple(t for t, _ in given), tuple(v for _, v in given))
+            every = "" if len(given) == len(fixed) else "every combination with "
+            raise DeclarationError(
+                f"{self._decl.label}: {every}{spelled} is left out by the class's restrict {self._decl.restrict}; "
+                f"{self.name}.instantiations() lists the combinations it keeps"
+            )
+        return found
 
     def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune, shared_mem: Any = 0) -> list[float]:
         """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes,

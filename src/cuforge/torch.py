@@ -49,10 +49,13 @@ def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = Non
     outputs : dict, optional
         The functional form: each ``Out`` (or ``Array``) parameter named here is allocated by
         the operator and returned (in declaration order), given its shape rule: ``"like x"``
-        (the shape of tensor argument ``x``), or a function of arguments by name returning a
-        shape (``lambda x, w: (x.shape[0], w.shape[1])``) or one size (``lambda x: x.shape[0]``).
-        Its dtype is the annotated one, or for a family's ``Out[T]`` the dtype of the arguments
-        that set ``T``.
+        (the shape of tensor argument ``x``), ``"zeros like x"`` (the same, filled with zeros),
+        or a function of arguments by name returning a shape
+        (``lambda x, w: (x.shape[0], w.shape[1])``) or one size (``lambda x: x.shape[0]``).
+        Outputs are allocated with ``torch.empty`` (their contents undefined until the kernel
+        writes them) except ``"zeros like x"`` ones, which ``torch.zeros`` allocates: use it for
+        a kernel that accumulates into its output (``atomicAdd``). Its dtype is the annotated
+        one, or for a family's ``Out[T]`` the dtype of the input tensors that set ``T``.
     sizes : dict, optional
         Integer parameters computed from the arguments rather than passed:
         ``{"n": lambda x: x.numel()}`` (the function's parameter names pick the arguments).
@@ -122,35 +125,46 @@ class _OpSpec:
         self.fake = self._function(self._fake)
 
     def _shape_rule(self, name: str, rule: Any, types: dict[str, Any],
-                    computed: Mapping[str, Any]) -> tuple[Callable[[dict[str, Any]], Any], Any]:  # fmt: skip
-        """(shape of the output from the bound arguments, its dtype: a DType, or the name of
-        the tensor argument whose dtype it takes)."""
+                    computed: Mapping[str, Any]) -> tuple[Callable[[dict[str, Any]], Any], Any, Any]:  # fmt: skip
+        """(shape of the output from the bound arguments, its dtype: a torch dtype, or the
+        name of the tensor argument whose dtype it takes, the allocator: torch.empty or
+        torch.zeros)."""
         ann = types[name]
         if not isinstance(ann, ArrayType) or not ann.writes:
             raise DeclarationError(f"{self.label}: outputs[{name!r}] must name an Out or Array parameter, not {ann!r}")
         source = None
+        fill: Any = torch.empty
         if isinstance(rule, str):
             words = rule.split()
+            if words[:1] == ["zeros"]:
+                fill, words = torch.zeros, words[1:]
             if len(words) != 2 or words[0] != "like" or words[1] in computed or not isinstance(types.get(words[1]), ArrayType):
                 raise DeclarationError(
-                    f"{self.label}: outputs[{name!r}] = {rule!r}; a shape rule is 'like <tensor argument>' or a function "
-                    f"of the arguments returning a shape"
+                    f"{self.label}: outputs[{name!r}] = {rule!r}; a shape rule is 'like <tensor argument>', "
+                    f"'zeros like <tensor argument>' or a function of the arguments returning a shape"
                 )
             source = words[1]
             shape: Callable[[dict[str, Any]], Any] = lambda bound: bound[source].shape  # noqa: E731
         elif callable(rule):
             shape = _picks(self.label, f"outputs[{name!r}]", rule, types, computed)
         else:
-            raise DeclarationError(f"{self.label}: outputs[{name!r}] must be 'like <argument>' or a function, got {rule!r}")
+            raise DeclarationError(
+                f"{self.label}: outputs[{name!r}] must be 'like <argument>', 'zeros like <argument>' or a function, got {rule!r}"
+            )
         if isinstance(ann.dtype, DType):
-            return shape, _torch_dtype(ann.dtype, self.label)
-        # a family's Out[T]: T's dtype, read off an argument that sets it
-        setters = [n for n, t in types.items() if isinstance(t, ArrayType) and t.dtype is ann.dtype and n != name]
+            return shape, _torch_dtype(ann.dtype, self.label), fill
+        # a family's Out[T]: T's dtype, read off an input tensor that sets it (outputs are
+        # allocated by the operator, so they cannot set it)
+        setters = [n for n in self.inputs if isinstance(types[n], ArrayType) and types[n].dtype is ann.dtype]
         if source is not None and source in setters:
-            return shape, source
+            return shape, source, fill
         if not setters:
-            raise DeclarationError(f"{self.label}: no argument sets {ann.dtype.name}, the dtype of output {name!r}")
-        return shape, setters[0]
+            first = f"{ann.dtype.values[0]!r}".replace("cuforge.", "cf.")
+            raise DeclarationError(
+                f"{self.label}: no input argument sets {ann.dtype.name}, the dtype of output {name!r} (outputs are "
+                f"allocated, not read); index the family first: {self.kernel.__name__}[{first}].torch_op(...)"
+            )
+        return shape, setters[0], fill
 
     def _function(self, body: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
         """A function of the operator's arguments, with the signature custom_op reads the
@@ -190,11 +204,11 @@ class _OpSpec:
         outs = []
         tensors = [bound[n] for n in self.inputs if isinstance(self.types[n], ArrayType)]
         device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
-        for _, (shape, dtype) in self.outputs:
+        for _, (shape, dtype, fill) in self.outputs:
             dt = bound[dtype].dtype if isinstance(dtype, str) else dtype
             size = shape(bound)  # a shape, or one size (an int, or a SymInt while tracing)
             dims = tuple(size) if isinstance(size, (tuple, list, torch.Size)) else (size,)
-            outs.append(torch.empty(dims, dtype=dt, device=device))
+            outs.append(fill(dims, dtype=dt, device=device))
         return outs
 
     def _run(self, bound: dict[str, Any]) -> Any:

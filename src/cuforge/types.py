@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,8 +22,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "ConstParam",
     "IntParam",
+    "TemplateParam",
     "TypeParam",
+    "constparam",
     "intparam",
     "typeparam",
     "Array",
@@ -475,7 +479,69 @@ class Optional:
         return dataclasses.replace(item, optional=True)
 
 
-class TypeParam:
+class TemplateParam:
+    """What every template parameter of a family is: a name (the class attribute's), the
+    allowed values in order (the first the default), and how a value is written in C++.
+    The kinds: `TypeParam`, `IntParam` (and `BoolParam`),
+    `ConstParam`.
+
+    Examples
+    --------
+    >>> all(isinstance(p, cf.TemplateParam) for p in (cf.typeparam(cf.float32), cf.intparam(8), cf.constparam("N")))
+    True
+    """
+
+    __module__ = "cuforge"
+    _cuforge_typeparam = False
+    kind = "?"
+    cpp_kind = "?"  # how a body= kernel's template declares it: typename, int, bool, an enum type
+    values: tuple[Any, ...] = ()
+    name = "?"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @property
+    def default(self) -> Any:
+        """The first allowed value, used where an instantiation does not name one.
+
+        Returns
+        -------
+        object
+        """
+        return self.values[0]
+
+    def resolve(self, value: Any, kernel: str) -> Any:  # pragma: no cover - each kind has its own
+        """The allowed value ``value`` names (each kind says what it accepts).
+
+        Parameters
+        ----------
+        value : object
+            What an index or an instantiation gave.
+        kernel : str
+            The family's name, for the error.
+
+        Returns
+        -------
+        object
+        """
+        raise NotImplementedError
+
+    def spell(self, value: Any) -> str:  # pragma: no cover - each kind has its own
+        """How ``value`` is written in the C++.
+
+        Parameters
+        ----------
+        value : object
+
+        Returns
+        -------
+        str
+        """
+        raise NotImplementedError
+
+
+class TypeParam(TemplateParam):
     """A family's type parameter: ``T = cf.typeparam(cf.float16, cf.float32)``.
 
     The first allowed dtype is the default. In annotations it stands for the dtype of the
@@ -493,6 +559,7 @@ class TypeParam:
     __module__ = "cuforge"
     _cuforge_typeparam = True
     kind = "type"
+    cpp_kind = "typename"
 
     def __init__(self, *dtypes: Any):
         if not dtypes:
@@ -507,9 +574,6 @@ class TypeParam:
             resolved.append(found)
         self.values: tuple[DType, ...] = tuple(resolved)
         self.name = "?"
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
 
     @property
     def default(self) -> DType:
@@ -573,7 +637,7 @@ class TypeParam:
         return f"cuforge.typeparam({', '.join(v.name for v in self.values)})"
 
 
-class IntParam:
+class IntParam(TemplateParam):
     """A family's integer parameter: ``BLOCK = cf.intparam(256, 128, 512)``; the first is the default.
 
     It becomes an ``int`` template parameter, and ``{{ BLOCK }}`` renders its value.
@@ -585,8 +649,8 @@ class IntParam:
     """
 
     __module__ = "cuforge"
-    _cuforge_typeparam = False
     kind = "int"
+    cpp_kind = "int"
 
     def __init__(self, *values: int):
         if not values:
@@ -599,9 +663,6 @@ class IntParam:
             raise DeclarationError(f"cf.intparam{values!r} lists a value twice")
         self.values: tuple[int, ...] = tuple(values)
         self.name = "?"
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
 
     @property
     def default(self) -> int:
@@ -671,6 +732,7 @@ class BoolParam(IntParam):
 
     __module__ = "cuforge"
     kind = "bool"
+    cpp_kind = "bool"
 
     def __init__(self, default: bool = False):
         if not isinstance(default, bool):
@@ -724,6 +786,103 @@ class CppBool(int):
         return "true" if self else "false"
 
     __repr__ = __str__
+
+
+_CPP_CONSTANT = re.compile(r"-?[0-9]+[uUlL]*\Z|(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*\Z")
+_CPP_TYPE = re.compile(r"(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*( [A-Za-z_]\w*)*\Z")
+
+
+class ConstParam(TemplateParam):
+    """A family's parameter whose values are C++ constants as C++ spells them: enumerators
+    such as CUB's ``cub::BLOCK_SCAN_RAKING``, or named constants. The first is the default.
+
+    The values go into the name expressions (``scan<cub::BLOCK_SCAN_RAKING>``) and ``{{ ALGO }}``
+    as written. A ``source=`` family declares the template parameter's type in its own C++;
+    a ``body=`` family needs ``cpp_type`` to declare it.
+
+    Examples
+    --------
+    >>> p = cf.constparam("cub::BLOCK_SCAN_RAKING", "cub::BLOCK_SCAN_WARP_SCANS", cpp_type="cub::BlockScanAlgorithm")
+    >>> p.default, p.cpp_kind
+    ('cub::BLOCK_SCAN_RAKING', 'cub::BlockScanAlgorithm')
+    """
+
+    __module__ = "cuforge"
+    kind = "const"
+
+    def __init__(self, *spellings: str, cpp_type: str | None = None):
+        if not spellings:
+            raise DeclarationError(
+                'cf.constparam() needs at least one C++ constant, e.g. cf.constparam("cub::BLOCK_SCAN_RAKING", '
+                '"cub::BLOCK_SCAN_WARP_SCANS", cpp_type="cub::BlockScanAlgorithm")'
+            )
+        for v in spellings:
+            if not isinstance(v, str) or not _CPP_CONSTANT.match(v):
+                raise DeclarationError(
+                    f"cf.constparam(...) takes C++ constants as strings: a (qualified) name such as "
+                    f"'cub::BLOCK_SCAN_RAKING' or an integer literal; got {v!r}"
+                )
+        if len(set(spellings)) != len(spellings):
+            raise DeclarationError(f"cf.constparam{spellings!r} lists a value twice")
+        if cpp_type is not None and (not isinstance(cpp_type, str) or not _CPP_TYPE.match(cpp_type)):
+            raise DeclarationError(
+                f"cf.constparam(..., cpp_type=...) takes the C++ type of the template parameter, such as "
+                f"'cub::BlockScanAlgorithm' or 'unsigned int'; got {cpp_type!r}"
+            )
+        self.values: tuple[str, ...] = tuple(spellings)
+        self.cpp_type = cpp_type
+        self.name = "?"
+
+    @property
+    def cpp_kind(self) -> str:  # type: ignore[override]
+        """The C++ type that declares the parameter in a ``body=`` kernel's template.
+
+        Returns
+        -------
+        str
+            ``cpp_type``, or ``"?"`` where none was given (a ``source=`` family needs none).
+        """
+        return self.cpp_type or "?"
+
+    def resolve(self, value: Any, kernel: str) -> str:
+        """``value`` itself, which must be one of the declared spellings.
+
+        Parameters
+        ----------
+        value : str
+        kernel : str
+            The family's name, for the error.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        DeclarationError
+            Where ``value`` is not one of the declared spellings.
+        """
+        if isinstance(value, str) and value in self.values:
+            return value
+        allowed = ", ".join(self.values)
+        raise DeclarationError(f"{kernel}: template parameter {self.name} allows {allowed}; got {value!r}")
+
+    def spell(self, value: str) -> str:
+        """``value`` as written.
+
+        Parameters
+        ----------
+        value : str
+
+        Returns
+        -------
+        str
+        """
+        return value
+
+    def __repr__(self) -> str:
+        typed = f", cpp_type={self.cpp_type!r}" if self.cpp_type else ""
+        return f"cuforge.constparam({', '.join(map(repr, self.values))}{typed})"
 
 
 def typeparam(*dtypes: Any) -> TypeParam:
@@ -815,3 +974,40 @@ def boolparam(default: bool = False) -> BoolParam:
     'Reduce<true>'
     """
     return BoolParam(default)
+
+
+def constparam(*spellings: str, cpp_type: str | None = None) -> ConstParam:
+    """Declare a family's parameter whose values are C++ constants (enumerators such as CUB's
+    ``BlockScanAlgorithm``), given as C++ spells them.
+
+    Parameters
+    ----------
+    *spellings : str
+        The allowed values, in order; the first is the default. Each a (qualified) name or an
+        integer literal.
+    cpp_type : str, optional
+        The C++ type of the template parameter (``"cub::BlockScanAlgorithm"``): needed by a
+        ``body=`` family, whose generated template declares it (its header goes in
+        ``preamble``); a ``source=`` family declares it in its own C++.
+
+    Returns
+    -------
+    ConstParam
+
+    Raises
+    ------
+    DeclarationError
+        With no value, a value listed twice, or one that is no C++ name or integer literal.
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Pick:
+    ...     MODE = cf.constparam("Mode::Fast", "Mode::Exact", cpp_type="Mode")
+    ...     x: cf.Array[cf.float32]
+    ...     preamble = "enum class Mode { Fast, Exact };"
+    ...     body = "if (MODE == Mode::Exact) x[threadIdx.x] = 0;"
+    >>> Pick["Mode::Exact"].name_expression
+    'Pick<Mode::Exact>'
+    """
+    return ConstParam(*spellings, cpp_type=cpp_type)

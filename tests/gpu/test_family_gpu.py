@@ -15,6 +15,8 @@ import pytest
 import cuforge as cf
 from cuforge import _config
 
+from ..unit.test_family_params import CubScan
+
 pytestmark = pytest.mark.gpu
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
@@ -169,3 +171,74 @@ def test_a_family_with_extern_shared_arrays_of_two_types_precompiles_and_runs():
         x = np.arange(100, dtype=dtype)
         Reverse(x, 100)
         np.testing.assert_array_equal(x, np.arange(99, -1, -1, dtype=dtype))
+
+
+@cf.kernel
+class SwapLanes:
+    T = cf.typeparam(cf.vector(cf.float16, 2), cf.vector(cf.float32, 4))
+    x: cf.In[T]
+    y: cf.Out[T]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) { T v = x[i]; T w = v; w.x = v.y; w.y = v.x; y[i] = w; }
+    """
+
+
+@pytest.mark.parametrize(("dtype", "lanes"), [(np.float16, 2), (np.float32, 4)])
+def test_an_unindexed_vector_family_infers_the_vector_type_from_host_arrays(dtype, lanes):
+    x = np.arange(1000 * lanes).astype(dtype).reshape(1000, lanes)
+    y = np.zeros_like(x)
+    SwapLanes(x, y, 1000)
+    want = x.copy()
+    want[:, [0, 1]] = x[:, [1, 0]]
+    np.testing.assert_array_equal(y, want)
+
+
+@cf.kernel
+class RestrictedScale:
+    BLOCK = cf.intparam(256, 128, 1024)
+    ITEMS = cf.intparam(16, 4)
+    x: cf.Array[cf.float32]
+    n: cf.int64
+    block = "BLOCK"
+    grid = lambda n, BLOCK, ITEMS: (n + BLOCK * ITEMS - 1) // (BLOCK * ITEMS)  # noqa: E731
+    restrict = lambda BLOCK, ITEMS: BLOCK * ITEMS <= 8192  # noqa: E731
+    autotune = cf.autotune(BLOCK=[128, 256, 1024], key=["n"])
+    body = """
+    __shared__ float tile[BLOCK * ITEMS];
+    long long base = blockIdx.x * (long long)(BLOCK * ITEMS);
+    for (int k = 0; k < ITEMS; k++) {
+        long long i = base + k * BLOCK + threadIdx.x;
+        tile[k * BLOCK + threadIdx.x] = i < n ? x[i] : 0.0f;
+    }
+    __syncthreads();
+    for (int k = 0; k < ITEMS; k++) {
+        long long i = base + k * BLOCK + threadIdx.x;
+        if (i < n) x[i] = 2.0f * tile[k * BLOCK + threadIdx.x];
+    }
+    """
+
+
+def test_autotuning_a_restricted_family_times_only_the_combinations_it_keeps():
+    n = 100_003
+    x = np.arange(n, dtype=np.float32)
+    RestrictedScale(x, n)
+    np.testing.assert_array_equal(x, 2.0 * np.arange(n, dtype=np.float32))
+    (row,) = [r for r in RestrictedScale.tuning() if r["key"] == f"n={1 << (n - 1).bit_length()}"]
+    assert [c for c, _ in row["times_ms"]] == [{"BLOCK": 128}, {"BLOCK": 256}, {"BLOCK": 1024}]  # 1024 runs with ITEMS=4
+    assert [k.name_expression for k in RestrictedScale.instantiations()] == [
+        "RestrictedScale<256, 16>", "RestrictedScale<256, 4>", "RestrictedScale<128, 16>", "RestrictedScale<128, 4>",
+        "RestrictedScale<1024, 4>",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("algo", CubScan.template_params[0].values)
+def test_each_cub_block_scan_algorithm_matches_numpy(algo):
+    n = 256 * 9 + 17
+    x = np.random.default_rng(2).integers(-50, 50, n).astype(np.int32)
+    out = np.zeros(n, np.int32)
+    CubScan[algo](x, out, n)
+    pad = np.zeros(-(-n // 256) * 256, np.int32)
+    pad[:n] = x
+    np.testing.assert_array_equal(out, np.cumsum(pad.reshape(-1, 256), axis=1).ravel()[:n])

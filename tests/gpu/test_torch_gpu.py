@@ -3,6 +3,7 @@ opcheck, gradcheck, torch.cuda.graph, and the current PyTorch stream."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import cuforge as cf
@@ -127,3 +128,102 @@ def test_wrong_dtype_is_named_eagerly_and_while_tracing(example):
         example.bias_silu(x, b)
     with pytest.raises(Exception, match=r"argument 'x' expects In\[T\] \(float32 or float64\), got a torch.float16 tensor"):
         torch.compile(lambda x, b: example.bias_silu(x, b), fullgraph=True)(x, b)
+
+
+@cf.kernel
+class LayerNormForward:
+    """llm.c's layernorm forward, one thread per row: an Out[T] and two fixed float32 outputs."""
+
+    T = cf.typeparam(cf.float32, cf.float64)
+    out: cf.Out[T]
+    mean: cf.Out[cf.float32]
+    rstd: cf.Out[cf.float32]
+    inp: cf.In[T]
+    weight: cf.In[T]
+    bias: cf.In[T]
+    N: cf.int32
+    C: cf.int32
+    grid = lambda N: (N + 255) // 256  # noqa: E731
+    body = """
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= N) return;
+    const T* x = inp + (long long)row * C;
+    float m = 0.0f;
+    for (int i = 0; i < C; i++) m += (float)x[i];
+    m /= C;
+    float v = 0.0f;
+    for (int i = 0; i < C; i++) { float d = (float)x[i] - m; v += d * d; }
+    float s = rsqrtf(v / C + 1e-5f);
+    for (int i = 0; i < C; i++) out[(long long)row * C + i] = (T)(s * ((float)x[i] - m)) * weight[i] + bias[i];
+    mean[row] = m;
+    rstd[row] = s;
+    """
+
+
+@cf.kernel
+class WeightGrad:
+    """layernorm backward's weight and bias gradients: two Out[T] outputs that accumulate with
+    atomicAdd, so they must start at zero."""
+
+    T = cf.typeparam(cf.float32, cf.float64)
+    dweight: cf.Out[T]
+    dbias: cf.Out[T]
+    dout: cf.In[T]
+    norm: cf.In[T]
+    weight: cf.In[T]
+    N: cf.int32
+    C: cf.int32
+    grid = lambda N, C: (N * C + 255) // 256  # noqa: E731
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < (long long)N * C) {
+        atomicAdd(&dweight[i % C], dout[i] * norm[i]);
+        atomicAdd(&dbias[i % C], dout[i]);
+    }
+    """
+
+
+layernorm = LayerNormForward.torch_op(
+    "cuforge_tests::layernorm",
+    outputs={"out": "like inp", "mean": lambda inp: (inp.shape[0],), "rstd": lambda inp: (inp.shape[0],)},
+    sizes={"N": lambda inp: inp.shape[0], "C": lambda inp: inp.shape[1]},
+)
+weight_grad = WeightGrad.torch_op(
+    "cuforge_tests::weight_grad",
+    outputs={"dweight": "zeros like weight", "dbias": "zeros like weight"},
+    sizes={"N": lambda dout: dout.shape[0], "C": lambda dout: dout.shape[1]},
+)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_family_op_with_several_outputs_matches_numpy_eagerly_and_passes_opcheck(dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    inp = torch.randn(37, 24, device="cuda", dtype=dtype, generator=g)
+    weight = torch.randn(24, device="cuda", dtype=dtype, generator=g)
+    bias = torch.randn(24, device="cuda", dtype=dtype, generator=g)
+    out, mean, rstd = layernorm(inp, weight, bias)
+    assert (out.dtype, mean.dtype, rstd.dtype) == (dtype, torch.float32, torch.float32)
+    x = inp.cpu().numpy().astype(np.float64)
+    m = x.mean(axis=1)
+    s = 1.0 / np.sqrt(x.var(axis=1) + 1e-5)
+    ref = (x - m[:, None]) * s[:, None] * weight.cpu().numpy() + bias.cpu().numpy()
+    np.testing.assert_allclose(mean.cpu().numpy(), m, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rstd.cpu().numpy(), s, rtol=1e-4)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
+    torch.library.opcheck(layernorm, (inp, weight, bias))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_two_zeroed_outputs_of_one_type_parameter_accumulate_from_zero(dtype):
+    # small integers: the sums are exact in any order the atomics take, so opcheck's comparisons hold
+    dout = torch.randint(-8, 8, (50, 16), device="cuda").to(dtype)
+    norm = torch.randint(-8, 8, (50, 16), device="cuda").to(dtype)
+    weight = torch.randn(16, device="cuda", dtype=dtype)
+    for _ in range(3):  # the caching allocator hands back blocks that held 7s: empty() would keep them
+        garbage = [torch.full((16,), 7.0, device="cuda", dtype=dtype) for _ in range(2)]
+        del garbage
+        dweight, dbias = weight_grad(dout, norm, weight)
+        assert (dweight.dtype, dbias.dtype) == (dtype, dtype)
+        np.testing.assert_array_equal(dweight.cpu().numpy(), (dout.cpu().numpy() * norm.cpu().numpy()).sum(0))
+        np.testing.assert_array_equal(dbias.cpu().numpy(), dout.cpu().numpy().sum(0))
+    torch.library.opcheck(weight_grad, (dout, norm, weight))

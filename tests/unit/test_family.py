@@ -98,7 +98,8 @@ def test_instantiate_with_unknown_name():
         (
             np.ones(4, np.int32),
             np.ones(4, np.int32),
-            r"^Axpy: argument 'x' sets T, which allows float16, float32, float64; got an array of int32",
+            r"^Axpy: argument 'x' sets T, which allows float16, float32, float64; got an array of int32; cast it to "
+            r"one of those \(e.g. x.astype\(numpy.float16\)\): the family has no other instantiations\Z",
         ),
         (
             np.ones(4, np.float32),
@@ -111,6 +112,63 @@ def test_instantiate_with_unknown_name():
 def test_inference_errors(x, y, match):
     with pytest.raises(cf.ArgumentTypeError, match=match):
         Axpy(2.0, x, y, 4)
+
+
+def test_the_suggested_cast_is_all_that_fits_indexing_is_refused_too():
+    with pytest.raises(cf.ArgumentTypeError, match=r"cast it to one of those"):
+        Axpy(2.0, np.ones(4, np.int32), np.ones(4, np.int32), 4)
+    with pytest.raises(cf.DeclarationError, match=r"template parameter T allows float16, float32, float64; got cuforge.int32"):
+        Axpy[cf.int32]
+
+
+@cf.kernel
+class Rotate:
+    T = cf.typeparam(cf.vector(cf.float16, 2), cf.float32, cf.vector(cf.float32, 4), cf.vector(cf.float32, 2))
+    x: cf.In[T]
+    y: cf.Out[T]
+    n: cf.int64
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i];"
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape", "expected"),
+    [
+        (np.float16, (8, 2), "Rotate<__half2>"),
+        (np.float32, (8, 4), "Rotate<float4>"),
+        (np.float32, (8, 2), "Rotate<float2>"),  # float32 and float2 both fit: the last dimension says vectors
+        (np.float32, (8,), "Rotate<float>"),
+        (np.float32, (3, 8, 4), "Rotate<float4>"),
+    ],
+)
+def test_inference_finds_a_vector_instantiation_from_the_last_dimension(dtype, shape, expected):
+    x, y = np.ones(shape, dtype), np.zeros(shape, dtype)
+    assert Rotate.select(x, y, 8).name_expression == expected
+
+
+def test_vector_inference_settles_on_what_every_array_fits():
+    assert Rotate.select(np.ones((8, 2), np.float32), np.zeros(16, np.float32), 8).name_expression == "Rotate<float>"
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "match"),
+    [
+        (
+            np.ones((8, 3), np.float16),
+            np.ones((8, 3), np.float16),
+            r"^Rotate: argument 'x' sets T, which allows float16x2, float32, float32x4, float32x2; got an array of "
+            r"float16 of shape \(8, 3\); cast it to one of those \(e.g. x.astype\(numpy.float16\) with shape "
+            r"\(..., 2\)\): the family has no other instantiations\Z",
+        ),
+        (
+            np.ones((8, 2), np.float16),
+            np.ones((8, 4), np.float32),
+            r"^Rotate: arguments 'x' \(float16x2\) and 'y' \(float32x4\) must share T; cast one of them",
+        ),
+    ],
+)
+def test_vector_inference_errors_name_real_casts(x, y, match):
+    with pytest.raises(cf.ArgumentTypeError, match=match):
+        Rotate.select(x, y, 8)
 
 
 def test_inference_picks_the_instantiation_before_any_cuda_call():

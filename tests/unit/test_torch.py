@@ -35,8 +35,24 @@ class Split:
     grid = 1
 
 
+@cf.kernel
+class Moments:
+    T = cf.typeparam(cf.float32, cf.float64)
+    out: cf.Out[T]
+    mean: cf.Out[T]
+    rstd: cf.Out[cf.float32]
+    inp: cf.In[T, 2]
+    weight: cf.In[T]
+    body = "/* no-op */"
+    grid = 1
+
+
 act = example.bias_silu
 saxpy_ = Saxpy.torch_op("cuforge_unit::saxpy_", sizes={"n": lambda x: x.numel()})
+moments = Moments.torch_op(
+    "cuforge_unit::moments",
+    outputs={"out": "zeros like inp", "mean": lambda inp: (inp.shape[0],), "rstd": lambda inp: inp.shape[0]},
+)
 split = Split.torch_op("cuforge_unit::split", outputs={"rows": lambda x: (x.shape[0],), "cols": lambda x: x.shape[1]})
 
 
@@ -59,6 +75,29 @@ def test_fake_implementation_gives_shapes_and_dtypes_on_meta_tensors():
     assert saxpy_(1.0, torch.empty(3, device="meta"), torch.empty(3, device="meta"), True) is None
 
 
+def test_outputs_of_a_family_take_their_dtype_from_the_inputs_or_their_own_annotation():
+    inp, weight = torch.empty(3, 4, device="meta", dtype=torch.float64), torch.empty(4, device="meta", dtype=torch.float64)
+    out, mean, rstd = moments(inp, weight)
+    assert [(t.shape, t.dtype) for t in (out, mean, rstd)] == [
+        ((3, 4), torch.float64), ((3,), torch.float64), ((3,), torch.float32)
+    ]  # fmt: skip
+
+
+def test_an_output_whose_type_parameter_no_input_sets_is_refused():
+    @cf.kernel
+    class Fill:
+        T = cf.typeparam(cf.float32, cf.float64)
+        out: cf.Out[T]
+        n: cf.int64
+        body = "/* no-op */"
+
+    with pytest.raises(cf.DeclarationError, match=(
+        r"Fill \(torch op cuforge_unit::fill\): no input argument sets T, the dtype of output 'out' "
+        r"\(outputs are allocated, not read\); index the family first: Fill\[cf.float32\].torch_op\(...\)"
+    )):  # fmt: skip
+        Fill.torch_op("cuforge_unit::fill", outputs={"out": lambda n: n})
+
+
 def test_fake_implementation_names_a_wrong_dtype():
     with pytest.raises(cf.ArgumentTypeError, match=(
         r"BiasSilu \(torch op cuforge_examples::bias_silu\): argument 'x' expects In\[T\] \(float32 or float64\), got a torch.float16 "
@@ -73,8 +112,9 @@ def test_fake_implementation_names_a_wrong_dtype():
         ({"outputs": {"q": "like x"}}, r"outputs= names 'q', which are not parameters \(x, bias, y, n, cols\)"),
         ({"outputs": {"x": "like bias"}}, r"outputs\['x'\] must name an Out or Array parameter, not In\[T\]"),
         ({"outputs": {"y": "like n"}}, r"outputs\['y'\] = 'like n'; a shape rule is 'like <tensor argument>'"),
-        ({"outputs": {"y": "same as x"}}, r"a shape rule is 'like <tensor argument>' or a function"),
-        ({"outputs": {"y": 3}}, r"outputs\['y'\] must be 'like <argument>' or a function, got 3"),
+        ({"outputs": {"y": "same as x"}}, r"a shape rule is 'like <tensor argument>', 'zeros like <tensor argument>' or a"),
+        ({"outputs": {"y": "zeros as x"}}, r"outputs\['y'\] = 'zeros as x'; a shape rule is 'like <tensor argument>'"),
+        ({"outputs": {"y": 3}}, r"outputs\['y'\] must be 'like <argument>', 'zeros like <argument>' or a function, got 3"),
         ({"outputs": {"y": lambda z: z}}, r"outputs\['y'\] asks for 'z', which are not arguments of the op"),
         ({"sizes": {"x": lambda bias: 1}}, r"sizes\['x'\] must name an integer scalar parameter"),
         ({"sizes": {"n": 4}}, r"sizes\['n'\] must be a function of the arguments, got 4"),
