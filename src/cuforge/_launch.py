@@ -502,7 +502,7 @@ def check_loaded(kernel: Any, loaded: Any, c: Checked) -> None:
     (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks."""
     if kernel._grid_sync and not c.kind.cooperative:
         raise ArgumentError(
-            f"{kernel.label}: the kernel's source syncs the whole grid (cooperative_groups::this_grid), which "
+            f"{kernel.label}: the kernel's source syncs the whole grid (a grid group's sync()), which "
             f"needs a cooperative launch; set cooperative = True on the class or pass cooperative=True"
         )
     _kinds.check_on_device(kernel.label, loaded, c.kind, c.grid, c.block, c.shared_mem)

@@ -68,6 +68,17 @@ def test_cluster_blocks_read_each_others_shared_memory():
     np.testing.assert_array_equal(out.to_numpy(), [1, 0, 3, 2, 5, 4, 7, 6])
 
 
+def test_a_clustered_launch_of_the_cluster_histogram_matches_numpy():
+    """this_grid().thread_rank() without a grid sync: a clustered launch, no cooperative flag."""
+    data = np.random.default_rng(5).integers(-3, 260, 100_003).astype(np.int32)
+    nbins = 256
+    bins = cf.zeros(nbins, cf.int32)
+    kk.ClusterHistogram(bins, cf.to_device(data), data.size, nbins, shared_mem=nbins // 2 * 4)
+    expected = np.bincount(np.clip(data, 0, nbins - 1), minlength=nbins)
+    np.testing.assert_array_equal(bins.to_numpy(), expected)
+    assert not kk.ClusterHistogram._grid_sync
+
+
 def test_cluster_misuse_is_refused_before_the_launch(probe):
     out = cf.zeros(8, cf.int32)
     kk.ClusterSwap(out)  # the default grid (1 block for 8 elements) is rounded up to one whole cluster

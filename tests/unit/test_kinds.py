@@ -102,6 +102,45 @@ def test_grid_sync_is_found_in_the_source():
     assert not _kinds.uses_grid_sync(kk.ClusterSwap.render()) and not _kinds.uses_grid_sync(kk.BigShared.render())
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "cg::grid_group grid = cg::this_grid(); grid.sync();",
+        "cg::this_grid().sync();",
+        "cooperative_groups::this_grid() . sync();",
+        "auto g = cg::this_grid(); cg::sync(g);",
+        "cg::sync(cg::this_grid());",
+        "auto &g = cg::this_grid(); g.sync();",
+    ],
+)
+def test_each_spelling_of_a_grid_sync_is_found(body):
+    assert _kinds.uses_grid_sync(f"{kk.CG}\n__global__ void k(cg::grid_group other) {{ {body} }}")
+
+
+def test_a_grid_group_passed_to_a_function_and_synced_is_found():
+    for param in ("const cg::grid_group &grid", "cg::grid_group const& grid", "cg::grid_group grid"):
+        assert _kinds.uses_grid_sync(f"__device__ void phase({param}) {{ grid.sync(); }}")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "y[cg::this_grid().thread_rank()] = 1;",  # the Programming Guide's cluster histogram ranks threads so
+        "auto g = cg::this_grid(); y[g.thread_rank()] = g.size();",
+        "cg::grid_group g = cg::this_grid(); cg::this_cluster().sync(); __syncthreads(); y[g.block_rank()] = 0;",
+        "// cg::this_grid().sync(); was tried here\n/* grid.sync(); */ y[0] = 1;",
+        "auto block = cg::this_thread_block(); block.sync(); cg::sync(block);",
+    ],
+)
+def test_a_grid_group_used_without_a_sync_needs_no_cooperative_launch(body):
+    assert not _kinds.uses_grid_sync(f"{kk.CG}\n__global__ void k(float* y) {{ {body} }}")
+
+
+def test_the_cluster_histogram_is_not_taken_for_a_grid_sync():
+    assert not _kinds.uses_grid_sync(kk.ClusterHistogram.render())
+    assert kk.ClusterHistogram.compile("sm_90").code_type == "cubin"
+
+
 def test_cooperative_groups_compile_out_of_the_box():
     """cooperative_groups.h needs CCCL's <nv/target>: cuforge passes the CCCL wheel's headers."""
     for k in (kk.GridSum, kk.ClusterSwap):
