@@ -507,7 +507,7 @@ class Kernel(_KernelBase):
         if checked is None:
             raise ArgumentError(f"{self.label}.prepare(): the arrays are empty, so there is nothing to launch")
         with _cuda.on_device(_launch.target_device(self, checked)) as info:
-            handle, sh, staged = _launch.place(self, checked, info)
+            checked, handle, sh, staged = _launch.place(self, checked, info)
         if staged:
             names = ", ".join(repr(self._specs[i].name) for i, arg in checked.arrays if arg.origin == "numpy")
             raise ArgumentTypeError(

@@ -31,6 +31,9 @@ from .errors import ArgumentError, DeclarationError
 KIND_OPTIONS = ("cooperative", "cluster", "non_portable_cluster")
 PORTABLE_CLUSTER = 8  # blocks per cluster every sm_90+ GPU runs; more needs non_portable_cluster
 DEFAULT_SHARED = 48 * 1024  # static + dynamic shared memory per block without the opt-in
+# The grid of a cooperative launch that neither the call nor the class gives: as many blocks as
+# fit on the device at once, which only the loaded kernel tells (see fitting_grid).
+FITS = (0, 0, 0)
 # A grid sync, spelt this_grid().sync() or sync(this_grid()), or through a name bound to a grid
 # group (`grid_group g`, a parameter `const grid_group& g`, `auto g = this_grid()`): g.sync(), sync(g).
 _THIS_GRID = r"(?:\w+\s*::\s*)*this_grid\s*\(\s*\)"
@@ -175,6 +178,15 @@ def blocks_per_sm(loaded: Loaded, threads: int, shared_mem: int) -> int:
             drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, shared_mem),
             "cuOccupancyMaxActiveBlocksPerMultiprocessor"))  # fmt: skip
     return found
+
+
+def fitting_grid(loaded: Loaded, kind: LaunchKind, block: tuple[int, int, int], shared_mem: int) -> tuple[int, int, int]:
+    """The most blocks that run at once (occupancy x SMs) for this block and dynamic shared
+    memory: the default grid of a cooperative launch, whole clusters where it is clustered."""
+    blocks = blocks_per_sm(loaded, block[0] * block[1] * block[2], shared_mem) * loaded.device.sm_count
+    if kind.cluster is not None:
+        blocks -= blocks % kind.cluster[0]
+    return (max(blocks, 1), 1, 1)
 
 
 def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[int, int, int],

@@ -392,6 +392,8 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
                 kernel._seen_block = (block, blk)
     if grid is None:
         grd = kernel._grid(args, arrays, blk)
+        if kind.cooperative and kernel._grid.source == -1 and grd is not None:
+            grd = _kinds.FITS  # as many blocks as fit at once: check_loaded fills it in
     else:
         seen = kernel._seen_grid
         if seen[0] is grid:
@@ -431,7 +433,7 @@ def launch_checked(kernel: Any, c: Checked) -> None:
     loaded = kernel._by_device.get(did) or kernel._function(info)
     handle, _, max_threads, max_shared = loaded[:4]
     if kind is not _kinds.PLAIN or kernel._grid_sync or shared_mem > max_shared or block[0] * block[1] * block[2] > max_threads:
-        check_loaded(kernel, loaded, c)
+        grid = check_loaded(kernel, loaded, c).grid
     if stream is None:
         stream = default_stream(arrays, did)
     label = kernel.label
@@ -447,7 +449,7 @@ def launch_elsewhere(kernel: Any, c: Checked) -> None:
     """A launch on another device than the thread's (its context made current for the
     launch, then the thread's restored), or with host arrays to stage."""
     with _cuda.on_device(target_device(kernel, c)) as info:
-        handle, stream, staged = place(kernel, c, info)
+        c, handle, stream, staged = place(kernel, c, info)
         if staged:
             stage_and_launch(kernel, c, handle, stream)
         else:
@@ -486,26 +488,31 @@ def target_device(kernel: Any, c: Checked) -> int:
     return _cuda.current_device().id
 
 
-def place(kernel: Any, c: Checked, info: Any) -> tuple[int, int, bool]:
+def place(kernel: Any, c: Checked, info: Any) -> tuple[Checked, int, int, bool]:
     """The CUDA part of a launch on ``info``'s device (its context current) before the call:
-    (function handle, stream, whether host NumPy arrays must be staged); raises if the launch
-    asks what the loaded kernel cannot do (see ``_kinds``)."""
+    (the call with its grid filled in, function handle, stream, whether host NumPy arrays must
+    be staged); raises if the launch asks what the loaded kernel cannot do (see ``_kinds``)."""
     loaded = kernel._by_device.get(info.id) or kernel._function(info)
-    check_loaded(kernel, loaded, c)
+    c = check_loaded(kernel, loaded, c)
     staged = any(arg.device == HOST for _, arg in c.arrays)
     stream = c.stream if c.stream is not None else default_stream(c.arrays, info.id)
-    return loaded[0], stream, staged
+    return c, loaded[0], stream, staged
 
 
-def check_loaded(kernel: Any, loaded: Any, c: Checked) -> None:
+def check_loaded(kernel: Any, loaded: Any, c: Checked) -> Checked:
     """What only the loaded kernel tells: a grid sync launched without the cooperative flag
-    (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks."""
+    (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks.
+    Returns the call with a cooperative default grid (``_kinds.FITS``) filled in: as many
+    blocks as fit at once."""
     if kernel._grid_sync and not c.kind.cooperative:
         raise ArgumentError(
             f"{kernel.label}: the kernel's source syncs the whole grid (a grid group's sync()), which "
             f"needs a cooperative launch; set cooperative = True on the class or pass cooperative=True"
         )
+    if c.grid is _kinds.FITS:
+        c = c._replace(grid=_kinds.fitting_grid(loaded, c.kind, c.block, c.shared_mem))
     _kinds.check_on_device(kernel.label, loaded, c.kind, c.grid, c.block, c.shared_mem)
+    return c
 
 
 def attributes_of(kernel: Any, c: Checked) -> bytes | None:

@@ -36,6 +36,18 @@ def test_grid_sync_two_phase_sum_matches_numpy():
     np.testing.assert_allclose(out.to_numpy()[0], x.astype(np.float64).sum(), rtol=1e-9)
 
 
+def test_a_cooperative_launch_without_grid_runs_as_many_blocks_as_fit():
+    blocks = kk.GridSum.occupancy(block=256) * _cuda.current_device().sm_count
+    x = np.random.default_rng(4).standard_normal(1 << 20).astype(np.float32)
+    partial, out = cf.zeros(blocks, cf.float64), cf.zeros(1, cf.float64)
+    kk.GridSum(cf.to_device(x), partial, out, x.size)  # the array-covering default would be 4,096 blocks
+    assert _cuda.last_launch()[1] == (blocks, 1, 1)
+    np.testing.assert_allclose(out.to_numpy()[0], x.astype(np.float64).sum(), rtol=1e-9)
+    y = cf.zeros(1 << 20, cf.float32)
+    GridSyncNoFlag(y, cooperative=True)  # cooperative at the call: the same default
+    assert _cuda.last_launch()[1] == (GridSyncNoFlag.occupancy(block=256) * _cuda.current_device().sm_count, 1, 1)
+
+
 def test_a_cooperative_grid_too_large_is_refused_with_the_limit(probe):
     x, partial, out = cf.zeros(8, cf.float32), cf.zeros(8, cf.float64), cf.zeros(1, cf.float64)
     kk.GridSum(x, partial, out, 8, grid=1)
@@ -55,7 +67,7 @@ def test_grid_sync_without_the_flag_is_refused_before_the_launch(probe):
                                                    r"cooperative = True on the class or pass cooperative=True"):  # fmt: skip
             GridSyncNoFlag(y)
     probe(before)
-    GridSyncNoFlag(y, cooperative=True)  # at the call, it runs
+    GridSyncNoFlag(y, cooperative=True, grid=1)  # at the call, it runs (one block: the kernel has no bounds check)
     np.testing.assert_array_equal(y.to_numpy(), np.ones(256, np.float32))
 
 

@@ -193,6 +193,26 @@ def test_the_device_checks_name_their_limits():
         _kinds.check_on_device("K", loaded, coop, (9, 1, 1), (32, 1, 1), 0)
 
 
+def test_a_cooperative_launch_without_a_grid_gets_as_many_blocks_as_fit():
+    loaded = _loaded()  # 2 blocks of 32 threads per SM, 4 SMs
+    for k, call in ((declare(cooperative=True, block=32), {}), (declare(block=32), {"cooperative": True})):
+        c = _launch.check_and_pack(k, (cai(1 << 20),), call, None, None, 0, None)
+        assert c.grid is _kinds.FITS  # not the 32,768 blocks that cover the array
+        assert _launch.check_loaded(k, loaded, c).grid == (8, 1, 1)
+        assert _launch.check_and_pack(k, (cai(1 << 20),), call, 3, None, 0, None).grid == (3, 1, 1)  # the call's own
+    clustered = declare(cooperative=True, cluster=3, block=32)
+    c = _launch.check_and_pack(clustered, (cai(1 << 20),), {}, None, None, 0, None)
+    assert _launch.check_loaded(clustered, loaded, c).grid == (6, 1, 1)  # whole clusters
+    assert _launch.check_and_pack(clustered, (cai(0),), {}, None, None, 0, None) is None  # nothing to do
+
+
+def test_a_cooperative_kernels_stated_grid_rule_stays():
+    fixed = declare(cooperative=True, block=32, grid=4)
+    assert _launch.check_and_pack(fixed, (cai(1 << 20),), {}, None, None, 0, None).grid == (4, 1, 1)
+    by_size = declare(cooperative=True, block=32, grid="n", __annotations__={"y": cf.Array[cf.float32], "n": cf.int32})
+    assert _launch.check_and_pack(by_size, (cai(64), 320), {}, None, None, 0, None).grid == (10, 1, 1)
+
+
 def test_clusters_on_a_gpu_before_sm_90_are_refused():
     with pytest.raises(cf.ArgumentError, match=r"K: thread-block clusters need compute capability 9.0 or newer; device 0 "
                                                r"\(GPU\) is 8.0; launch without cluster="):  # fmt: skip
