@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from . import _kinds, _launch, _render
+from ._rules import GridCount
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
@@ -132,7 +133,7 @@ class _Decl:
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
         names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
         # a function's names are checked now (a grid may also be fixed by a tuple, shared_mem not)
-        for what, rule, plain in (("grid", self.grid, (str, int, tuple)), ("shared_mem", self.shared_mem, (str, int))):
+        for what, rule, plain in (("grid", self.grid, (str, int, tuple, GridCount)), ("shared_mem", self.shared_mem, (str, int))):
             if rule is not None and not isinstance(rule, plain):
                 _launch.grid_function_names(label, rule, names, tnames, what)
         self.autotune = ns.get("autotune")

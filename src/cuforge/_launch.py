@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from . import _cuda, _kinds
 from ._arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
 from ._checks import describe, numpy_scalar, scalar_to_bytes
+from ._rules import GridCount
 from ._signature import ParamSpec
 from .errors import ArgumentError, ArgumentTypeError, DeclarationError, GraphCaptureError, LaunchError
 from .types import _BY_NUMPY
@@ -92,7 +93,9 @@ def _is_int(v: Any) -> bool:
 
 class GridRule:
     """Where a launch without grid= gets its grid: ``source`` -1 is the largest array, k the
-    value or size of parameter k, -2 the class's grid function or fixed grid (``function``)."""
+    value or size of parameter k (the grid covers that many threads: ``grid = "n"`` or
+    ``cf.covering("n")``), -2 the class's grid function, fixed grid or ``cf.blocks("n")``
+    (that many blocks), in ``function``."""
 
     __slots__ = ("function", "kernel", "source")
 
@@ -107,13 +110,23 @@ class GridRule:
                     f"'<a size parameter>' or a function on the class, or pass grid= at launch"
                 )
             self.source = -1
-        elif isinstance(rule, str):
-            if rule not in names:
+        elif isinstance(rule, (str, GridCount)):
+            name = rule if isinstance(rule, str) else rule.param
+            if name not in names:
                 raise DeclarationError(f"{kernel}: grid = {rule!r} names no parameter; the parameters are {', '.join(names)}")
-            spec = specs[names.index(rule)]
-            if not spec.is_array and not spec.dtype.is_integer:
+            spec = specs[names.index(name)]
+            if isinstance(rule, GridCount) and rule.unit == "blocks":
+                if spec.is_array or not spec.dtype.is_integer:
+                    raise DeclarationError(
+                        f"{kernel}: grid = {rule!r} must name an integer parameter (the number of blocks), not "
+                        f"{spec.type_name}; to cover an array's elements use cf.covering({name!r})"
+                    )
+                self.source = -2
+                self.function = _blocks_function(kernel, rule, spec.index)
+            elif not spec.is_array and not spec.dtype.is_integer:
                 raise DeclarationError(f"{kernel}: grid = {rule!r} must name an integer or array parameter, not {spec.type_name}")
-            self.source = spec.index
+            else:
+                self.source = spec.index
         elif isinstance(rule, (int, tuple)) and not isinstance(rule, bool):  # a fixed grid
             try:
                 fixed = dims(rule, "grid", kernel, GRID_LIMIT)
@@ -137,6 +150,21 @@ class GridRule:
         if count <= 0:
             return None
         return dims(-(-count // block[0]), "grid", self.kernel, GRID_LIMIT)
+
+
+def _blocks_function(kernel: str, rule: GridCount, index: int) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:
+    """``cf.blocks(name)``: the grid is the parameter's value, in blocks."""
+
+    def by_blocks(args: tuple[Any, ...], block: tuple[int, int, int]) -> tuple[int, int, int]:
+        value = args[index]
+        if _is_int(value) and 1 <= value <= GRID_LIMIT[0]:
+            return (int(value), 1, 1)
+        raise ArgumentError(
+            f"{kernel}: grid = {rule!r} launches {rule.param} blocks, which must be from 1 to {GRID_LIMIT[0]}; "
+            f"got {rule.param}={value!r}"
+        )
+
+    return by_blocks
 
 
 def grid_function_names(kernel: str, rule: Any, names: list[str], template_names: list[str], what: str = "grid") -> list[str]:

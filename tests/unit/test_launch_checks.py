@@ -244,6 +244,46 @@ def test_the_last_grid_and_block_are_kept_by_identity_only(saxpy):
     assert _launch.check_and_pack(saxpy, ok_args(), {}, 3, 64, 0, None)[3:5] == ((3, 1, 1), (64, 1, 1))
 
 
+def _reduce(grid):
+    """The CUDA sample's reduce<<<numOfBlocks, 512>>>, its grid rule given as ``grid``."""
+    ns = {"__annotations__": {"x": cf.In[cf.float32], "partial": cf.Out[cf.float32], "numOfBlocks": cf.int32},
+          "block": 512, "grid": grid, "body": "partial[blockIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];"}  # fmt: skip
+    return cf.kernel(type("Reduce", (), ns))
+
+
+@pytest.mark.parametrize(
+    "rule, grid",
+    [
+        (cf.blocks("numOfBlocks"), (512, 1, 1)),  # that many blocks, as CUDA's <<<numOfBlocks, 512>>>
+        (cf.covering("numOfBlocks"), (1, 1, 1)),  # enough 512-thread blocks to cover 512 threads
+        ("numOfBlocks", (1, 1, 1)),  # a plain string means covering
+        (cf.covering("x"), (513, 1, 1)),  # an array: one thread per element
+    ],
+)
+def test_a_grid_rule_says_what_it_counts(rule, grid):
+    k = _reduce(rule)
+    args = (CudaArray((512 * 513,), "<f4"), CudaArray((512,), "<f4"), 512)
+    assert k._grid(args, [(0, _launch.array_arg(args[0]))], (512, 1, 1)) == grid
+    assert _launch.check_and_pack(k, args, {}, None, None, 0, None).grid == grid
+    if k._fast is not None:  # the C launcher computes it the same way
+        assert k._fast.check_and_pack(args, {}, None, None, 0, None)[1] == grid
+
+
+def test_grid_rule_mistakes():
+    with pytest.raises(cf.DeclarationError, match=r"Reduce: grid = cf.blocks\('x'\) must name an integer parameter \(the "
+                                                  r"number of blocks\), not In\[float32\]; to cover an array's elements "
+                                                  r"use cf.covering\('x'\)"):  # fmt: skip
+        _reduce(cf.blocks("x"))
+    with pytest.raises(cf.DeclarationError, match=r"Reduce: grid = cf.covering\('m'\) names no parameter; the parameters"):
+        _reduce(cf.covering("m"))
+    with pytest.raises(cf.DeclarationError, match=r"cf.blocks\(\) takes a parameter's name \(a str\), got 3"):
+        cf.blocks(3)
+    k = _reduce(cf.blocks("numOfBlocks"))
+    with pytest.raises(cf.ArgumentError, match=r"Reduce: grid = cf.blocks\('numOfBlocks'\) launches numOfBlocks blocks, "
+                                               r"which must be from 1 to 2147483647; got numOfBlocks=0"):  # fmt: skip
+        _launch.check_and_pack(k, (CudaArray((8,), "<f4"), CudaArray((8,), "<f4"), 0), {}, None, None, 0, None)
+
+
 def test_stream_errors(saxpy):
     with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: stream expects a stream \(cuda.core, CuPy, PyTorch"):
         saxpy(*ok_args(), stream="default")

@@ -1,0 +1,136 @@
+"""The launch rules a kernel class declares, as values: what a grid rule counts
+(:func:`blocks`, :func:`covering`), and the rules over template parameters that are resolved
+once per instantiation, at definition (a computed ``block``, ``launch_bounds``).
+
+``_launch`` turns a grid rule into the grid of each call; ``_decl`` checks the template
+rules for every instantiation when the class is defined, and ``Kernel`` resolves them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from .errors import DeclarationError
+
+
+@dataclasses.dataclass(frozen=True)
+class GridCount:
+    """A grid rule naming a parameter and what its value counts: ``"blocks"`` (the grid is
+    that many blocks) or ``"threads"`` (the grid covers that many threads, or that array's
+    elements). Made by :func:`blocks` and :func:`covering`.
+
+    Examples
+    --------
+    >>> cf.blocks("numOfBlocks").unit, cf.covering("n").unit
+    ('blocks', 'threads')
+    """
+
+    param: str
+    unit: str
+
+    __module__ = "cuforge"
+
+    def __repr__(self) -> str:
+        return f"cf.{'blocks' if self.unit == 'blocks' else 'covering'}({self.param!r})"
+
+
+def blocks(param: str) -> GridCount:
+    """A grid rule: launch as many blocks as the integer parameter ``param`` holds.
+
+    CUDA C++'s ``kernel<<<numOfBlocks, 512>>>`` ported as ``grid = cf.blocks("numOfBlocks")``
+    launches ``numOfBlocks`` blocks of 512 threads. (A plain string, ``grid = "n"``, means
+    :func:`covering`: enough blocks to cover ``n`` threads.)
+
+    Parameters
+    ----------
+    param : str
+        An integer parameter of the kernel.
+
+    Returns
+    -------
+    GridCount
+
+    Examples
+    --------
+    >>> cf.blocks("numOfBlocks")
+    cf.blocks('numOfBlocks')
+    """
+    return _count(param, "blocks")
+
+
+def covering(param: str) -> GridCount:
+    """A grid rule: launch enough blocks to cover ``param`` threads, one per element: the
+    integer parameter's value, or the array parameter's size, divided by the block's x
+    size and rounded up. The same as the plain string ``grid = "n"``, said explicitly.
+
+    Parameters
+    ----------
+    param : str
+        An integer or array parameter of the kernel.
+
+    Returns
+    -------
+    GridCount
+
+    Examples
+    --------
+    >>> cf.covering("n")
+    cf.covering('n')
+    """
+    return _count(param, "threads")
+
+
+def _count(param: Any, unit: str) -> GridCount:
+    if not isinstance(param, str) or not param.isidentifier():
+        what = "blocks" if unit == "blocks" else "covering"
+        raise DeclarationError(f"cf.{what}() takes a parameter's name (a str), got {param!r}")
+    return GridCount(param, unit)
+
+
+# ---------------------------------------------------------------- rules over template parameters
+
+
+def template_function(label: str, what: str, rule: Any, tparams: tuple[Any, ...]) -> Callable[..., Any] | None:
+    """The function of a rule given as a function or staticmethod of template parameters
+    (None for a rule that is not a function); its argument names are checked here."""
+    fn = rule.__func__ if isinstance(rule, staticmethod) else rule
+    if not callable(fn) or isinstance(fn, type):
+        return None
+    names = [t.name for t in tparams]
+    wanted = list(inspect.signature(fn).parameters)
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise DeclarationError(
+            f"{label}: the {what} function asks for {', '.join(unknown)}, which are not template parameters of this "
+            f"class (template parameters: {', '.join(names) or 'none'}); a {what} is fixed per instantiation"
+        )
+    return fn  # type: ignore[no-any-return]
+
+
+def each_instantiation(fn: Callable[..., Any], tparams: tuple[Any, ...]) -> list[tuple[dict[str, Any], Any]]:
+    """(template arguments it asks for, result) of ``fn`` for every instantiation's values."""
+    wanted = list(inspect.signature(fn).parameters)
+    chosen = [t for t in tparams if t.name in wanted]
+    out = []
+    for combo in itertools.product(*(t.values for t in chosen)):
+        args = {t.name: v for t, v in zip(chosen, combo)}
+        out.append((args, fn(**args)))
+    return out
+
+
+def call_with(fn: Callable[..., Any], template_args: dict[str, Any]) -> Any:
+    """``fn`` called with the template arguments it names."""
+    return fn(**{w: template_args[w] for w in inspect.signature(fn).parameters})
+
+
+def describe(rule: Any) -> str:
+    """A rule as a message shows it: a function by its name, anything else by its repr."""
+    fn = rule.__func__ if isinstance(rule, staticmethod) else rule
+    if callable(fn) and not isinstance(fn, type):
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        return f"the function {name}"
+    return repr(rule)
