@@ -14,8 +14,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from . import _kinds, _launch, _render
-from ._rules import GridCount
+from . import _kinds, _launch, _render, _rules
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TypeParam, VectorDType
@@ -116,24 +115,15 @@ class _Decl:
             raise DeclarationError(f"{label}: options must be a cuforge.CompileOptions, got {opts!r}")
         self.options = opts
         self.block = ns.get("block", 256)
-        ints = {t.name: t for t in self.tparams if isinstance(t, IntParam)}
-        entries = self.block if isinstance(self.block, (tuple, list)) else (self.block,)
-        for entry in entries:
-            if isinstance(entry, str) and entry not in ints:
-                raise DeclarationError(
-                    f"{label}: block names {entry!r}, which is not an intparam of this class "
-                    f"(intparams: {', '.join(ints) or 'none'})"
-                )
-        for combo in itertools.product(*(ints[e].values if isinstance(e, str) else (e,) for e in entries)):
-            try:
-                _launch.dims(combo, "block", label, _launch.BLOCK_LIMIT)
-            except ArgumentError as exc:
-                raise DeclarationError(str(exc)) from None
+        # a function of template parameters, resolved per instantiation (see block_of)
+        self.block_function = _rules.template_function(label, "block", self.block, self.tparams)
+        _check_block(label, self.block, self.block_function, self.tparams)
         self.grid = ns.get("grid")
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
         names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
         # a function's names are checked now (a grid may also be fixed by a tuple, shared_mem not)
-        for what, rule, plain in (("grid", self.grid, (str, int, tuple, GridCount)), ("shared_mem", self.shared_mem, (str, int))):
+        grid_plain = (str, int, tuple, _rules.GridCount)
+        for what, rule, plain in (("grid", self.grid, grid_plain), ("shared_mem", self.shared_mem, (str, int))):
             if rule is not None and not isinstance(rule, plain):
                 _launch.grid_function_names(label, rule, names, tnames, what)
         self.autotune = ns.get("autotune")
@@ -145,6 +135,39 @@ class _Decl:
                 | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
             )
         )
+
+
+def _check_block(label: str, rule: Any, function: Any, tparams: tuple[Any, ...]) -> None:
+    """A class's block, for every instantiation: ints, intparam names, or a function of
+    template parameters; a value that is not a valid block shows what was given."""
+    if function is not None:
+        results = _rules.each_instantiation(function, tparams)
+    else:
+        ints = {t.name: t for t in tparams if isinstance(t, IntParam)}
+        entries = rule if isinstance(rule, (tuple, list)) else (rule,)
+        for entry in entries:
+            if isinstance(entry, str) and entry not in ints:
+                raise DeclarationError(
+                    f"{label}: block names {entry!r}, which is not an intparam of this class (intparams: "
+                    f"{', '.join(ints) or 'none'}); give ints, intparam names or a function of the template parameters"
+                )
+        choices = (ints[e].values if isinstance(e, str) else (e,) for e in entries)
+        results = [({}, combo) for combo in itertools.product(*choices)]
+    for args, value in results:
+        try:
+            _launch.dims(value, "block", label, _launch.BLOCK_LIMIT)
+        except ArgumentError as exc:
+            given = f"{_rules.describe(rule)} gave {value!r}" if function is not None else repr(rule)
+            where = f" for {', '.join(f'{k}={v!r}' for k, v in args.items())}" if args else ""
+            raise DeclarationError(f"{label}: block = {given}{where}: {str(exc).removeprefix(label + ': ')}") from None
+
+
+def block_of(decl: _Decl, template_args: dict[str, Any]) -> Any:
+    """The block of one instantiation, as the class gives it (checked by _check_block)."""
+    if decl.block_function is not None:
+        return _rules.call_with(decl.block_function, template_args)
+    raw = decl.block if isinstance(decl.block, (tuple, list)) else (decl.block,)
+    return tuple(template_args[e] if isinstance(e, str) else e for e in raw)
 
 
 def _module_of(cls: type, label: str, value: Any) -> Module:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from . import _cache, _compile, _config, _cuda, _kinds, _launch, _render
 from ._checks import checker
 from ._compile import CompiledKernel
-from ._decl import _Decl, _substitute
+from ._decl import _Decl, _substitute, block_of
 from ._signature import Param, Signature, param_specs
 from ._version import __version__
 from .errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, SignatureMismatchError
@@ -106,11 +106,9 @@ class Kernel(_KernelBase):
         self.signature = Signature(
             tuple(Param(n, i, _substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
         )
-        raw_block = decl.block if isinstance(decl.block, (tuple, list)) else (decl.block,)
-        resolved = tuple(self.template_args[e] if isinstance(e, str) else e for e in raw_block)
         # What both launch paths read, built once: see _launch and _csrc/.
         self._specs = param_specs(self.signature)
-        self._block = _launch.dims(resolved, "block", self.label, _launch.BLOCK_LIMIT)
+        self._block = _launch.dims(block_of(decl, self.template_args), "block", self.label, _launch.BLOCK_LIMIT)
         self._grid = _launch.GridRule(self.label, decl.grid, self._specs, self.template_args)
         # the last grid= and block= objects a call passed, with their dims (see check_and_pack)
         self._seen_grid: tuple[Any, tuple[int, int, int] | None] = (None, None)

@@ -324,3 +324,37 @@ def test_packer_follows_the_c_abi():
     assert struct.unpack_from("=e", raw, 56)[0] == 1.0
     ptrs = (ctypes.c_void_p * 6).from_address(addr)
     assert [p - ctypes.addressof(buf) for p in ptrs] == [0, 8, 16, 32, 48, 56]
+
+
+def _sgemm_like(block, **extra):
+    """SGEMM's launch shape: a block of (BM*BN)/(TM*TN) threads, one per TMxTN tile."""
+    ns = {"BM": cf.intparam(128, 64), "BN": cf.intparam(128, 64), "TM": cf.intparam(8), "TN": cf.intparam(8, 4),
+          "__annotations__": {"c": cf.Out[cf.float32]}, "block": block, "grid": 1,
+          "body": "c[blockIdx.x * blockDim.x + threadIdx.x] = BM * BN;", **extra}  # fmt: skip
+    return cf.kernel(type("Sgemm", (), ns))
+
+
+def test_a_block_computed_from_template_parameters():
+    for rule in (staticmethod(lambda BM, BN, TM, TN: (BM * BN) // (TM * TN)), lambda BM, BN, TM, TN: BM * BN // (TM * TN)):
+        family = _sgemm_like(rule)
+        assert family[128, 128, 8, 8]._block == (256, 1, 1)
+        assert family[64, 128, 8, 4]._block == (256, 1, 1)
+        assert family[64, 64, 8, 8]._block == (64, 1, 1)
+        assert _launch.check_and_pack(family[64, 64, 8, 8], (CudaArray((64,), "<f4"),), {}, None, None, 0, None).block == (64, 1, 1)
+    two_d = _sgemm_like(staticmethod(lambda BN, TN: (BN // TN, 2)))
+    assert two_d[128, 64, 8, 4]._block == (16, 2, 1)
+
+
+def test_a_wrong_block_rule_is_refused_at_definition_showing_what_was_given():
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: block = the function \S*<lambda> gave 2048 for BM=128, BN=128, "
+                                                  r"TM=8, TN=4: block\[0\] expects an int from 1 to 1024, got 2048"):  # fmt: skip
+        _sgemm_like(staticmethod(lambda BM, BN, TM, TN: BM * BN // (TM * TN) * 4))
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: the block function asks for n, which are not template parameters "
+                                                  r"of this class \(template parameters: BM, BN, TM, TN\); a block is fixed "
+                                                  r"per instantiation"):  # fmt: skip
+        _sgemm_like(staticmethod(lambda BM, n: BM))
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: block names 'BM \* 2', which is not an intparam of this class \(intparams: "
+                                                  r"BM, BN, TM, TN\); give ints, intparam names or a function"):  # fmt: skip
+        _sgemm_like("BM * 2")
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: block = 2.5: block\[0\] expects an int from 1 to 1024, got 2.5"):
+        _sgemm_like(2.5)
