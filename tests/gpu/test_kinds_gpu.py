@@ -147,6 +147,21 @@ def test_attributes_and_occupancy():
         kk.Bounded.occupancy(block=0)
 
 
+def test_the_cubin_and_the_driver_give_one_static_shared_size():
+    @cf.kernel
+    class Staged:
+        x: cf.Array[cf.float32]
+        body = "__shared__ float s[256]; s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = s[0];"
+
+    @cf.kernel
+    class ExternOnly:
+        x: cf.Array[cf.float32]
+        body = "extern __shared__ float d[]; d[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = d[0];"
+
+    for k, size in ((Staged, 1024), (ExternOnly, 0)):
+        assert k.compile().resources()["shared_bytes"] == k.attributes.static_shared_bytes == size
+
+
 def test_a_non_portable_cluster_of_16_blocks_on_hopper():
     out = cf.zeros(32, cf.int32)
     kk.ClusterSwap(out, grid=32, cluster=16, non_portable_cluster=True)
