@@ -33,7 +33,7 @@ _CPP_RESERVED = frozenset(
 )
 _CLASS_KEYS = frozenset(
     {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune",
-     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem"}
+     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem", "launch_bounds"}
 )  # fmt: skip
 # Keywords a call takes besides the kernel's arguments: no parameter may take their names.
 LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch.CALL_OPTIONS)
@@ -118,6 +118,10 @@ class _Decl:
         # a function of template parameters, resolved per instantiation (see block_of)
         self.block_function = _rules.template_function(label, "block", self.block, self.tparams)
         _check_block(label, self.block, self.block_function, self.tparams)
+        self.launch_bounds = ns.get("launch_bounds")  # rendered into the __global__ declaration
+        self.bounds_function = _rules.template_function(label, "launch_bounds", self.launch_bounds, self.tparams)
+        if self.launch_bounds is not None:
+            _check_launch_bounds(label, kind, self.launch_bounds, self.bounds_function, self.tparams)
         self.grid = ns.get("grid")
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
         names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
@@ -137,37 +141,61 @@ class _Decl:
         )
 
 
-def _check_block(label: str, rule: Any, function: Any, tparams: tuple[Any, ...]) -> None:
-    """A class's block, for every instantiation: ints, intparam names, or a function of
-    template parameters; a value that is not a valid block shows what was given."""
+def _instances(label: str, what: str, rule: Any, function: Any, tparams: tuple[Any, ...]) -> list[tuple[dict[str, Any], Any]]:
+    """(template arguments, value) of a block or launch_bounds rule for every instantiation:
+    ints and intparam names (an int or a tuple of them), or a function of template parameters."""
     if function is not None:
-        results = _rules.each_instantiation(function, tparams)
-    else:
-        ints = {t.name: t for t in tparams if isinstance(t, IntParam)}
-        entries = rule if isinstance(rule, (tuple, list)) else (rule,)
-        for entry in entries:
-            if isinstance(entry, str) and entry not in ints:
-                raise DeclarationError(
-                    f"{label}: block names {entry!r}, which is not an intparam of this class (intparams: "
-                    f"{', '.join(ints) or 'none'}); give ints, intparam names or a function of the template parameters"
-                )
-        choices = (ints[e].values if isinstance(e, str) else (e,) for e in entries)
-        results = [({}, combo) for combo in itertools.product(*choices)]
-    for args, value in results:
+        return _rules.each_instantiation(function, tparams)
+    ints = {t.name: t for t in tparams if isinstance(t, IntParam)}
+    entries = rule if isinstance(rule, (tuple, list)) else (rule,)
+    for entry in entries:
+        if isinstance(entry, str) and entry not in ints:
+            raise DeclarationError(
+                f"{label}: {what} names {entry!r}, which is not an intparam of this class (intparams: "
+                f"{', '.join(ints) or 'none'}); give ints, intparam names or a function of the template parameters"
+            )
+    names = [e for e in entries if isinstance(e, str)]
+    out = []
+    for combo in itertools.product(*(ints[e].values if isinstance(e, str) else (e,) for e in entries)):
+        out.append(({n: v for n, v in zip(entries, combo) if n in names}, combo if isinstance(rule, (tuple, list)) else combo[0]))
+    return out
+
+
+def _refused(label: str, what: str, rule: Any, function: Any, args: dict[str, Any], value: Any, reason: str) -> DeclarationError:
+    """A block or launch_bounds value that is not valid, showing what was given."""
+    given = f"{_rules.describe(rule)} gave {value!r}" if function is not None else repr(rule)
+    where = f" for {', '.join(f'{k}={v!r}' for k, v in args.items())}" if args else ""
+    return DeclarationError(f"{label}: {what} = {given}{where}: {reason}")
+
+
+def _check_block(label: str, rule: Any, function: Any, tparams: tuple[Any, ...]) -> None:
+    for args, value in _instances(label, "block", rule, function, tparams):
         try:
             _launch.dims(value, "block", label, _launch.BLOCK_LIMIT)
         except ArgumentError as exc:
-            given = f"{_rules.describe(rule)} gave {value!r}" if function is not None else repr(rule)
-            where = f" for {', '.join(f'{k}={v!r}' for k, v in args.items())}" if args else ""
-            raise DeclarationError(f"{label}: block = {given}{where}: {str(exc).removeprefix(label + ': ')}") from None
+            raise _refused(label, "block", rule, function, args, value, str(exc).removeprefix(label + ": ")) from None
 
 
-def block_of(decl: _Decl, template_args: dict[str, Any]) -> Any:
-    """The block of one instantiation, as the class gives it (checked by _check_block)."""
-    if decl.block_function is not None:
-        return _rules.call_with(decl.block_function, template_args)
-    raw = decl.block if isinstance(decl.block, (tuple, list)) else (decl.block,)
-    return tuple(template_args[e] if isinstance(e, str) else e for e in raw)
+def _check_launch_bounds(label: str, kind: str, rule: Any, function: Any, tparams: tuple[Any, ...]) -> None:
+    if kind != "body":
+        raise DeclarationError(
+            f"{label}: launch_bounds applies to body= kernels, whose __global__ declaration cuforge writes; a {kind}= "
+            f"kernel writes __launch_bounds__(...) in its own C++"
+        )
+    for args, value in _instances(label, "launch_bounds", rule, function, tparams):
+        try:
+            _rules.bounds(value)
+        except ValueError as exc:
+            raise _refused(label, "launch_bounds", rule, function, args, value, str(exc)) from None
+
+
+def resolve(rule: Any, function: Any, template_args: dict[str, Any]) -> Any:
+    """A block or launch_bounds rule's value for one instantiation (checked at definition)."""
+    if function is not None:
+        return _rules.call_with(function, template_args)
+    if isinstance(rule, (tuple, list)):
+        return tuple(template_args[e] if isinstance(e, str) else e for e in rule)
+    return template_args[rule] if isinstance(rule, str) else rule
 
 
 def _module_of(cls: type, label: str, value: Any) -> Module:

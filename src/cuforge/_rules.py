@@ -1,6 +1,7 @@
 """The launch rules a kernel class declares, as values: what a grid rule counts
 (:func:`blocks`, :func:`covering`), and the rules over template parameters that are resolved
-once per instantiation, at definition (a computed ``block``, ``launch_bounds``).
+once per instantiation, at definition (a computed ``block``, ``launch_bounds``, which is
+rendered into the generated ``__global__`` declaration).
 
 ``_launch`` turns a grid rule into the grid of each call; ``_decl`` checks the template
 rules for every instantiation when the class is defined, and ``Kernel`` resolves them.
@@ -134,3 +135,23 @@ def describe(rule: Any) -> str:
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
         return f"the function {name}"
     return repr(rule)
+
+
+def bounds(value: Any) -> tuple[int, ...]:
+    """A ``launch_bounds`` value as ``__launch_bounds__`` takes it: (max threads per block[,
+    min blocks per SM[, max blocks per cluster]]). Raises ValueError saying what is wrong."""
+    raw = (value,) if isinstance(value, int) else value
+    ok = isinstance(raw, (tuple, list)) and 1 <= len(raw) <= 3
+    if not ok or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in raw):
+        raise ValueError(
+            "expects an int (max threads per block) or a tuple of 1 to 3 positive ints (max threads per block, "
+            f"min blocks per SM, max blocks per cluster), got {value!r}"
+        )
+    if raw[0] > 1024:
+        raise ValueError(f"max threads per block is at most 1024, got {raw[0]}")
+    return tuple(raw)
+
+
+def spell_bounds(values: tuple[int, ...] | None) -> str:
+    """``__launch_bounds__(256, 1) `` for a declaration, or "" without bounds."""
+    return f"__launch_bounds__({', '.join(map(str, values))}) " if values else ""
