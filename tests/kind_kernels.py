@@ -101,3 +101,34 @@ class Bounded:
         if (i < n) y[i] += 1.0f;
     }
     """
+
+
+@cf.kernel
+class ClusterHistogram:
+    """The CUDA Programming Guide's distributed-shared-memory histogram: each cluster keeps one
+    histogram spread over its blocks' shared memory. It ranks threads with
+    ``cg::this_grid().thread_rank()`` but never syncs the grid, so it needs no cooperative launch."""
+
+    bins: cf.Out[cf.int32]
+    data: cf.In[cf.int32]
+    n: cf.int64
+    nbins: cf.int32
+    cluster = (2, 1, 1)
+    block = 128
+    grid = 16
+    preamble = CG
+    body = """
+    extern __shared__ int smem[];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int per_block = nbins / (int)cluster.dim_blocks().x;  // each block holds a slice of the bins
+    for (int i = threadIdx.x; i < per_block; i += blockDim.x) smem[i] = 0;
+    cluster.sync();
+    for (long long i = cg::this_grid().thread_rank(); i < n; i += (long long)blockDim.x * gridDim.x) {
+        int bin = data[i] < 0 ? 0 : data[i] >= nbins ? nbins - 1 : data[i];
+        int* owner = cluster.map_shared_rank(smem, bin / per_block);
+        atomicAdd(owner + bin % per_block, 1);
+    }
+    cluster.sync();  // the other blocks' shared memory stays in use until every block is done
+    int* mine = bins + cluster.block_rank() * per_block;
+    for (int i = threadIdx.x; i < per_block; i += blockDim.x) atomicAdd(&mine[i], smem[i]);
+    """

@@ -18,6 +18,9 @@ from ._cuda import set_device as set_device
 from ._cuda import synchronize as synchronize
 from ._kinds import KernelAttributes as KernelAttributes
 from ._launch import PreparedLaunch as PreparedLaunch
+from ._rules import GridCount as GridCount
+from ._rules import blocks as blocks
+from ._rules import covering as covering
 from ._stats import CacheStats as CacheStats
 from ._stats import cache_stats as cache_stats
 from ._version import __version__ as __version__
@@ -129,6 +132,7 @@ __all__ = [
     "Autotune",
     "autotune",
     "bfloat16",
+    "blocks",
     "bool_",
     "boolparam",
     "BoolParam",
@@ -143,6 +147,7 @@ __all__ = [
     "complex64",
     "ConstParam",
     "constparam",
+    "covering",
     "CuforgeError",
     "DeclarationError",
     "DeviceFaultError",
@@ -154,6 +159,7 @@ __all__ = [
     "float32",
     "float64",
     "graph",
+    "GridCount",
     "Graph",
     "GraphCaptureError",
     "GraphUpdateError",

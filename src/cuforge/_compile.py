@@ -431,12 +431,17 @@ class CompiledKernel:
         -------
         dict of str to int
             ``registers`` (per thread), ``frame_bytes`` and ``min_stack_bytes`` (per thread),
-            ``shared_bytes`` (static, per block); empty for PTX.
+            ``shared_bytes`` (the kernel's static shared memory per block, the figure
+            ``Kernel.attributes.static_shared_bytes`` reports); in an sm_90 (and newer)
+            cubin, ``reserved_shared_bytes``: the 1 KiB per block the system reserves, which
+            the cubin counts in the shared memory of a kernel that uses any (0 for one that
+            uses none); with ``__launch_bounds__``, ``max_threads`` (its threads per block).
+            Empty for PTX.
 
         Examples
         --------
         >>> sorted(ck.resources())
-        ['frame_bytes', 'min_stack_bytes', 'registers', 'shared_bytes']
+        ['frame_bytes', 'min_stack_bytes', 'registers', 'reserved_shared_bytes', 'shared_bytes']
         """
         if self.code_type != "cubin":
             return {}

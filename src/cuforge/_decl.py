@@ -16,7 +16,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from . import _kinds, _launch, _render
+from . import _kinds, _launch, _render, _rules
 from .errors import ArgumentError, DeclarationError
 from .options import CompileOptions
 from .types import ArrayType, ConstParam, DType, IntParam, TemplateParam, TypeParam, VectorDType
@@ -35,7 +35,8 @@ _CPP_RESERVED = frozenset(
 )
 _CLASS_KEYS = frozenset(
     {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune",
-     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem", "restrict"}
+     "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem", "restrict",
+     "launch_bounds"}
 )  # fmt: skip
 # Keywords a call takes besides the kernel's arguments: no parameter may take their names.
 LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch.CALL_OPTIONS)
@@ -124,28 +125,21 @@ class _Decl:
             raise DeclarationError(f"{label}: options must be a cuforge.CompileOptions, got {opts!r}")
         self.options = opts
         self.block = ns.get("block", 256)
-        ints = {t.name: t for t in self.tparams if isinstance(t, IntParam)}
-        entries = self.block if isinstance(self.block, (tuple, list)) else (self.block,)
-        for entry in entries:
-            if isinstance(entry, str) and entry not in ints:
-                raise DeclarationError(
-                    f"{label}: block names {entry!r}, which is not an intparam of this class "
-                    f"(intparams: {', '.join(ints) or 'none'})"
-                )
         # every combination the class's restrict keeps, in declaration order (last fastest)
         self.combinations, self.restrict = _restricted(label, self.tparams, ns.get("restrict"))
-        where = [t.name for t in self.tparams]
-        blocks = {tuple(c[where.index(e)] if isinstance(e, str) else e for e in entries) for c in self.combinations}
-        for combo in sorted(blocks):
-            try:
-                _launch.dims(combo, "block", label, _launch.BLOCK_LIMIT)
-            except ArgumentError as exc:
-                raise DeclarationError(str(exc)) from None
+        # a function of template parameters, resolved per instantiation (see block_of)
+        self.block_function = _rules.template_function(label, "block", self.block, self.tparams)
+        _check_block(label, self.block, self.block_function, self.tparams, self.combinations)
+        self.launch_bounds = ns.get("launch_bounds")  # rendered into the __global__ declaration
+        self.bounds_function = _rules.template_function(label, "launch_bounds", self.launch_bounds, self.tparams)
+        if self.launch_bounds is not None:
+            _check_launch_bounds(label, kind, self.launch_bounds, self.bounds_function, self.tparams, self.combinations)
         self.grid = ns.get("grid")
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
         names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
         # a function's names are checked now (a grid may also be fixed by a tuple, shared_mem not)
-        for what, rule, plain in (("grid", self.grid, (str, int, tuple)), ("shared_mem", self.shared_mem, (str, int))):
+        grid_plain = (str, int, tuple, _rules.GridCount)
+        for what, rule, plain in (("grid", self.grid, grid_plain), ("shared_mem", self.shared_mem, (str, int))):
             if rule is not None and not isinstance(rule, plain):
                 _launch.grid_function_names(label, rule, names, tnames, what)
         self.autotune = ns.get("autotune")
@@ -225,6 +219,74 @@ def spell_combination(tparams: tuple[Any, ...], values: tuple[Any, ...]) -> str:
         return v.name if isinstance(v, DType) else v if isinstance(v, str) else repr(v)
 
     return ", ".join(f"{t.name}={shown(v)}" for t, v in zip(tparams, values))
+
+
+def _instances(label: str, what: str, rule: Any, function: Any, tparams: tuple[Any, ...],
+               combinations: tuple[tuple[Any, ...], ...]) -> list[tuple[dict[str, Any], Any]]:  # fmt: skip
+    """(template arguments, value) of a block or launch_bounds rule for every instantiation
+    the class keeps (``combinations``, after ``restrict``): ints and intparam names (an int or
+    a tuple of them), or a function of template parameters."""
+    names = [t.name for t in tparams]
+    if function is not None:
+        wanted = list(inspect.signature(function).parameters)
+    else:
+        ints = {t.name for t in tparams if isinstance(t, IntParam)}
+        entries = rule if isinstance(rule, (tuple, list)) else (rule,)
+        for entry in entries:
+            if isinstance(entry, str) and entry not in ints:
+                raise DeclarationError(
+                    f"{label}: {what} names {entry!r}, which is not an intparam of this class (intparams: "
+                    f"{', '.join(ints) or 'none'}); give ints, intparam names or a function of the template parameters"
+                )
+        wanted = [e for e in entries if isinstance(e, str)]
+    out = []
+    for args in dict.fromkeys(tuple((w, c[names.index(w)]) for w in wanted) for c in combinations):
+        values = dict(args)
+        if function is not None:
+            out.append((values, function(**values)))
+        else:
+            combo = tuple(values[e] if isinstance(e, str) else e for e in entries)
+            out.append((values, combo if isinstance(rule, (tuple, list)) else combo[0]))
+    return out
+
+
+def _refused(label: str, what: str, rule: Any, function: Any, args: dict[str, Any], value: Any, reason: str) -> DeclarationError:
+    """A block or launch_bounds value that is not valid, showing what was given."""
+    given = f"{_rules.describe(rule)} gave {value!r}" if function is not None else repr(rule)
+    where = f" for {', '.join(f'{k}={v!r}' for k, v in args.items())}" if args else ""
+    return DeclarationError(f"{label}: {what} = {given}{where}: {reason}")
+
+
+def _check_block(label: str, rule: Any, function: Any, tparams: tuple[Any, ...],
+                 combinations: tuple[tuple[Any, ...], ...]) -> None:  # fmt: skip
+    for args, value in _instances(label, "block", rule, function, tparams, combinations):
+        try:
+            _launch.dims(value, "block", label, _launch.BLOCK_LIMIT)
+        except ArgumentError as exc:
+            raise _refused(label, "block", rule, function, args, value, str(exc).removeprefix(label + ": ")) from None
+
+
+def _check_launch_bounds(label: str, kind: str, rule: Any, function: Any, tparams: tuple[Any, ...],
+                         combinations: tuple[tuple[Any, ...], ...]) -> None:  # fmt: skip
+    if kind != "body":
+        raise DeclarationError(
+            f"{label}: launch_bounds applies to body= kernels, whose __global__ declaration cuforge writes; a {kind}= "
+            f"kernel writes __launch_bounds__(...) in its own C++"
+        )
+    for args, value in _instances(label, "launch_bounds", rule, function, tparams, combinations):
+        try:
+            _rules.bounds(value)
+        except ValueError as exc:
+            raise _refused(label, "launch_bounds", rule, function, args, value, str(exc)) from None
+
+
+def resolve(rule: Any, function: Any, template_args: dict[str, Any]) -> Any:
+    """A block or launch_bounds rule's value for one instantiation (checked at definition)."""
+    if function is not None:
+        return _rules.call_with(function, template_args)
+    if isinstance(rule, (tuple, list)):
+        return tuple(template_args[e] if isinstance(e, str) else e for e in rule)
+    return template_args[rule] if isinstance(rule, str) else rule
 
 
 def _module_of(cls: type, label: str, value: Any) -> Module:

@@ -1,16 +1,30 @@
 """Reading a kernel's resource use out of a cubin, without a GPU.
 
 A cubin is an ELF file; ``.nv.info`` holds per-function attributes (register count, frame
-and stack sizes) keyed by symbol index, and ``.nv.shared.<symbol>`` sections size the static
-shared memory. The attribute codes are those cuobjdump prints (EIATTR_REGCOUNT, ...).
+and stack sizes) keyed by symbol index, ``.nv.info.<symbol>`` one function's own (its
+``__launch_bounds__``), and ``.nv.shared.<symbol>`` sections size the static shared memory.
+The attribute codes are those cuobjdump prints (EIATTR_REGCOUNT, ...).
+
+Shared memory: from sm_90 on, ptxas lays out a block's shared memory with the 1 KiB the
+system reserves per block (``CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK``) at its
+start, and a cubin that does so has a ``.nv.shared.reserved.0`` section; the
+``.nv.shared.<symbol>`` section of a function that uses shared memory (static or
+``extern``) then counts that 1 KiB too (a function that uses none may have no such section).
+The driver's static shared size (``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES``) does not count it,
+nor does an sm_80 cubin, whose reserved 1 KiB the driver adds at launch.
+:func:`cubin_resources` reports the driver's figure as ``shared_bytes`` and the reserved part
+the section counts as ``reserved_shared_bytes``.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 _EIATTR = {0x2F: "registers", 0x11: "frame_bytes", 0x23: "max_stack_bytes", 0x12: "min_stack_bytes"}
+_EIATTR_MAX_THREADS = 0x05  # in .nv.info.<symbol>: __launch_bounds__'s threads, as (x, y, z)
 _EIFMT_SVAL = 0x04
+RESERVED_SHARED = 1024  # bytes per block the system keeps (sm_80 and newer)
 
 
 def _sections(elf: bytes) -> list[tuple[str, int, int, int, int]]:
@@ -27,9 +41,25 @@ def _sections(elf: bytes) -> list[tuple[str, int, int, int, int]]:
     return [(name(r[0]), r[1], r[4], r[5], r[6]) for r in raw]
 
 
+def _attributes(elf: bytes, off: int, size: int) -> Iterator[tuple[int, int, int]]:
+    """(attribute, payload offset, payload length) of each sized attribute of an .nv.info section."""
+    pos, stop = off, off + size
+    while pos + 2 <= stop:
+        fmt, attr = elf[pos], elf[pos + 1]
+        if fmt != _EIFMT_SVAL:
+            pos += {1: 2, 2: 4, 3: 4}.get(fmt, 2)
+            continue
+        length = struct.unpack_from("<H", elf, pos + 2)[0]
+        yield attr, pos + 4, length
+        pos += 4 + length
+
+
 def cubin_resources(elf: bytes, symbol: str) -> dict[str, int]:
     """Resource use of ``symbol`` in cubin ``elf``: registers, frame/stack bytes, static shared
-    bytes. Keys are missing where the cubin does not say; an unreadable image gives {}."""
+    bytes as the driver counts them (``shared_bytes``), the reserved shared memory the cubin
+    counts besides (``reserved_shared_bytes``, see the module docstring), and the threads per
+    block its ``__launch_bounds__`` allows (``max_threads``). Keys are missing where the cubin
+    does not say; an unreadable image gives {}."""
     if elf[:4] != b"\x7fELF" or elf[4] != 2:
         return {}
     try:
@@ -46,23 +76,25 @@ def cubin_resources(elf: bytes, symbol: str) -> dict[str, int]:
         if index is None:
             return {}
         out: dict[str, int] = {}
+        shared = 0
         for sname, _, off, size, _ in sections:
             if sname == ".nv.info":
-                pos, stop = off, off + size
-                while pos + 2 <= stop:
-                    fmt, attr = elf[pos], elf[pos + 1]
-                    if fmt != _EIFMT_SVAL:
-                        pos += {1: 2, 2: 4, 3: 4}.get(fmt, 2)
-                        continue
-                    length = struct.unpack_from("<H", elf, pos + 2)[0]
+                for attr, at, length in _attributes(elf, off, size):
                     if attr in _EIATTR and length == 8:
-                        sym, value = struct.unpack_from("<II", elf, pos + 4)
+                        sym, value = struct.unpack_from("<II", elf, at)
                         if sym == index:
                             out[_EIATTR[attr]] = value
-                    pos += 4 + length
+            elif sname == f".nv.info.{symbol}":
+                for attr, at, length in _attributes(elf, off, size):
+                    if attr == _EIATTR_MAX_THREADS and length == 12:
+                        x, y, z = struct.unpack_from("<III", elf, at)
+                        out["max_threads"] = x * y * z
             elif sname == f".nv.shared.{symbol}":
-                out["shared_bytes"] = size
-        out.setdefault("shared_bytes", 0)
+                shared = size
+        if any(s[0].startswith(".nv.shared.reserved.") for s in sections):
+            out["reserved_shared_bytes"] = min(shared, RESERVED_SHARED)
+            shared -= out["reserved_shared_bytes"]
+        out["shared_bytes"] = shared
         return out
     except (struct.error, ValueError, IndexError, StopIteration):
         return {}

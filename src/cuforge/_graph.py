@@ -126,7 +126,7 @@ class _Capture:
                 f"open the capture there (cf.graph(device={device})) or move the arrays"
             )
         loaded = kernel._by_device.get(device) or kernel._function(_cuda.device_info(device))
-        _launch.check_loaded(kernel, loaded, c)
+        c = _launch.check_loaded(kernel, loaded, c)
         stream = self.stream if c.stream is None else self._joined(c.stream, label)
         self.keep.append((c.args, loaded))
         if kernel._decl.module is not None:

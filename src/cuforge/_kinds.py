@@ -31,7 +31,14 @@ from .errors import ArgumentError, DeclarationError
 KIND_OPTIONS = ("cooperative", "cluster", "non_portable_cluster")
 PORTABLE_CLUSTER = 8  # blocks per cluster every sm_90+ GPU runs; more needs non_portable_cluster
 DEFAULT_SHARED = 48 * 1024  # static + dynamic shared memory per block without the opt-in
-_GRID_SYNC = re.compile(r"\bthis_grid\s*\(|\bgrid_group\b")
+# The grid of a cooperative launch that neither the call nor the class gives: as many blocks as
+# fit on the device at once, which only the loaded kernel tells (see fitting_grid).
+FITS = (0, 0, 0)
+# A grid sync, spelt this_grid().sync() or sync(this_grid()), or through a name bound to a grid
+# group (`grid_group g`, a parameter `const grid_group& g`, `auto g = this_grid()`): g.sync(), sync(g).
+_THIS_GRID = r"(?:\w+\s*::\s*)*this_grid\s*\(\s*\)"
+_GRID_NAME = re.compile(rf"\bgrid_group\s*(?:const\b\s*)?[&*]?\s*(\w+)|\bauto\s*(?:const\b\s*)?&?\s*(\w+)\s*=\s*{_THIS_GRID}")
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 class LaunchKind(NamedTuple):
@@ -109,8 +116,21 @@ def check_grid(label: str, kind: LaunchKind, grid: tuple[int, int, int], default
 
 
 def uses_grid_sync(source: str) -> bool:
-    """Whether the source shows a grid-wide sync (cooperative_groups::this_grid, grid_group)."""
-    return _GRID_SYNC.search(source) is not None
+    """Whether the source syncs the whole grid, which needs a cooperative launch: ``g.sync()``
+    or ``cg::sync(g)`` on a grid group ``g`` (``this_grid()`` or a name bound to one).
+
+    Using the grid group without syncing it (``this_grid().thread_rank()``, as the CUDA
+    Programming Guide's cluster histogram does) needs no cooperative launch. The rule reads the
+    source because the compiled code does not tell: a cubin marks cooperative-group
+    instructions (EIATTR_COOP_GROUP_INSTR_OFFSETS) for cluster syncs and warp reductions alike.
+    Comments are skipped.
+    """
+    code = _COMMENT.sub(" ", source)
+    if "this_grid" not in code and "grid_group" not in code:
+        return False
+    names = {a or b for a, b in _GRID_NAME.findall(code)}
+    group = "|".join([_THIS_GRID, *(rf"\b{re.escape(n)}\b" for n in sorted(names))])
+    return re.search(rf"(?:{group})\s*\.\s*sync\s*\(|\bsync\s*\(\s*(?:{group})\s*\)", code) is not None
 
 
 # ---------------------------------------------------------------- a loaded kernel's limits
@@ -158,6 +178,15 @@ def blocks_per_sm(loaded: Loaded, threads: int, shared_mem: int) -> int:
             drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, shared_mem),
             "cuOccupancyMaxActiveBlocksPerMultiprocessor"))  # fmt: skip
     return found
+
+
+def fitting_grid(loaded: Loaded, kind: LaunchKind, block: tuple[int, int, int], shared_mem: int) -> tuple[int, int, int]:
+    """The most blocks that run at once (occupancy x SMs) for this block and dynamic shared
+    memory: the default grid of a cooperative launch, whole clusters where it is clustered."""
+    blocks = blocks_per_sm(loaded, block[0] * block[1] * block[2], shared_mem) * loaded.device.sm_count
+    if kind.cluster is not None:
+        blocks -= blocks % kind.cluster[0]
+    return (max(blocks, 1), 1, 1)
 
 
 def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[int, int, int],

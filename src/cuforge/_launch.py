@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from . import _cuda, _kinds
 from ._arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
 from ._checks import describe, numpy_scalar, scalar_to_bytes
+from ._rules import GridCount
 from ._signature import ParamSpec
 from .errors import ArgumentError, ArgumentTypeError, DeclarationError, GraphCaptureError, LaunchError
 from .types import _BY_NUMPY
@@ -92,7 +93,9 @@ def _is_int(v: Any) -> bool:
 
 class GridRule:
     """Where a launch without grid= gets its grid: ``source`` -1 is the largest array, k the
-    value or size of parameter k, -2 the class's grid function or fixed grid (``function``)."""
+    value or size of parameter k (the grid covers that many threads: ``grid = "n"`` or
+    ``cf.covering("n")``), -2 the class's grid function, fixed grid or ``cf.blocks("n")``
+    (that many blocks), in ``function``."""
 
     __slots__ = ("function", "kernel", "source")
 
@@ -107,13 +110,23 @@ class GridRule:
                     f"'<a size parameter>' or a function on the class, or pass grid= at launch"
                 )
             self.source = -1
-        elif isinstance(rule, str):
-            if rule not in names:
+        elif isinstance(rule, (str, GridCount)):
+            name = rule if isinstance(rule, str) else rule.param
+            if name not in names:
                 raise DeclarationError(f"{kernel}: grid = {rule!r} names no parameter; the parameters are {', '.join(names)}")
-            spec = specs[names.index(rule)]
-            if not spec.is_array and not spec.dtype.is_integer:
+            spec = specs[names.index(name)]
+            if isinstance(rule, GridCount) and rule.unit == "blocks":
+                if spec.is_array or not spec.dtype.is_integer:
+                    raise DeclarationError(
+                        f"{kernel}: grid = {rule!r} must name an integer parameter (the number of blocks), not "
+                        f"{spec.type_name}; to cover an array's elements use cf.covering({name!r})"
+                    )
+                self.source = -2
+                self.function = _blocks_function(kernel, rule, spec.index)
+            elif not spec.is_array and not spec.dtype.is_integer:
                 raise DeclarationError(f"{kernel}: grid = {rule!r} must name an integer or array parameter, not {spec.type_name}")
-            self.source = spec.index
+            else:
+                self.source = spec.index
         elif isinstance(rule, (int, tuple)) and not isinstance(rule, bool):  # a fixed grid
             try:
                 fixed = dims(rule, "grid", kernel, GRID_LIMIT)
@@ -137,6 +150,21 @@ class GridRule:
         if count <= 0:
             return None
         return dims(-(-count // block[0]), "grid", self.kernel, GRID_LIMIT)
+
+
+def _blocks_function(kernel: str, rule: GridCount, index: int) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:
+    """``cf.blocks(name)``: the grid is the parameter's value, in blocks."""
+
+    def by_blocks(args: tuple[Any, ...], block: tuple[int, int, int]) -> tuple[int, int, int]:
+        value = args[index]
+        if _is_int(value) and 1 <= value <= GRID_LIMIT[0]:
+            return (int(value), 1, 1)
+        raise ArgumentError(
+            f"{kernel}: grid = {rule!r} launches {rule.param} blocks, which must be from 1 to {GRID_LIMIT[0]}; "
+            f"got {rule.param}={value!r}"
+        )
+
+    return by_blocks
 
 
 def grid_function_names(kernel: str, rule: Any, names: list[str], template_names: list[str], what: str = "grid") -> list[str]:
@@ -395,6 +423,8 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
                 kernel._seen_block = (block, blk)
     if grid is None:
         grd = kernel._grid(args, arrays, blk)
+        if kind.cooperative and kernel._grid.source == -1 and grd is not None:
+            grd = _kinds.FITS  # as many blocks as fit at once: check_loaded fills it in
     else:
         seen = kernel._seen_grid
         if seen[0] is grid:
@@ -434,7 +464,7 @@ def launch_checked(kernel: Any, c: Checked) -> None:
     loaded = kernel._by_device.get(did) or kernel._function(info)
     handle, _, max_threads, max_shared = loaded[:4]
     if kind is not _kinds.PLAIN or kernel._grid_sync or shared_mem > max_shared or block[0] * block[1] * block[2] > max_threads:
-        check_loaded(kernel, loaded, c)
+        grid = check_loaded(kernel, loaded, c).grid
     if stream is None:
         stream = default_stream(arrays, did)
     label = kernel.label
@@ -450,7 +480,7 @@ def launch_elsewhere(kernel: Any, c: Checked) -> None:
     """A launch on another device than the thread's (its context made current for the
     launch, then the thread's restored), or with host arrays to stage."""
     with _cuda.on_device(target_device(kernel, c)) as info:
-        handle, stream, staged = place(kernel, c, info)
+        c, handle, stream, staged = place(kernel, c, info)
         if staged:
             stage_and_launch(kernel, c, handle, stream)
         else:
@@ -489,26 +519,31 @@ def target_device(kernel: Any, c: Checked) -> int:
     return _cuda.current_device().id
 
 
-def place(kernel: Any, c: Checked, info: Any) -> tuple[int, int, bool]:
+def place(kernel: Any, c: Checked, info: Any) -> tuple[Checked, int, int, bool]:
     """The CUDA part of a launch on ``info``'s device (its context current) before the call:
-    (function handle, stream, whether host NumPy arrays must be staged); raises if the launch
-    asks what the loaded kernel cannot do (see ``_kinds``)."""
+    (the call with its grid filled in, function handle, stream, whether host NumPy arrays must
+    be staged); raises if the launch asks what the loaded kernel cannot do (see ``_kinds``)."""
     loaded = kernel._by_device.get(info.id) or kernel._function(info)
-    check_loaded(kernel, loaded, c)
+    c = check_loaded(kernel, loaded, c)
     staged = any(arg.device == HOST for _, arg in c.arrays)
     stream = c.stream if c.stream is not None else default_stream(c.arrays, info.id)
-    return loaded[0], stream, staged
+    return c, loaded[0], stream, staged
 
 
-def check_loaded(kernel: Any, loaded: Any, c: Checked) -> None:
+def check_loaded(kernel: Any, loaded: Any, c: Checked) -> Checked:
     """What only the loaded kernel tells: a grid sync launched without the cooperative flag
-    (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks."""
+    (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks.
+    Returns the call with a cooperative default grid (``_kinds.FITS``) filled in: as many
+    blocks as fit at once."""
     if kernel._grid_sync and not c.kind.cooperative:
         raise ArgumentError(
-            f"{kernel.label}: the kernel's source syncs the whole grid (cooperative_groups::this_grid), which "
+            f"{kernel.label}: the kernel's source syncs the whole grid (a grid group's sync()), which "
             f"needs a cooperative launch; set cooperative = True on the class or pass cooperative=True"
         )
+    if c.grid is _kinds.FITS:
+        c = c._replace(grid=_kinds.fitting_grid(loaded, c.kind, c.block, c.shared_mem))
     _kinds.check_on_device(kernel.label, loaded, c.kind, c.grid, c.block, c.shared_mem)
+    return c
 
 
 def attributes_of(kernel: Any, c: Checked) -> bytes | None:

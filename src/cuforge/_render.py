@@ -193,6 +193,7 @@ def assemble(
     preamble: str = "",
     preamble_file: str = "",
     comment: str = "",
+    launch_bounds: str = "",
 ) -> tuple[str, str]:
     """(prelude, unit) of a body-declared kernel.
 
@@ -201,6 +202,8 @@ def assemble(
     was rendered with that instantiation's values; it starts with ``using T = float;`` /
     ``constexpr int BLOCK = 256;`` so C++ can name the template parameters too. Units of one
     family can share one program: one translation unit, one name expression each.
+    ``launch_bounds`` (``"__launch_bounds__(256, 1) "``) goes into the definition, so each
+    instantiation may have its own.
     """
     parts = [f"// {comment}\n" if comment else "", includes(headers)]
     if preamble:
@@ -208,8 +211,8 @@ def assemble(
         parts += [leading, f'#line {first} "{preamble_file}"\n' if rest else "", rest]
     if template_params:
         parts.append(f'#line 1 "{name}.cu"\ntemplate <{template_params}>\n__global__ void {name}({generic_params_cpp});\n')
-        head = f"template <>\n__global__ void {name}<{specialization}>({params_cpp})\n{{\n{aliases}\n"
+        head = f"template <>\n__global__ void {launch_bounds}{name}<{specialization}>({params_cpp})\n{{\n{aliases}\n"
     else:
-        head = f"__global__ void {name}({params_cpp})\n{{\n"
+        head = f"__global__ void {launch_bounds}{name}({params_cpp})\n{{\n"
     unit = f'#line 1 "{name}.cu"\n{head}#line 1 "{body_file}"\n{body}}}\n'
     return "".join(parts), unit

@@ -36,6 +36,18 @@ def test_grid_sync_two_phase_sum_matches_numpy():
     np.testing.assert_allclose(out.to_numpy()[0], x.astype(np.float64).sum(), rtol=1e-9)
 
 
+def test_a_cooperative_launch_without_grid_runs_as_many_blocks_as_fit():
+    blocks = kk.GridSum.occupancy(block=256) * _cuda.current_device().sm_count
+    x = np.random.default_rng(4).standard_normal(1 << 20).astype(np.float32)
+    partial, out = cf.zeros(blocks, cf.float64), cf.zeros(1, cf.float64)
+    kk.GridSum(cf.to_device(x), partial, out, x.size)  # the array-covering default would be 4,096 blocks
+    assert _cuda.last_launch()[1] == (blocks, 1, 1)
+    np.testing.assert_allclose(out.to_numpy()[0], x.astype(np.float64).sum(), rtol=1e-9)
+    y = cf.zeros(1 << 20, cf.float32)
+    GridSyncNoFlag(y, cooperative=True)  # cooperative at the call: the same default
+    assert _cuda.last_launch()[1] == (GridSyncNoFlag.occupancy(block=256) * _cuda.current_device().sm_count, 1, 1)
+
+
 def test_a_cooperative_grid_too_large_is_refused_with_the_limit(probe):
     x, partial, out = cf.zeros(8, cf.float32), cf.zeros(8, cf.float64), cf.zeros(1, cf.float64)
     kk.GridSum(x, partial, out, 8, grid=1)
@@ -55,7 +67,7 @@ def test_grid_sync_without_the_flag_is_refused_before_the_launch(probe):
                                                    r"cooperative = True on the class or pass cooperative=True"):  # fmt: skip
             GridSyncNoFlag(y)
     probe(before)
-    GridSyncNoFlag(y, cooperative=True)  # at the call, it runs
+    GridSyncNoFlag(y, cooperative=True, grid=1)  # at the call, it runs (one block: the kernel has no bounds check)
     np.testing.assert_array_equal(y.to_numpy(), np.ones(256, np.float32))
 
 
@@ -66,6 +78,17 @@ def test_cluster_blocks_read_each_others_shared_memory():
     out = cf.zeros(8, cf.int32)
     kk.ClusterSwap(out, grid=8)
     np.testing.assert_array_equal(out.to_numpy(), [1, 0, 3, 2, 5, 4, 7, 6])
+
+
+def test_a_clustered_launch_of_the_cluster_histogram_matches_numpy():
+    """this_grid().thread_rank() without a grid sync: a clustered launch, no cooperative flag."""
+    data = np.random.default_rng(5).integers(-3, 260, 100_003).astype(np.int32)
+    nbins = 256
+    bins = cf.zeros(nbins, cf.int32)
+    kk.ClusterHistogram(bins, cf.to_device(data), data.size, nbins, shared_mem=nbins // 2 * 4)
+    expected = np.bincount(np.clip(data, 0, nbins - 1), minlength=nbins)
+    np.testing.assert_array_equal(bins.to_numpy(), expected)
+    assert not kk.ClusterHistogram._grid_sync
 
 
 def test_cluster_misuse_is_refused_before_the_launch(probe):
@@ -122,6 +145,21 @@ def test_attributes_and_occupancy():
     assert kk.BigShared.occupancy(block=256, shared_mem=100 * 1024) == 2  # 228 KiB per SM holds two
     with pytest.raises(cf.ArgumentError, match=r"block\[0\] expects an int from 1 to 1024"):
         kk.Bounded.occupancy(block=0)
+
+
+def test_the_cubin_and_the_driver_give_one_static_shared_size():
+    @cf.kernel
+    class Staged:
+        x: cf.Array[cf.float32]
+        body = "__shared__ float s[256]; s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = s[0];"
+
+    @cf.kernel
+    class ExternOnly:
+        x: cf.Array[cf.float32]
+        body = "extern __shared__ float d[]; d[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = d[0];"
+
+    for k, size in ((Staged, 1024), (ExternOnly, 0)):
+        assert k.compile().resources()["shared_bytes"] == k.attributes.static_shared_bytes == size
 
 
 def test_a_non_portable_cluster_of_16_blocks_on_hopper():

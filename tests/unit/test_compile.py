@@ -213,3 +213,22 @@ def test_a_siblings_mistake_does_not_fail_a_good_kernel():
     assert good.compile("sm_90").lowered_name == "sib_fill"
     with pytest.raises(cf.CompileError, match=r"sib_fil: NVRTC failed to compile"):
         typo.compile("sm_90")
+
+
+def _shared(body):
+    return cf.kernel(type("Shared", (), {"__annotations__": {"x": cf.Array[cf.float32]}, "body": body}))
+
+
+STATIC = "__shared__ float s[256]; s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = s[255 - threadIdx.x];"
+EXTERN = "extern __shared__ float d[]; d[threadIdx.x] = x[threadIdx.x]; __syncthreads(); x[threadIdx.x] = d[0];"
+
+
+def test_resources_count_static_shared_memory_as_the_driver_does():
+    """An sm_90 cubin counts the 1 KiB the system reserves per block in every kernel's shared
+    section; the driver's static size (Kernel.attributes) leaves it out, and so does resources()."""
+    assert _shared(STATIC).compile("sm_90").resources()["shared_bytes"] == 1024
+    assert _shared(EXTERN).compile("sm_90").resources()["shared_bytes"] == 0
+    assert _shared("x[0] = 1;").compile("sm_90").resources()["shared_bytes"] == 0
+    assert _shared(STATIC).compile("sm_90").resources()["reserved_shared_bytes"] == 1024
+    sm80 = _shared(STATIC).compile("sm_80").resources()  # the driver adds the reserved part at launch
+    assert sm80["shared_bytes"] == 1024 and "reserved_shared_bytes" not in sm80

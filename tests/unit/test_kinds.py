@@ -102,6 +102,45 @@ def test_grid_sync_is_found_in_the_source():
     assert not _kinds.uses_grid_sync(kk.ClusterSwap.render()) and not _kinds.uses_grid_sync(kk.BigShared.render())
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "cg::grid_group grid = cg::this_grid(); grid.sync();",
+        "cg::this_grid().sync();",
+        "cooperative_groups::this_grid() . sync();",
+        "auto g = cg::this_grid(); cg::sync(g);",
+        "cg::sync(cg::this_grid());",
+        "auto &g = cg::this_grid(); g.sync();",
+    ],
+)
+def test_each_spelling_of_a_grid_sync_is_found(body):
+    assert _kinds.uses_grid_sync(f"{kk.CG}\n__global__ void k(cg::grid_group other) {{ {body} }}")
+
+
+def test_a_grid_group_passed_to_a_function_and_synced_is_found():
+    for param in ("const cg::grid_group &grid", "cg::grid_group const& grid", "cg::grid_group grid"):
+        assert _kinds.uses_grid_sync(f"__device__ void phase({param}) {{ grid.sync(); }}")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "y[cg::this_grid().thread_rank()] = 1;",  # the Programming Guide's cluster histogram ranks threads so
+        "auto g = cg::this_grid(); y[g.thread_rank()] = g.size();",
+        "cg::grid_group g = cg::this_grid(); cg::this_cluster().sync(); __syncthreads(); y[g.block_rank()] = 0;",
+        "// cg::this_grid().sync(); was tried here\n/* grid.sync(); */ y[0] = 1;",
+        "auto block = cg::this_thread_block(); block.sync(); cg::sync(block);",
+    ],
+)
+def test_a_grid_group_used_without_a_sync_needs_no_cooperative_launch(body):
+    assert not _kinds.uses_grid_sync(f"{kk.CG}\n__global__ void k(float* y) {{ {body} }}")
+
+
+def test_the_cluster_histogram_is_not_taken_for_a_grid_sync():
+    assert not _kinds.uses_grid_sync(kk.ClusterHistogram.render())
+    assert kk.ClusterHistogram.compile("sm_90").code_type == "cubin"
+
+
 def test_cooperative_groups_compile_out_of_the_box():
     """cooperative_groups.h needs CCCL's <nv/target>: cuforge passes the CCCL wheel's headers."""
     for k in (kk.GridSum, kk.ClusterSwap):
@@ -152,6 +191,26 @@ def test_the_device_checks_name_their_limits():
     with pytest.raises(cf.ArgumentError, match=r"at most 8 blocks \(2 per SM x 4 SMs\) for block=\(32, 1, 1\) and "
                                                r"shared_mem=0, got grid=\(9, 1, 1\) \(9 blocks\)"):  # fmt: skip
         _kinds.check_on_device("K", loaded, coop, (9, 1, 1), (32, 1, 1), 0)
+
+
+def test_a_cooperative_launch_without_a_grid_gets_as_many_blocks_as_fit():
+    loaded = _loaded()  # 2 blocks of 32 threads per SM, 4 SMs
+    for k, call in ((declare(cooperative=True, block=32), {}), (declare(block=32), {"cooperative": True})):
+        c = _launch.check_and_pack(k, (cai(1 << 20),), call, None, None, 0, None)
+        assert c.grid is _kinds.FITS  # not the 32,768 blocks that cover the array
+        assert _launch.check_loaded(k, loaded, c).grid == (8, 1, 1)
+        assert _launch.check_and_pack(k, (cai(1 << 20),), call, 3, None, 0, None).grid == (3, 1, 1)  # the call's own
+    clustered = declare(cooperative=True, cluster=3, block=32)
+    c = _launch.check_and_pack(clustered, (cai(1 << 20),), {}, None, None, 0, None)
+    assert _launch.check_loaded(clustered, loaded, c).grid == (6, 1, 1)  # whole clusters
+    assert _launch.check_and_pack(clustered, (cai(0),), {}, None, None, 0, None) is None  # nothing to do
+
+
+def test_a_cooperative_kernels_stated_grid_rule_stays():
+    fixed = declare(cooperative=True, block=32, grid=4)
+    assert _launch.check_and_pack(fixed, (cai(1 << 20),), {}, None, None, 0, None).grid == (4, 1, 1)
+    by_size = declare(cooperative=True, block=32, grid="n", __annotations__={"y": cf.Array[cf.float32], "n": cf.int32})
+    assert _launch.check_and_pack(by_size, (cai(64), 320), {}, None, None, 0, None).grid == (10, 1, 1)
 
 
 def test_clusters_on_a_gpu_before_sm_90_are_refused():

@@ -250,6 +250,46 @@ def test_the_last_grid_and_block_are_kept_by_identity_only(saxpy):
     assert _launch.check_and_pack(saxpy, ok_args(), {}, 3, 64, 0, None)[3:5] == ((3, 1, 1), (64, 1, 1))
 
 
+def _reduce(grid):
+    """The CUDA sample's reduce<<<numOfBlocks, 512>>>, its grid rule given as ``grid``."""
+    ns = {"__annotations__": {"x": cf.In[cf.float32], "partial": cf.Out[cf.float32], "numOfBlocks": cf.int32},
+          "block": 512, "grid": grid, "body": "partial[blockIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];"}  # fmt: skip
+    return cf.kernel(type("Reduce", (), ns))
+
+
+@pytest.mark.parametrize(
+    "rule, grid",
+    [
+        (cf.blocks("numOfBlocks"), (512, 1, 1)),  # that many blocks, as CUDA's <<<numOfBlocks, 512>>>
+        (cf.covering("numOfBlocks"), (1, 1, 1)),  # enough 512-thread blocks to cover 512 threads
+        ("numOfBlocks", (1, 1, 1)),  # a plain string means covering
+        (cf.covering("x"), (513, 1, 1)),  # an array: one thread per element
+    ],
+)
+def test_a_grid_rule_says_what_it_counts(rule, grid):
+    k = _reduce(rule)
+    args = (CudaArray((512 * 513,), "<f4"), CudaArray((512,), "<f4"), 512)
+    assert k._grid(args, [(0, _launch.array_arg(args[0]))], (512, 1, 1)) == grid
+    assert _launch.check_and_pack(k, args, {}, None, None, 0, None).grid == grid
+    if k._fast is not None:  # the C launcher computes it the same way
+        assert k._fast.check_and_pack(args, {}, None, None, 0, None)[1] == grid
+
+
+def test_grid_rule_mistakes():
+    with pytest.raises(cf.DeclarationError, match=r"Reduce: grid = cf.blocks\('x'\) must name an integer parameter \(the "
+                                                  r"number of blocks\), not In\[float32\]; to cover an array's elements "
+                                                  r"use cf.covering\('x'\)"):  # fmt: skip
+        _reduce(cf.blocks("x"))
+    with pytest.raises(cf.DeclarationError, match=r"Reduce: grid = cf.covering\('m'\) names no parameter; the parameters"):
+        _reduce(cf.covering("m"))
+    with pytest.raises(cf.DeclarationError, match=r"cf.blocks\(\) takes a parameter's name \(a str\), got 3"):
+        cf.blocks(3)
+    k = _reduce(cf.blocks("numOfBlocks"))
+    with pytest.raises(cf.ArgumentError, match=r"Reduce: grid = cf.blocks\('numOfBlocks'\) launches numOfBlocks blocks, "
+                                               r"which must be from 1 to 2147483647; got numOfBlocks=0"):  # fmt: skip
+        _launch.check_and_pack(k, (CudaArray((8,), "<f4"), CudaArray((8,), "<f4"), 0), {}, None, None, 0, None)
+
+
 def test_stream_errors(saxpy):
     with pytest.raises(cf.ArgumentTypeError, match=r"Saxpy: stream expects a stream \(cuda.core, CuPy, PyTorch"):
         saxpy(*ok_args(), stream="default")
@@ -350,3 +390,40 @@ def test_only_arrays_can_be_optional():
     with pytest.raises(cf.DeclarationError, match=r"Optional\[\.\.\.\] takes an array parameter type such as "
                                                   r"cf.In\[cf.float32\], got cuforge.int32; only a pointer can be null"):  # fmt: skip
         cf.Optional[cf.int32]
+
+
+def _sgemm_like(block, **extra):
+    """SGEMM's launch shape: a block of (BM*BN)/(TM*TN) threads, one per TMxTN tile."""
+    ns = {"BM": cf.intparam(128, 64), "BN": cf.intparam(128, 64), "TM": cf.intparam(8), "TN": cf.intparam(8, 4),
+          "__annotations__": {"c": cf.Out[cf.float32]}, "block": block, "grid": 1,
+          "body": "c[blockIdx.x * blockDim.x + threadIdx.x] = BM * BN;", **extra}  # fmt: skip
+    return cf.kernel(type("Sgemm", (), ns))
+
+
+def test_a_block_computed_from_template_parameters():
+    for rule in (staticmethod(lambda BM, BN, TM, TN: (BM * BN) // (TM * TN)), lambda BM, BN, TM, TN: BM * BN // (TM * TN)):
+        family = _sgemm_like(rule)
+        assert family[128, 128, 8, 8]._block == (256, 1, 1)
+        assert family[64, 128, 8, 4]._block == (256, 1, 1)
+        assert family[64, 64, 8, 8]._block == (64, 1, 1)
+        c = _launch.check_and_pack(family[64, 64, 8, 8], (CudaArray((64,), "<f4"),), {}, None, None, 0, None)
+        assert c.block == (64, 1, 1)
+    two_d = _sgemm_like(staticmethod(lambda BN, TN: (BN // TN, 2)))
+    assert two_d[128, 64, 8, 4]._block == (16, 2, 1)
+
+
+def test_a_wrong_block_rule_is_refused_at_definition_showing_what_was_given():
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: block = the function \S*<lambda> gave 2048 for BM=128, BN=128, "
+                                                  r"TM=8, TN=4: block\[0\] expects an int from 1 to 1024, got 2048"):  # fmt: skip
+        _sgemm_like(staticmethod(lambda BM, BN, TM, TN: BM * BN // (TM * TN) * 4))
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: the block function asks for n, which are not template parameters "
+                                                  r"of this class \(template parameters: BM, BN, TM, TN\); a block is fixed "
+                                                  r"per instantiation"):  # fmt: skip
+        _sgemm_like(staticmethod(lambda BM, n: BM))
+    with pytest.raises(cf.DeclarationError, match=r"Sgemm: block names 'BM \* 2', which is not an intparam of this class \(intparams: "
+                                                  r"BM, BN, TM, TN\); give ints, intparam names or a function"):  # fmt: skip
+        _sgemm_like("BM * 2")
+    with pytest.raises(
+        cf.DeclarationError, match=r"Sgemm: block = 2.5: block expects an int or a tuple of 1 to 3 ints, got float 2.5"
+    ):
+        _sgemm_like(2.5)

@@ -96,3 +96,60 @@ def test_a_preamble_naming_a_template_parameter_gets_a_hint_that_says_why_it_is_
     with pytest.raises(cf.TemplateError, match=r"'T' is undefined; a preamble is shared by every instantiation, so only "
                                                r"`name` and `params` are defined in it, not template parameters"):  # fmt: skip
         Shared[cf.float32].render()
+
+
+def _bounded(**ns):
+    ns.setdefault("__annotations__", {"c": cf.Out[cf.float32]})
+    ns.setdefault("body", "c[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;")
+    return cf.kernel(type("Bounded", (), ns))
+
+
+def test_launch_bounds_are_rendered_into_the_declaration_and_compiled():
+    plain = _bounded(launch_bounds=(256, 1), block=256)
+    assert "__global__ void __launch_bounds__(256, 1) Bounded(float* __restrict__ c)" in plain.render()
+    assert plain.compile("sm_90").resources()["max_threads"] == 256
+    assert "max_threads" not in _bounded().compile("sm_90").resources()  # no bounds, no figure
+
+
+def test_launch_bounds_over_template_parameters_differ_per_instantiation():
+    tiles = staticmethod(lambda BM, BN, TM, TN: (BM * BN) // (TM * TN))
+    sgemm = _bounded(BM=cf.intparam(128, 64), BN=cf.intparam(128, 64), TM=cf.intparam(8), TN=cf.intparam(8),
+                     block=tiles, launch_bounds=staticmethod(lambda BM, BN, TM, TN: ((BM * BN) // (TM * TN), 1)))  # fmt: skip
+    big, small = sgemm[128, 128, 8, 8], sgemm[64, 64, 8, 8]
+    assert "__global__ void __launch_bounds__(256, 1) Bounded<128, 128, 8, 8>(float* __restrict__ c)" in big.render()
+    assert "__launch_bounds__(64, 1) Bounded<64, 64, 8, 8>" in small.render()
+    assert big.compile("sm_90").resources()["max_threads"] == 256
+    assert small.compile("sm_90").resources()["max_threads"] == 64
+    by_name = _bounded(B=cf.intparam(128, 512), block="B", launch_bounds=("B", 2))
+    assert "__launch_bounds__(512, 2) Bounded<512>" in by_name[512].render()
+
+
+@pytest.mark.parametrize(
+    "ns, match",
+    [
+        ({"launch_bounds": 2048}, r"Bounded: launch_bounds = 2048: max threads per block is at most 1024, got 2048"),
+        (
+            {"launch_bounds": (256, 1, 2, 3)},
+            r"Bounded: launch_bounds = \(256, 1, 2, 3\): expects an int \(max threads per "
+            r"block\) or a tuple of 1 to 3 positive ints",
+        ),
+        (
+            {"B": cf.intparam(64, 2048), "launch_bounds": staticmethod(lambda B: B)},
+            r"Bounded: launch_bounds = the function \S*<lambda> gave 2048 for B=2048: max threads per block is at most 1024",
+        ),
+        ({"launch_bounds": "C"}, r"Bounded: launch_bounds names 'C', which is not an intparam of this class"),
+        (
+            {"launch_bounds": 128, "block": 256},
+            r"Bounded: block=\(256, 1, 1\) has more threads than launch_bounds=\(128,\) "
+            r"allows \(128 per block\); make the block smaller or the bound larger",
+        ),
+        (
+            {"launch_bounds": 128, "name": "k", "source": "__global__ void k(float* c) {}", "body": None},
+            r"Bounded: launch_bounds applies to body= kernels, whose __global__ declaration cuforge writes; a source= kernel "
+            r"writes __launch_bounds__\(...\) in its own C\+\+",
+        ),
+    ],
+)
+def test_launch_bounds_mistakes_fail_at_definition(ns, match):
+    with pytest.raises(cf.DeclarationError, match=match):
+        _bounded(**ns)
