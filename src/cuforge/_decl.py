@@ -230,7 +230,7 @@ def _instances(label: str, what: str, rule: Any, function: Any, tparams: tuple[A
     if function is not None:
         wanted = list(inspect.signature(function).parameters)
     else:
-        ints = {t.name for t in tparams if isinstance(t, IntParam)}
+        ints = [t.name for t in tparams if isinstance(t, IntParam)]
         entries = rule if isinstance(rule, (tuple, list)) else (rule,)
         for entry in entries:
             if isinstance(entry, str) and entry not in ints:
