@@ -427,3 +427,13 @@ def test_a_wrong_block_rule_is_refused_at_definition_showing_what_was_given():
         cf.DeclarationError, match=r"Sgemm: block = 2.5: block expects an int or a tuple of 1 to 3 ints, got float 2.5"
     ):
         _sgemm_like(2.5)
+
+
+def test_a_block_rule_is_checked_only_on_the_combinations_restrict_keeps():
+    """BM=128, BN=128, TN=4 would need 2048 threads: restrict leaves it out, so the class is
+    declared, and only the kept instantiations exist."""
+    sgemm = _sgemm_like(staticmethod(lambda BM, BN, TM, TN: BM * BN // (TM * TN) * 4),
+                        restrict=staticmethod(lambda BM, BN, TN: BM * BN // (8 * TN) * 4 <= 1024))  # fmt: skip
+    assert [k._block[0] for k in sgemm.instantiations()] == [1024, 512, 1024, 512, 1024, 256, 512]
+    with pytest.raises(cf.DeclarationError, match=r"restrict"):
+        sgemm[128, 128, 8, 4]
