@@ -12,7 +12,7 @@ start, and a cubin that does so has a ``.nv.shared.reserved.0`` section; the
 ``extern``) then counts that 1 KiB too (a function that uses none may have no such section).
 The driver's static shared size (``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES``) does not count it,
 nor does an sm_80 cubin, whose reserved 1 KiB the driver adds at launch.
-:func:`cubin_resources` reports the driver's figure as ``shared_bytes`` and the reserved part
+`cubin_resources` reports the driver's figure as ``shared_bytes`` and the reserved part
 the section counts as ``reserved_shared_bytes``.
 """
 

@@ -1,5 +1,5 @@
 """The launch rules a kernel class declares, as values: what a grid rule counts
-(:func:`blocks`, :func:`covering`), and the rules over template parameters that are resolved
+(`blocks`, `covering`), and the rules over template parameters that are resolved
 once per instantiation, at definition (a computed ``block``, ``launch_bounds``, which is
 rendered into the generated ``__global__`` declaration).
 
@@ -9,7 +9,6 @@ rules for every instantiation when the class is defined, and ``Kernel`` resolves
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -17,11 +16,10 @@ from typing import Any
 from .errors import DeclarationError
 
 
-@dataclasses.dataclass(frozen=True)
 class GridCount:
     """A grid rule naming a parameter and what its value counts: ``"blocks"`` (the grid is
     that many blocks) or ``"threads"`` (the grid covers that many threads, or that array's
-    elements). Made by :func:`blocks` and :func:`covering`.
+    elements). Made by `blocks` and `covering`; immutable.
 
     Examples
     --------
@@ -29,10 +27,28 @@ class GridCount:
     ('blocks', 'threads')
     """
 
+    # A plain class, not a frozen dataclass: the dataclass cost a millisecond of import
+    # cuforge, and a NamedTuple would be taken for a tuple grid.
+    __slots__ = ("param", "unit")
+    __module__ = "cuforge"
     param: str
     unit: str
 
-    __module__ = "cuforge"
+    def __init__(self, param: str, unit: str):
+        object.__setattr__(self, "param", param)
+        object.__setattr__(self, "unit", unit)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{self!r} is immutable: make another with cf.blocks() or cf.covering()")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GridCount) and (self.param, self.unit) == (other.param, other.unit)
+
+    def __hash__(self) -> int:
+        return hash((GridCount, self.param, self.unit))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (GridCount, (self.param, self.unit))
 
     def __repr__(self) -> str:
         return f"cf.{'blocks' if self.unit == 'blocks' else 'covering'}({self.param!r})"
@@ -43,7 +59,7 @@ def blocks(param: str) -> GridCount:
 
     CUDA C++'s ``kernel<<<numOfBlocks, 512>>>`` ported as ``grid = cf.blocks("numOfBlocks")``
     launches ``numOfBlocks`` blocks of 512 threads. (A plain string, ``grid = "n"``, means
-    :func:`covering`: enough blocks to cover ``n`` threads.)
+    `covering`: enough blocks to cover ``n`` threads.)
 
     Parameters
     ----------
