@@ -60,20 +60,28 @@ def _fatbin(images: list[tuple[str, Any]], identifier: str) -> bytes:
 
 
 def _programs(decls: list[Any]) -> list[list[Any]]:
-    """The declarations that one process compiles together: those declared over one
-    ``source=`` text with the same options and links are one NVRTC program (``_cache._siblings``),
-    so one image in the build; any other declaration is compiled alone."""
+    """The declarations that one process compiles together: those whose kernels are one NVRTC
+    program in-process (``_cache.same_program``: one ``source=`` text, options, links and
+    prelude) are one image in the build; any other declaration is compiled alone."""
     groups: list[list[Any]] = []
     for obj in decls:
-        d = obj._decl
+        one = _representative(obj)
         for group in groups:
-            g = group[0]._decl
-            if d.source is not None and d.source == g.source and d.options == g.options and d.link == g.link:
+            other = _representative(group[0])
+            if one is not None and other is not None and _cache.same_program(one, other):
                 group.append(obj)
                 break
         else:
             groups.append([obj])
     return groups
+
+
+def _representative(obj: Any) -> Any:
+    """A kernel of the declaration ``obj`` (a family's instantiations share its prelude), or None
+    for a family with no instantiation."""
+    if not isinstance(obj, Family):
+        return obj
+    return next(iter(obj.instantiations()), None)
 
 
 def _progress(line: str, done: int, total: int) -> None:
