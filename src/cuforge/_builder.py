@@ -13,11 +13,11 @@ import hashlib
 import importlib
 import json
 import os
-import sys
 from typing import Any
 
 from . import _cache
 from ._build import MANIFEST, SCHEMA, inputs_of
+from ._parallel import progress_line
 from ._version import __version__
 from .errors import ConfigError
 from .family import Family, spelled
@@ -84,14 +84,6 @@ def _representative(obj: Any) -> Any:
     return next(iter(obj.instantiations()), None)
 
 
-def _progress(line: str, done: int, total: int) -> None:
-    """On a terminal, one line rewritten in place; else (a CI log, a pipe) a line per step."""
-    if sys.stderr.isatty():
-        print(f"\r{line}", end="\n" if done == total else "", file=sys.stderr)
-    else:
-        print(line, file=sys.stderr)
-
-
 def build(modules: list[str], archs: list[str], out: str, *, progress: bool = False) -> dict[str, Any]:
     """Compile every kernel and family instantiation the modules register, for every arch,
     into ``out``: a fatbin per NVRTC program and ``manifest.json``. Returns the manifest, whose
@@ -115,7 +107,7 @@ def build(modules: list[str], archs: list[str], out: str, *, progress: bool = Fa
                 images[id(k)].append(ck)
             done += 1
             if progress:
-                _progress(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
+                progress_line(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
         built = [k for k in kernels if id(k) not in failed]
         entries += _write_fatbins(built, images, archs, group[0]._decl.qualname, out)
     manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "toolchain": _cache.toolchain(linked=True),

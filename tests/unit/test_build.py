@@ -4,6 +4,7 @@ while the others still build, and the command line's wording. NVRTC and nvFatbin
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -228,6 +229,19 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path):
     assert out.returncode == 0 and "\r" not in out.stderr, out.stderr
     assert out.stderr.splitlines() == ["cuforge: compiled 1/3 kernels", "cuforge: compiled 2/3 kernels",
                                        "cuforge: compiled 3/3 kernels"]  # fmt: skip
+
+
+def test_progress_on_a_terminal_is_one_line_rewritten_in_place(monkeypatch):
+    from cuforge._parallel import progress_line
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    for done in (1, 2):
+        progress_line(f"cuforge: compiled {done}/2 kernels", done, 2)
+    assert sys.stderr.getvalue() == "\rcuforge: compiled 1/2 kernels\rcuforge: compiled 2/2 kernels\n"
 
 
 MIXED = '''
