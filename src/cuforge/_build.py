@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import warnings
+from types import FrameType
 from typing import Any
 
 from . import _cache, _compile, _config
@@ -110,13 +112,26 @@ class Build:
         if stale:
             if nvrtc_available():
                 warnings.warn(f"{stale}; compiling it instead (rebuild with python -m cuforge build)", StaleBuildWarning,
-                              stacklevel=2)  # fmt: skip
+                              stacklevel=_user_stacklevel())  # fmt: skip
             return None
         with self._lock:
             module = self._modules.get(entry["fatbin"])
             if module is None:
                 module = self._modules[entry["fatbin"]] = Module(os.path.join(self.root, entry["fatbin"]), code_type="fatbin")
         return module, entry["lowered_name"]
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside cuforge (the user's launch), for a warning
+    raised by the caller of this function: however deep in cuforge the load that warns runs."""
+    frame: FrameType | None = sys._getframe(1)  # the caller, which warns: stacklevel 1
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 _current: tuple[str, Build] | None = None

@@ -13,11 +13,11 @@ import hashlib
 import importlib
 import json
 import os
-import sys
 from typing import Any
 
 from . import _cache
 from ._build import MANIFEST, SCHEMA, inputs_of
+from ._parallel import progress_line
 from ._version import __version__
 from .errors import ConfigError
 from .family import Family, spelled
@@ -60,15 +60,15 @@ def _fatbin(images: list[tuple[str, Any]], identifier: str) -> bytes:
 
 
 def _programs(decls: list[Any]) -> list[list[Any]]:
-    """The declarations that one process compiles together: those declared over one
-    ``source=`` text with the same options and links are one NVRTC program (``_cache._siblings``),
-    so one image in the build; any other declaration is compiled alone."""
+    """The declarations that one process compiles together: those whose kernels are one NVRTC
+    program in-process (``_cache.same_program``: one ``source=`` text, options, links and
+    prelude) are one image in the build; any other declaration is compiled alone."""
     groups: list[list[Any]] = []
     for obj in decls:
-        d = obj._decl
+        one = _representative(obj)
         for group in groups:
-            g = group[0]._decl
-            if d.source is not None and d.source == g.source and d.options == g.options and d.link == g.link:
+            other = _representative(group[0])
+            if one is not None and other is not None and _cache.same_program(one, other):
                 group.append(obj)
                 break
         else:
@@ -76,12 +76,12 @@ def _programs(decls: list[Any]) -> list[list[Any]]:
     return groups
 
 
-def _progress(line: str, done: int, total: int) -> None:
-    """On a terminal, one line rewritten in place; else (a CI log, a pipe) a line per step."""
-    if sys.stderr.isatty():
-        print(f"\r{line}", end="\n" if done == total else "", file=sys.stderr)
-    else:
-        print(line, file=sys.stderr)
+def _representative(obj: Any) -> Any:
+    """A kernel of the declaration ``obj`` (a family's instantiations share its prelude), or None
+    for a family with no instantiation."""
+    if not isinstance(obj, Family):
+        return obj
+    return next(iter(obj.instantiations()), None)
 
 
 def build(modules: list[str], archs: list[str], out: str, *, progress: bool = False) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def build(modules: list[str], archs: list[str], out: str, *, progress: bool = Fa
                 images[id(k)].append(ck)
             done += 1
             if progress:
-                _progress(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
+                progress_line(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
         built = [k for k in kernels if id(k) not in failed]
         entries += _write_fatbins(built, images, archs, group[0]._decl.qualname, out)
     manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "toolchain": _cache.toolchain(linked=True),

@@ -313,13 +313,22 @@ def _siblings(kernels: list[Any], options: CompileOptions | None, flags: tuple[s
         return []
     with _source_lock:
         group = list(_by_source.get(first._decl.source, ()))
-    prelude, out = first._pieces()[0], []
+    out = []
     for s in group:
-        if any(s is k for k in kernels) or s.options != first.options or s._decl.link != first._decl.link:
-            continue
-        if s._pieces()[0] == prelude and memory.peek(key := s._key(flags, opts)) is None:
+        if not any(s is k for k in kernels) and same_program(first, s) and memory.peek(key := s._key(flags, opts)) is None:
             out.append((s, key))
     return out
+
+
+def same_program(a: Any, b: Any) -> bool:
+    """Whether kernels ``a`` and ``b`` compile as one NVRTC program: declared over one source=
+    text (not prebuilt), with the same options and links, and the same prelude (a source= family
+    whose name expressions need cuforge's headers has them before the text; a plain kernel over
+    that text does not). The in-process cache and the ahead-of-time build both group by it."""
+    da, db = a._decl, b._decl
+    if da.source is None or da.module is not None or db.module is not None or da.source != db.source:
+        return False
+    return a.options == b.options and da.link == db.link and a._pieces()[0] == b._pieces()[0]
 
 
 def _compile_with_siblings(kernels: list[Any], keys: list[str], siblings: list[tuple[Any, str]], arch: str,

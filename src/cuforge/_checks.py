@@ -25,7 +25,7 @@ from typing import Any
 from ._arrays import _EXTRACTORS, HOST, ArrayArg, array_arg
 from ._signature import ParamSpec
 from .errors import ArgumentError, ArgumentTypeError
-from .types import VectorDType, bfloat16, float32
+from .types import _INTENTS, ArrayType, VectorDType, bfloat16, float32
 
 
 def numpy_scalar(value: Any, kinds: str = "") -> bool:
@@ -136,7 +136,7 @@ def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
     def explain(value: Any) -> ArrayArg:
         arg = array_arg(value)
         if arg is None:
-            hint = f" (to let it be None, declare it cf.Optional[{spec.type_name}])" if value is None else ""
+            hint = f" (to let it be None, declare it cf.Optional[{_as_written(spec.type)}])" if value is None else ""
             raise fail(
                 f"got {describe(value)}; pass a device array (CuPy, PyTorch, cuforge.DeviceArray, "
                 f"anything with __cuda_array_interface__ or DLPack) or a NumPy array{hint}"
@@ -317,3 +317,10 @@ def scalar_to_bytes(check: Callable[..., Any], spec: ParamSpec) -> Callable[[Any
 
         return complex_to_bytes
     return lambda v: pack(check(v))
+
+
+def _as_written(t: ArrayType) -> str:
+    """An array parameter's type as a user writes it in a class: ``cf.In[cf.float32, 2]``,
+    ``cf.Array[cf.vector(cf.float32, 4)]``."""
+    rank = f", {t.ndim}" if t.ndim is not None else ""
+    return f"cf.{_INTENTS[t.intent]}[{t.dtype!r}{rank}]".replace("cuforge.", "cf.")

@@ -193,14 +193,16 @@ def _open(device_id: int) -> Any:
 _COMPILE_FIX = "compiling does not: use {}.compile(arch='sm_90')"
 
 
-def no_device_for(label: str, exc: NoDeviceError) -> NoDeviceError:
+def no_device_for(label: str, exc: NoDeviceError, method: str = "compile") -> NoDeviceError:
     """``exc``, raised where kernel ``label`` was called, as that kernel's error: named, and
-    with its own compile call as the fix (the error path only: a working launch never comes here)."""
+    with its own compile call as the fix (``method``: ``precompile`` for a family; the error
+    path only: a working launch never comes here)."""
     text = str(exc)
     if text.startswith(f"{label}:"):
         return exc
     generic = _COMPILE_FIX.format("Kernel")
-    fix = _COMPILE_FIX.format(label) if label.isidentifier() else "compiling does not: use .compile(arch='sm_90') on it"
+    fix = f"compiling does not: use {label if label.isidentifier() else ''}.{method}(arch='sm_90')"
+    fix += "" if label.isidentifier() else " on it"
     return NoDeviceError(f"{label}: {text.replace(generic, fix)}")
 
 

@@ -8,8 +8,10 @@ takes the common calls, and the general path (``_launch``, ``_checks``) takes th
 
 from __future__ import annotations
 
+import functools
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _cache, _config, _cuda, _kinds, _launch, _render, _rules
 from ._checks import checker
@@ -43,6 +45,23 @@ class _PythonCall:
                 _launch.launch_checked(self, checked)
             except NoDeviceError as exc:
                 raise _cuda.no_device_for(self.label, exc) from None
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _names_the_kernel(method: _Method) -> _Method:
+    """``method`` of a Kernel, whose NoDeviceError (no GPU) names the kernel and its own
+    compile call, as a launch's does (``_cuda.no_device_for``)."""
+
+    @functools.wraps(method)
+    def named(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except NoDeviceError as exc:
+            raise _cuda.no_device_for(self.label, exc) from None
+
+    return named  # type: ignore[return-value]
 
 
 # With the extension, calls reach KernelBase's tp_call in C, with no Python frame between.
@@ -397,6 +416,7 @@ class Kernel(_KernelBase):
             self._fast = _launch.c_launcher(self)
 
     @property
+    @_names_the_kernel
     def attributes(self) -> _kinds.KernelAttributes:
         """Registers, local memory, static shared memory, the most threads per block and the
         most dynamic shared memory a launch may ask, on the current device (loads the kernel).
@@ -420,6 +440,7 @@ class Kernel(_KernelBase):
             device=loaded.device.id,
         )
 
+    @_names_the_kernel
     def occupancy(self, block: Any = None, shared_mem: int = 0) -> int:
         """Active blocks per SM, on the current device (loads the kernel).
 
@@ -487,6 +508,7 @@ class Kernel(_KernelBase):
             except NoDeviceError as exc:
                 raise _cuda.no_device_for(self.label, exc) from None
 
+    @_names_the_kernel
     def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                 stream: Any = None, **kwargs: Any) -> PreparedLaunch:  # fmt: skip
         """Check and pack a launch once; calling the result launches it again with no per-call
@@ -533,6 +555,7 @@ class Kernel(_KernelBase):
             )
         return _launch.PreparedLaunch(self, checked, handle, sh, stream)
 
+    @_names_the_kernel
     def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
         """Write host data into a module variable (``__constant__`` or ``__device__``, at
         namespace scope). Loads the kernel on the device first.
@@ -568,6 +591,7 @@ class Kernel(_KernelBase):
 
         _globals.set_global(self, name, value, stream=stream, device=device)
 
+    @_names_the_kernel
     def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
         """Read a module variable back, after the device's work so far.
 

@@ -39,7 +39,7 @@ from .errors import CompileError
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures.process cost `import cuforge` 20 ms: imported on use
     from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 
-__all__ = ["compile_groups", "in_background"]
+__all__ = ["compile_groups", "fell_back", "in_background", "progress_line"]
 
 LARGE = 2000  # characters of rendered source past which a family may be split
 _pace: dict[int, float] = {}  # id(declaration) -> seconds per instantiation, measured
@@ -81,6 +81,14 @@ _VARIABLE = re.compile(r"\b__constant__\b|\b__device__\b[^;{()]*;")
 # What NVRTC says when instantiations declare one `extern __shared__` array with different
 # element types: in one program they are one entity; each alone compiles.
 _CLASH = re.compile(r"declaration is incompatible with previous")
+# How a fallen-back batch's results begin their log (``_batched``).
+_FELL_BACK = re.compile(r"cuforge: these \d+ instantiations could not share one NVRTC program")
+
+
+def fell_back(log: str) -> bool:
+    """Whether the result with this log is one of a batch that ``_batched`` compiled one
+    instantiation at a time (its log says so first), wherever it was since read from."""
+    return _FELL_BACK.match(log) is not None
 
 
 def _batched(todo: list[Any], spec_of: Callable[[list[Any]], dict[str, Any]]) -> list[tuple[list[Any], _compile.CompileResult]]:
@@ -140,6 +148,16 @@ def _processes(workers: int) -> ProcessPoolExecutor:
             _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
             atexit.register(_pool.shutdown, wait=False, cancel_futures=True)
         return _pool
+
+
+def progress_line(line: str, done: int, total: int) -> None:
+    """Step ``done`` of ``total`` of a compile reported on stderr (``python -m cuforge build``,
+    ``registry.precompile``): on a terminal, one line rewritten in place and ended at the last
+    step; else (a CI log, a pipe) a line per step."""
+    if sys.stderr.isatty():
+        print(f"\r{line}", end="\n" if done >= total else "", file=sys.stderr)
+    else:
+        print(line, file=sys.stderr)
 
 
 def _progress(total: int, what: str) -> Any:

@@ -23,7 +23,7 @@ from ._checks import describe
 from ._compile import CompiledKernel
 from ._decl import _Decl, spell_combination
 from ._kernel import Kernel
-from .errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError
+from .errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError, NoDeviceError
 from .options import CompileOptions
 from .types import ArrayType, DType, IntParam, TemplateParam, TypeParam, VectorDType
 
@@ -417,7 +417,10 @@ class Family:
         at = self._autotune
         chosen: dict[str, int] = {}
         if at is not None and grid is None and block is None:
-            chosen = self._choice(types, bound, stream, shared_mem)
+            try:
+                chosen = self._choice(types, bound, stream, shared_mem)
+            except NoDeviceError as exc:  # named as a launch of an instantiation is
+                raise _cuda.no_device_for(self.name, exc, "precompile") from None
         self._instance(self._values(types, chosen))(*bound, grid=grid, block=block, shared_mem=shared_mem, stream=stream)
 
     def select(self, *args: Any, **kwargs: Any) -> Kernel:

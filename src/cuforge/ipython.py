@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from . import _cache, _compile, _config, _cparse, _cuda, _disk, _render, _stats
+from . import _cache, _compile, _config, _cparse, _cuda, _disk, _parallel, _render, _stats
 from ._kernel import KernelTemplate
 from .errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
 from .kernel import Kernel, kernel
@@ -77,12 +77,11 @@ class CudaMagics(Magics):
         bound = self._build(source, args, opts)
         with _config.scope(cache="0") if args.no_cache else contextlib.nullcontext():
             kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
-            fallbacks = _stats.cache_stats().batch_fallbacks
             try:  # every kernel of the cell in one NVRTC program: the cell is one source
-                _cache.compile_together(kernels, arch, None, who="%%cuda")
+                compiled = _cache.compile_together(kernels, arch, None, who="%%cuda")
             except CompileError as exc:
                 raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
-        if _stats.cache_stats().batch_fallbacks != fallbacks:
+        if any(_parallel.fell_back(ck.log) for ck in compiled):  # this cell's results, not another thread's
             names = ", ".join(k.name_expression for k in kernels)
             print(f"note: the cell's kernels ({names}) could not share one NVRTC program, so each was compiled alone: "
                   f"their declarations clash (NVRTC: 'declaration is incompatible with previous'), as an extern "

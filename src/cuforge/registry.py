@@ -127,6 +127,8 @@ class Registry(Mapping[str, Any]):
         for obj in chosen:
             if not isinstance(obj, (Kernel, Family)):
                 raise DeclarationError(f"registry.precompile(): {obj!r} is not a cuforge kernel or family")
+        from ._parallel import progress_line  # (the compiling side: imported on use, not by `import cuforge`)
+
         show = sys.stderr.isatty() if progress is None else progress
         done, total = 0, sum(len(o.instantiations()) if isinstance(o, Family) else 1 for o in chosen)
         lock = threading.Lock()
@@ -136,10 +138,8 @@ class Registry(Mapping[str, Any]):
             built = obj.precompile(arch, options=options) if isinstance(obj, Family) else [obj.compile(arch, options=options)]
             with lock:
                 done += len(built)
-                if show and sys.stderr.isatty():  # one line rewritten in place
-                    print(f"\rcuforge: compiled {done}/{total} kernels", end="" if done < total else "\n", file=sys.stderr)
-                elif show:  # a log or a pipe: a line per declaration
-                    print(f"cuforge: compiled {done}/{total} kernels", file=sys.stderr)
+                if show:
+                    progress_line(f"cuforge: compiled {done}/{total} kernels", done, total)
             return obj.qualname, built
 
         with _config.scope(compile_workers=str(workers)) if workers else contextlib.nullcontext():

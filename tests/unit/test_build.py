@@ -4,6 +4,7 @@ while the others still build, and the command line's wording. NVRTC and nvFatbin
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -228,3 +229,54 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path):
     assert out.returncode == 0 and "\r" not in out.stderr, out.stderr
     assert out.stderr.splitlines() == ["cuforge: compiled 1/3 kernels", "cuforge: compiled 2/3 kernels",
                                        "cuforge: compiled 3/3 kernels"]  # fmt: skip
+
+
+def test_progress_on_a_terminal_is_one_line_rewritten_in_place(monkeypatch):
+    from cuforge._parallel import progress_line
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    for done in (1, 2):
+        progress_line(f"cuforge: compiled {done}/2 kernels", done, 2)
+    assert sys.stderr.getvalue() == "\rcuforge: compiled 1/2 kernels\rcuforge: compiled 2/2 kernels\n"
+
+
+MIXED = '''
+import cuforge as cf
+
+SOURCE = """
+extern "C" __global__ void zero(float* y) { y[threadIdx.x] = 0.0f; }
+template <typename T> __global__ void square(T* x) { x[threadIdx.x] = x[threadIdx.x] * x[threadIdx.x]; }
+"""
+
+@cf.kernel
+class Zero:
+    y: cf.Array[cf.float32]
+    name = "zero"
+    source = SOURCE
+
+@cf.kernel
+class Square:
+    T = cf.typeparam(cf.float32, cf.complex64)
+    x: cf.Array[T]
+    name = "square"
+    source = SOURCE
+'''
+
+
+def test_a_source_family_with_headers_and_a_plain_kernel_of_its_text_are_grouped_as_in_process(tmp_path):
+    from cuforge import _builder
+
+    ns = declare(MIXED, "mixed_kernels")
+    ns["Zero"].compile("sm_90")  # in-process: the family's prelude (cuforge's complex header) is not Zero's
+    assert all(not k._compiled for k in ns["Square"].instantiations())
+    manifest = _builder.build(["mixed_kernels"], ["sm_90"], str(tmp_path))
+    fatbins = {e["name_expression"]: e["fatbin"] for e in manifest["kernels"]}
+    assert manifest["failed"] == [] and fatbins == {
+        "zero": "mixed_kernels.Zero.fatbin",
+        "square<float>": "mixed_kernels.Square.fatbin",
+        "square<cuforge::complex<float>>": "mixed_kernels.Square.fatbin",
+    }

@@ -285,6 +285,22 @@ def test_a_cell_split_into_programs_says_so(shell, capsys):
             "compiled alone: their declarations clash") in capsys.readouterr().out  # fmt: skip
 
 
+def test_another_threads_fallback_during_a_cells_compile_gives_it_no_note(shell, capsys, monkeypatch):
+    from cuforge import _cache
+    from cuforge._stats import counters
+
+    compile_together = _cache.compile_together
+
+    def with_a_fallback_elsewhere(*args, **kwargs):  # what a compile_async's clash, meanwhile, counts
+        counters.add(batch_fallbacks=1)
+        return compile_together(*args, **kwargs)
+
+    monkeypatch.setattr(_cache, "compile_together", with_a_fallback_elsewhere)
+    cuda(shell, "--arch sm_90 --no-cache", "__global__ void one(float* out) { out[0] = 1.0f; }")
+    out = capsys.readouterr().out
+    assert out.startswith("bound: one(out: Array[float32])") and "note:" not in out
+
+
 def test_a_pointer_defaulting_to_null_is_optional_and_may_be_left_out(shell, capsys):
     cuda(shell, "--arch sm_90", "__global__ void moments(const float* x, float* mean = nullptr, float* rstd = NULL, "
                                 "int n = 0) { if (mean) mean[0] = x[0]; if (rstd) rstd[0] = x[0]; }")  # fmt: skip

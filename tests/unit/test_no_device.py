@@ -71,3 +71,41 @@ def test_a_real_ipython_shell_shows_the_cell_and_the_message(capsys):
     shown = (out.out + out.err).strip().splitlines()
     assert shown[-1].startswith("cuforge.NoDeviceError: Saxpy: no CUDA device is available")
     assert "Saxpy(2.0, x, x, 8)" in shown[-2] and not any(CUFORGE_DIR in line or "interactiveshell" in line for line in shown)
+
+
+@NO_GPU
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda k, x: k.prepare(x),
+        lambda k, x: k.attributes,
+        lambda k, x: k.occupancy(block=32),
+        lambda k, x: k.set_global("factor", np.array([3.0], np.float32)),
+        lambda k, x: k.get_global("factor", np.float32),
+    ],
+    ids=["prepare", "attributes", "occupancy", "set_global", "get_global"],
+)
+def test_what_loads_a_kernel_names_it_without_a_gpu(use):
+    @cf.kernel
+    class Scaled:
+        x: cf.Array[cf.float32]
+        preamble = "__constant__ float factor;"
+        body = "x[threadIdx.x] *= factor;"
+
+    with pytest.raises(cf.NoDeviceError, match=r"^Scaled: no CUDA device is available .*use Scaled\.compile\(arch='sm_90'\)$"):
+        use(Scaled, np.ones(4, np.float32))
+
+
+@NO_GPU
+def test_an_autotuned_family_call_names_the_family_and_its_precompile():
+    @cf.kernel
+    class Tuned:
+        T = cf.typeparam(cf.float32)
+        B = cf.intparam(64, 128)
+        y: cf.Array[T]
+        block = "B"
+        autotune = cf.autotune(B=[64, 128])
+        body = "y[threadIdx.x] = T(1);"
+
+    with pytest.raises(cf.NoDeviceError, match=r"^Tuned: no CUDA device is available .*use Tuned\.precompile\(arch='sm_90'\)$"):
+        Tuned(np.ones(4, np.float32))

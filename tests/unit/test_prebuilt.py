@@ -3,6 +3,7 @@ really compile and link, nvFatbin really packs, and the command line really runs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -210,6 +211,28 @@ def test_a_build_serves_only_the_source_it_was_built_from(aot, monkeypatch):
     with pytest.warns(cf.StaleBuildWarning, match=r"the build's entry for AotSaxpy was made with other source"):
         assert build.module_for(edited) is None  # the same name, other source: compiled, never the stale binary
     cf.kernel(type("AotSaxpy", (), dict(vars(aot_kernels.AotSaxpy.__wrapped__))))  # restore the registry's entry
+
+
+def test_the_stale_build_warning_points_at_the_users_call_not_into_cuforge(aot, monkeypatch):
+    from cuforge import _cuda
+
+    monkeypatch.syspath_prepend(str(aot))
+    import aot_kernels  # the build's module, whose AotSaxpy is redeclared below
+
+    edited = cf.kernel(type("AotSaxpy", (), {
+        "__module__": "aot_kernels",
+        "__annotations__": {"y": cf.Array[cf.float32]},
+        "body": "y[0] = 2.0f;",
+    }))  # fmt: skip
+    cf.use_build(aot / "build")
+    try:  # what a launch on an sm_90 device does first: load the kernel (with no driver, the load stops after)
+        with pytest.warns(cf.StaleBuildWarning, match=r"AotSaxpy was made with other source") as caught:
+            with contextlib.suppress(OSError):
+                edited._load(_cuda.DeviceInfo(id=0, cc=90, name="sm_90 device"))
+    finally:
+        cf.use_build(None)
+        cf.kernel(type("AotSaxpy", (), dict(vars(aot_kernels.AotSaxpy.__wrapped__))))  # restore the registry's entry
+    assert [w.filename for w in caught] == [__file__]
 
 
 def test_use_build_checks_the_directory(tmp_path):
