@@ -190,7 +190,9 @@ class Family:
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()
-        # Where each type parameter can be read off the arguments: its array parameters.
+        # Where each type parameter can be read off the arguments: its array parameters (an
+        # Optional one given None sets nothing).
+        self._optional = frozenset(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.optional)
         self._type_sources = {
             t.name: tuple(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.dtype is t)
             for t in decl.tparams
@@ -443,10 +445,13 @@ class Family:
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
         """The first allowed dtype (in declaration order) that every array bound to ``t`` can
         be: its own dtype, or a vector type whose lanes are that dtype and whose length is
-        the array's last dimension."""
+        the array's last dimension. An Optional array given None (or left out) sets nothing;
+        where no array sets ``t``, it takes its default."""
         common: list[DType] = []  # what every array so far fits, best first
         first = ""
         for i in self._type_sources[t.name]:
+            if bound[i] is None and i in self._optional:
+                continue
             arg = array_arg(bound[i])
             name = self._names[i]
             fits = _fitting(t.values, arg)
