@@ -560,8 +560,8 @@ class Family:
         return found
 
     def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune, shared_mem: Any = 0) -> list[float]:
-        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes,
-        with the call's dynamic shared memory (a candidate launched without what its
+        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes
+        (an Optional one given None stays None), with the call's dynamic shared memory (a candidate launched without what its
         ``extern __shared__`` array needs would fault the GPU). A fault is named as the
         candidate's, while tuning."""
         global timing_runs
@@ -570,7 +570,7 @@ class Family:
         keep: list[Any] = []
         args = []
         for p, value in zip(params, bound):
-            if p.is_array and (p.type.writes or _origin(value) == "numpy"):
+            if p.is_array and value is not None and (p.type.writes or _origin(value) == "numpy"):  # None: Optional
                 copy = scratch_copy(value, p.dtype)
                 keep.append(copy)
                 args.append(copy)
