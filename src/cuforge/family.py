@@ -21,7 +21,7 @@ from . import _cache, _cuda, _disk, _launch
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
-from ._decl import _Decl, spell_combination
+from ._decl import _Decl, spell_combination, spell_value
 from ._kernel import Kernel
 from .errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError
 from .options import CompileOptions
@@ -644,17 +644,14 @@ class Family:
         return _pickling.reduce_family(self)
 
     def __repr__(self) -> str:
-        tps = ", ".join(f"{t.name} in ({', '.join(_shown(v) for v in t.values)})" for t in self.template_params)
+        tps = ", ".join(f"{t.name} in ({', '.join(spell_value(v) for v in t.values)})" for t in self.template_params)
         return f"<cuforge.Family {self.name}[{tps}]>"
 
 
-def _shown(value: Any) -> str:
-    return value.name if isinstance(value, DType) else str(value)
-
-
 def spelled(kernel: Kernel) -> str:
-    """An instantiation as Python code names it: ``BlockSort[uint32, 1024, 16]``."""
-    return f"{kernel._decl.cls.__name__}[{', '.join(_shown(v) for v in kernel.template_args.values())}]"
+    """An instantiation as Python code names it: ``BlockSort[uint32, 1024, 16]``,
+    ``Scan["cub::BLOCK_SCAN_RAKING"]``."""
+    return f"{kernel._decl.cls.__name__}[{', '.join(spell_value(v) for v in kernel.template_args.values())}]"
 
 
 def failed_instantiations(who: str, failed: list[tuple[Kernel, CompileError]], total: int) -> CompileError:
