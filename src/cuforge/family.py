@@ -490,9 +490,11 @@ class Family:
                 candidates.append(c)
                 kernels.append(self._instance(values))
         if not kernels:
+            typed = [(t, ty) for t, ty in zip(self.template_params, types) if ty is not None]
+            where = f" for {spell_combination(*zip(*typed))}" if typed else ""
             raise DeclarationError(
-                f"{self._decl.label}: the class's restrict {self._decl.restrict} leaves out every autotune candidate "
-                f"for {', '.join(ty.name for ty in types if ty is not None)}; add candidates it keeps"
+                f"{self._decl.label}: the class's restrict {self._decl.restrict} leaves out every autotune candidate"
+                f"{where}; add candidates it keeps"
             )
         device = _cuda.current_device()
         source_hash = hashlib.sha256("".join(k.render() for k in kernels).encode()).hexdigest()[:16]

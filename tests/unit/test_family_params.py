@@ -257,3 +257,21 @@ def test_messages_spell_a_constparam_value_as_python_indexes_with_it():
         PickOne.precompile(arch="sm_90")
     assert '\n\nPickOne["algo::WARP_SCANS", 128]: ' in str(info.value)
     assert PickOne["algo::WARP_SCANS", 128].template_args == {"K": "algo::WARP_SCANS", "BLOCK": 128}  # as it reads
+
+
+@pytest.mark.parametrize(
+    ("tparams", "args", "match"),
+    [
+        ({}, (np.ones(4, np.float32), 4), r"^Tune: the class's restrict \(lambda B: B == 1\) leaves out every autotune "
+                                         r"candidate; add candidates it keeps$"),
+        ({"T": cf.typeparam(cf.float32, cf.float64)}, (np.ones(4), 4),
+         r"^Tune: the class's restrict \(lambda B: B == 1\) leaves out every autotune candidate for T=float64; add "
+         r"candidates it keeps$"),
+    ],
+)  # fmt: skip
+def test_a_restriction_that_leaves_out_every_autotune_candidate_is_named_before_any_cuda_call(tparams, args, match):
+    T = tparams.get("T", cf.float32)
+    ns = {"B": cf.intparam(1, 2, 4), **tparams, "__annotations__": {"x": cf.Array[T], "n": cf.int64}, "body": "x[0] = B;",
+          "restrict": lambda B: B == 1, "autotune": cf.autotune(B=[2, 4], key=["n"])}  # fmt: skip
+    with pytest.raises(cf.DeclarationError, match=match):
+        cf.kernel(type("Tune", (), ns))(*args)
