@@ -212,13 +212,20 @@ def _rule_text(fn: Any, wanted: list[str]) -> str:
     return f"({getattr(fn, '__qualname__', fn)!s}({', '.join(wanted)}))"
 
 
+def spell_value(value: Any) -> str:
+    """A template value as Python code indexes a family with it, for messages: a dtype by
+    name (``float64``), an int or bool as written, a constparam's C++ constant as a string
+    (``"cub::BLOCK_SCAN_RAKING"``)."""
+    if isinstance(value, DType):
+        return value.name
+    if isinstance(value, str) and '"' not in value:
+        return f'"{value}"'
+    return repr(value)
+
+
 def spell_combination(tparams: tuple[Any, ...], values: tuple[Any, ...]) -> str:
     """``T=float64, BLOCK=1024``: a combination of template values, for messages."""
-
-    def shown(v: Any) -> str:
-        return v.name if isinstance(v, DType) else v if isinstance(v, str) else repr(v)
-
-    return ", ".join(f"{t.name}={shown(v)}" for t, v in zip(tparams, values))
+    return ", ".join(f"{t.name}={spell_value(v)}" for t, v in zip(tparams, values))
 
 
 def _instances(label: str, what: str, rule: Any, function: Any, tparams: tuple[Any, ...],

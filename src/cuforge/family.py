@@ -21,7 +21,7 @@ from . import _cache, _cuda, _disk, _launch
 from ._arrays import array_arg, scratch_copy
 from ._checks import describe
 from ._compile import CompiledKernel
-from ._decl import _Decl, spell_combination
+from ._decl import _Decl, spell_combination, spell_value
 from ._kernel import Kernel
 from .errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError, NoDeviceError
 from .options import CompileOptions
@@ -190,7 +190,9 @@ class Family:
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()
-        # Where each type parameter can be read off the arguments: its array parameters.
+        # Where each type parameter can be read off the arguments: its array parameters (an
+        # Optional one given None sets nothing).
+        self._optional = frozenset(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.optional)
         self._type_sources = {
             t.name: tuple(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.dtype is t)
             for t in decl.tparams
@@ -446,10 +448,13 @@ class Family:
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
         """The first allowed dtype (in declaration order) that every array bound to ``t`` can
         be: its own dtype, or a vector type whose lanes are that dtype and whose length is
-        the array's last dimension."""
+        the array's last dimension. An Optional array given None (or left out) sets nothing;
+        where no array sets ``t``, it takes its default."""
         common: list[DType] = []  # what every array so far fits, best first
         first = ""
         for i in self._type_sources[t.name]:
+            if bound[i] is None and i in self._optional:
+                continue
             arg = array_arg(bound[i])
             name = self._names[i]
             fits = _fitting(t.values, arg)
@@ -488,9 +493,11 @@ class Family:
                 candidates.append(c)
                 kernels.append(self._instance(values))
         if not kernels:
+            typed = [(t, ty) for t, ty in zip(self.template_params, types) if ty is not None]
+            where = f" for {spell_combination(*zip(*typed))}" if typed else ""
             raise DeclarationError(
-                f"{self._decl.label}: the class's restrict {self._decl.restrict} leaves out every autotune candidate "
-                f"for {', '.join(ty.name for ty in types if ty is not None)}; add candidates it keeps"
+                f"{self._decl.label}: the class's restrict {self._decl.restrict} leaves out every autotune candidate"
+                f"{where}; add candidates it keeps"
             )
         device = _cuda.current_device()
         source_hash = hashlib.sha256("".join(k.render() for k in kernels).encode()).hexdigest()[:16]
@@ -558,8 +565,8 @@ class Family:
         return found
 
     def _time(self, kernels: list[Kernel], bound: tuple[Any, ...], at: Autotune, shared_mem: Any = 0) -> list[float]:
-        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes,
-        with the call's dynamic shared memory (a candidate launched without what its
+        """Milliseconds per launch of each candidate, on scratch copies of the arrays it writes
+        (an Optional one given None stays None), with the call's dynamic shared memory (a candidate launched without what its
         ``extern __shared__`` array needs would fault the GPU). A fault is named as the
         candidate's, while tuning."""
         global timing_runs
@@ -568,7 +575,7 @@ class Family:
         keep: list[Any] = []
         args = []
         for p, value in zip(params, bound):
-            if p.is_array and (p.type.writes or _origin(value) == "numpy"):
+            if p.is_array and value is not None and (p.type.writes or _origin(value) == "numpy"):  # None: Optional
                 copy = scratch_copy(value, p.dtype)
                 keep.append(copy)
                 args.append(copy)
@@ -642,17 +649,14 @@ class Family:
         return _pickling.reduce_family(self)
 
     def __repr__(self) -> str:
-        tps = ", ".join(f"{t.name} in ({', '.join(_shown(v) for v in t.values)})" for t in self.template_params)
+        tps = ", ".join(f"{t.name} in ({', '.join(spell_value(v) for v in t.values)})" for t in self.template_params)
         return f"<cuforge.Family {self.name}[{tps}]>"
 
 
-def _shown(value: Any) -> str:
-    return value.name if isinstance(value, DType) else str(value)
-
-
 def spelled(kernel: Kernel) -> str:
-    """An instantiation as Python code names it: ``BlockSort[uint32, 1024, 16]``."""
-    return f"{kernel._decl.cls.__name__}[{', '.join(_shown(v) for v in kernel.template_args.values())}]"
+    """An instantiation as Python code names it: ``BlockSort[uint32, 1024, 16]``,
+    ``Scan["cub::BLOCK_SCAN_RAKING"]``."""
+    return f"{kernel._decl.cls.__name__}[{', '.join(spell_value(v) for v in kernel.template_args.values())}]"
 
 
 def failed_instantiations(who: str, failed: list[tuple[Kernel, CompileError]], total: int) -> CompileError:

@@ -9,6 +9,8 @@ another cuforge operator. Its schema comes from the kernel's annotations:
 - an ``In`` array is a ``Tensor`` argument; an ``Array`` or ``Out`` array is a ``Tensor``
   argument that the operator mutates, unless ``outputs=`` names it: then the operator
   allocates it and returns it;
+- a ``cf.Optional`` array is a ``Tensor?`` argument, which may be None (a null pointer); one
+  named in ``outputs=`` is still allocated and returned;
 - a float scalar is a ``float``, an integer an ``int``, a bool a ``bool``;
 - a parameter named in ``sizes=`` is no argument: it is computed from the arguments.
 
@@ -19,6 +21,7 @@ first use).
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -55,7 +58,9 @@ def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = Non
         Outputs are allocated with ``torch.empty`` (their contents undefined until the kernel
         writes them) except ``"zeros like x"`` ones, which ``torch.zeros`` allocates: use it for
         a kernel that accumulates into its output (``atomicAdd``). Its dtype is the annotated
-        one, or for a family's ``Out[T]`` the dtype of the input tensors that set ``T``.
+        one, or for a family's ``Out[T]`` the dtype of the first input tensor that sets ``T``
+        and is not None. An ``Optional`` output named here is always allocated; ``x`` in
+        ``"like x"`` cannot be ``Optional`` (it may be None).
     sizes : dict, optional
         Integer parameters computed from the arguments rather than passed:
         ``{"n": lambda x: x.numel()}`` (the function's parameter names pick the arguments).
@@ -127,8 +132,8 @@ class _OpSpec:
     def _shape_rule(self, name: str, rule: Any, types: dict[str, Any],
                     computed: Mapping[str, Any]) -> tuple[Callable[[dict[str, Any]], Any], Any, Any]:  # fmt: skip
         """(shape of the output from the bound arguments, its dtype: a torch dtype, or the
-        name of the tensor argument whose dtype it takes, the allocator: torch.empty or
-        torch.zeros)."""
+        names of the tensor arguments whose dtype it takes (the first not None), the
+        allocator: torch.empty or torch.zeros)."""
         ann = types[name]
         if not isinstance(ann, ArrayType) or not ann.writes:
             raise DeclarationError(f"{self.label}: outputs[{name!r}] must name an Out or Array parameter, not {ann!r}")
@@ -144,6 +149,11 @@ class _OpSpec:
                     f"'zeros like <tensor argument>' or a function of the arguments returning a shape"
                 )
             source = words[1]
+            if types[source].optional:
+                raise DeclarationError(
+                    f"{self.label}: outputs[{name!r}] = {rule!r}, and {source} is Optional: it may be None; take the "
+                    f"shape from a tensor that is always given, or give a function of the arguments"
+                )
             shape: Callable[[dict[str, Any]], Any] = lambda bound: bound[source].shape  # noqa: E731
         elif callable(rule):
             shape = _picks(self.label, f"outputs[{name!r}]", rule, types, computed)
@@ -157,14 +167,14 @@ class _OpSpec:
         # allocated by the operator, so they cannot set it)
         setters = [n for n in self.inputs if isinstance(types[n], ArrayType) and types[n].dtype is ann.dtype]
         if source is not None and source in setters:
-            return shape, source, fill
+            return shape, (source,), fill
         if not setters:
             first = f"{ann.dtype.values[0]!r}".replace("cuforge.", "cf.")
             raise DeclarationError(
                 f"{self.label}: no input argument sets {ann.dtype.name}, the dtype of output {name!r} (outputs are "
                 f"allocated, not read); index the family first: {self.kernel.__name__}[{first}].torch_op(...)"
             )
-        return shape, setters[0], fill
+        return shape, tuple(setters), fill  # the first that is not None, per call
 
     def _function(self, body: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
         """A function of the operator's arguments, with the signature custom_op reads the
@@ -174,7 +184,7 @@ class _OpSpec:
 
         def annotation(t: Any) -> Any:
             if isinstance(t, ArrayType):
-                return torch.Tensor
+                return typing.Optional[torch.Tensor] if t.optional else torch.Tensor  # noqa: UP045
             values = t.values if isinstance(t, TypeParam) else (t,)
             kinds = {v.kind for v in values}
             if kinds <= {"f"}:
@@ -202,14 +212,25 @@ class _OpSpec:
 
     def _allocate(self, bound: dict[str, Any]) -> list[Any]:
         outs = []
-        tensors = [bound[n] for n in self.inputs if isinstance(self.types[n], ArrayType)]
+        dtypes = [dtype if isinstance(dtype, torch.dtype) else self._dtype_of(name, dtype, bound)
+                  for name, (_, dtype, _) in self.outputs]  # fmt: skip
+        tensors = [bound[n] for n in self.inputs if isinstance(self.types[n], ArrayType) and bound[n] is not None]
         device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
-        for _, (shape, dtype, fill) in self.outputs:
-            dt = bound[dtype].dtype if isinstance(dtype, str) else dtype
+        for (_, (shape, _, fill)), dt in zip(self.outputs, dtypes):
             size = shape(bound)  # a shape, or one size (an int, or a SymInt while tracing)
             dims = tuple(size) if isinstance(size, (tuple, list, torch.Size)) else (size,)
             outs.append(fill(dims, dtype=dt, device=device))
         return outs
+
+    def _dtype_of(self, name: str, setters: tuple[str, ...], bound: dict[str, Any]) -> Any:
+        """The dtype of a family's output: that of the first tensor setting its type parameter."""
+        for n in setters:
+            if bound[n] is not None:
+                return bound[n].dtype
+        raise ArgumentTypeError(
+            f"{self.label}: output {name!r} takes its dtype from tensor argument {' or '.join(map(repr, setters))}, "
+            f"which got None; pass {'it' if len(setters) == 1 else 'one of them'} as a tensor, or index the family"
+        )
 
     def _run(self, bound: dict[str, Any]) -> Any:
         outs = self._allocate(bound)
@@ -238,6 +259,8 @@ class _OpSpec:
                 continue
             allowed = ann.dtype.values if isinstance(ann.dtype, TypeParam) else (ann.dtype,)
             t = bound[n]
+            if t is None and ann.optional:
+                continue
             if not isinstance(t, torch.Tensor) or t.dtype not in [_torch_dtype(d, self.label) for d in allowed]:
                 got = f"a {t.dtype} tensor" if isinstance(t, torch.Tensor) else repr(type(t).__name__)
                 want = " or ".join(d.name for d in allowed)

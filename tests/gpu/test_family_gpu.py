@@ -242,3 +242,43 @@ def test_each_cub_block_scan_algorithm_matches_numpy(algo):
     pad = np.zeros(-(-n // 256) * 256, np.int32)
     pad[:n] = x
     np.testing.assert_array_equal(out, np.cumsum(pad.reshape(-1, 256), axis=1).ravel()[:n])
+
+
+@cf.kernel
+class TunedShift:
+    T = cf.typeparam(cf.float32, cf.float64)
+    BLOCK = cf.intparam(128, 256)
+    out: cf.Out[T]
+    kept: cf.Optional[cf.Out[T]]
+    x: cf.In[T]
+    bias: cf.Optional[cf.In[T]]
+    n: cf.int64
+    block = "BLOCK"
+    autotune = cf.autotune(BLOCK=[128, 256], key=["n"])
+    body = """
+    long long i = blockIdx.x * (long long)BLOCK + threadIdx.x;
+    if (i >= n) return;
+    out[i] = x[i] + (bias ? bias[i] : (T)0);
+    if (kept) kept[i] = 2 * x[i];
+    """
+
+
+def test_autotuning_skips_optional_arrays_given_none():
+    """Tuning made scratch copies of every written array, and an Optional one given None
+    cannot be copied."""
+    n = 5000
+    x = np.random.default_rng(4).random(n)
+    out = np.zeros(n)
+    TunedShift(out, None, x, None, n)
+    np.testing.assert_array_equal(out, x)
+    out = np.zeros(n)
+    TunedShift(out=out, x=x, n=n)  # left out: None
+    np.testing.assert_array_equal(out, x)
+    m = 3 * n  # another key, timed with both arrays given
+    x, bias = np.random.default_rng(5).random(m), np.random.default_rng(6).random(m)
+    out, kept = np.zeros(m), np.zeros(m)
+    TunedShift(out, kept, x, bias, m)
+    np.testing.assert_array_equal(out, x + bias)
+    np.testing.assert_array_equal(kept, 2 * x)
+    assert [row["from"] for row in TunedShift.tuning()] == ["timed", "timed"]
+    assert [row["types"] for row in TunedShift.tuning()] == ["float64", "float64"]

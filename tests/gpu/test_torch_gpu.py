@@ -227,3 +227,46 @@ def test_two_zeroed_outputs_of_one_type_parameter_accumulate_from_zero(dtype):
         np.testing.assert_array_equal(dweight.cpu().numpy(), (dout.cpu().numpy() * norm.cpu().numpy()).sum(0))
         np.testing.assert_array_equal(dbias.cpu().numpy(), dout.cpu().numpy().sum(0))
     torch.library.opcheck(weight_grad, (dout, norm, weight))
+
+
+@cf.kernel
+class ShiftKeep:
+    """An Optional input (a bias that may be absent) and an Optional output the op mutates
+    (what llm.c keeps for the backward pass only when training)."""
+
+    T = cf.typeparam(cf.float32, cf.float64)
+    out: cf.Out[T]
+    x: cf.In[T]
+    bias: cf.Optional[cf.In[T]]
+    kept: cf.Optional[cf.Out[cf.float32]]
+    n: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[i] = x[i] + (bias ? bias[i] : (T)0);
+    if (kept) kept[i] = (float)x[i] * 2.0f;
+    """
+
+
+shift_keep = ShiftKeep.torch_op("cuforge_tests::shift_keep", outputs={"out": "like x"}, sizes={"n": lambda x: x.numel()})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_optional_tensors_take_none_or_a_tensor_and_match_numpy(dtype):
+    assert str(torch.ops.cuforge_tests.shift_keep.default._schema) == (
+        "cuforge_tests::shift_keep(Tensor x, Tensor? bias, Tensor(a2!)? kept) -> Tensor"
+    )
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(N, device="cuda", dtype=dtype, generator=g)
+    bias = torch.randn(N, device="cuda", dtype=dtype, generator=g)
+    out = shift_keep(x, None, None)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out.cpu().numpy(), x.cpu().numpy())
+    kept = torch.zeros(N, device="cuda")
+    out = shift_keep(x, bias, kept)
+    np.testing.assert_allclose(out.cpu().numpy(), x.cpu().numpy() + bias.cpu().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(kept.cpu().numpy(), x.cpu().numpy().astype(np.float32) * 2.0, rtol=1e-6)
+    torch.library.opcheck(shift_keep, (x, None, None))
+    torch.library.opcheck(shift_keep, (x, bias, torch.zeros(N, device="cuda")))
+    compiled = torch.compile(lambda x: shift_keep(x, None, None) * 2.0, fullgraph=True)
+    torch.testing.assert_close(compiled(x), 2.0 * x)

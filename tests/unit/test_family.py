@@ -316,3 +316,33 @@ def test_bool_template_parameters_render_as_cpp_bools():
     with pytest.raises(cf.DeclarationError, match=r"for a C\+\+ bool use cf.boolparam\(\)"):
         cf.intparam(True, False)
     assert repr(cf.boolparam(True)) == "cuforge.boolparam(True)"
+
+
+@cf.kernel
+class LayerNorm:  # llm.c's layernorm_forward: mean and rstd are kept only for the backward pass
+    T = cf.typeparam(cf.float32, cf.float16)
+    out: cf.Out[T]
+    mean: cf.Optional[cf.Out[T]]
+    rstd: cf.Optional[cf.Out[T]]
+    inp: cf.In[T]
+    n: cf.int32
+    body = "if (threadIdx.x < n) { out[threadIdx.x] = inp[threadIdx.x]; if (mean) mean[threadIdx.x] = 0; }"
+
+
+def test_an_optional_array_given_none_or_left_out_sets_no_type_parameter():
+    h = np.ones(8, np.float16)
+    assert LayerNorm.select(h, None, None, h, 8) is LayerNorm[cf.float16]
+    assert LayerNorm.select(out=h, inp=h, n=8) is LayerNorm[cf.float16]
+    assert LayerNorm.select(h, h, None, h, 8) is LayerNorm[cf.float16]
+    with pytest.raises(cf.ArgumentTypeError, match=r"^LayerNorm: arguments 'out' \(float16\) and 'mean' \(float32\) "):
+        LayerNorm.select(h, np.ones(8, np.float32), None, h, 8)
+    with pytest.raises(cf.ArgumentTypeError, match=r"^LayerNorm: argument 'out' sets T, .*; got NoneType None"):
+        LayerNorm.select(None, None, None, h, 8)  # only an Optional array may be None
+
+    @cf.kernel
+    class Bias:
+        T = cf.typeparam(cf.float64, cf.float32)
+        bias: cf.Optional[cf.In[T]]
+        body = ";"
+
+    assert Bias.select(None) is Bias.select() is Bias[cf.float64]  # no array sets T: its default

@@ -232,3 +232,46 @@ def test_cub_block_scan_algorithms_as_a_family_compile():
         "CubScan<cub::BLOCK_SCAN_RAKING>", "CubScan<cub::BLOCK_SCAN_RAKING_MEMOIZE>", "CubScan<cub::BLOCK_SCAN_WARP_SCANS>"
     ]  # fmt: skip
     assert len({c.lowered_name for c in compiled}) == 3
+
+
+@cf.kernel
+class PickOne:
+    K = cf.constparam("algo::RAKING", "algo::WARP_SCANS", "algo::RAKING_MEMOIZE")
+    BLOCK = cf.intparam(128, 256)
+    out: cf.Out[cf.int32]
+    name = "pick_one"
+    restrict = lambda K, BLOCK: K != "algo::RAKING_MEMOIZE" or BLOCK == 128  # noqa: E731
+    source = ENUM_SOURCE.replace("pick(", "pick_one(").replace("{ if", '{ static_assert(K != algo::WARP_SCANS, "no"); if')
+
+
+def test_messages_spell_a_constparam_value_as_python_indexes_with_it():
+    assert repr(PickOne) == (
+        '<cuforge.Family pick_one[K in ("algo::RAKING", "algo::WARP_SCANS", "algo::RAKING_MEMOIZE"), BLOCK in (128, 256)]>'
+    )
+    with pytest.raises(cf.DeclarationError, match=r'^PickOne: K="algo::RAKING_MEMOIZE", BLOCK=256 is left out by '):
+        PickOne["algo::RAKING_MEMOIZE", 256]
+    with pytest.raises(cf.CompileError, match=(
+        r'^PickOne.precompile\(\): 2 of 5 instantiations failed to compile: PickOne\["algo::WARP_SCANS", 128\], '
+        r'PickOne\["algo::WARP_SCANS", 256\] \(the other 3 compiled\)'
+    )) as info:  # fmt: skip
+        PickOne.precompile(arch="sm_90")
+    assert '\n\nPickOne["algo::WARP_SCANS", 128]: ' in str(info.value)
+    assert PickOne["algo::WARP_SCANS", 128].template_args == {"K": "algo::WARP_SCANS", "BLOCK": 128}  # as it reads
+
+
+@pytest.mark.parametrize(
+    ("tparams", "args", "match"),
+    [
+        ({}, (np.ones(4, np.float32), 4), r"^Tune: the class's restrict \(lambda B: B == 1\) leaves out every autotune "
+                                         r"candidate; add candidates it keeps$"),
+        ({"T": cf.typeparam(cf.float32, cf.float64)}, (np.ones(4), 4),
+         r"^Tune: the class's restrict \(lambda B: B == 1\) leaves out every autotune candidate for T=float64; add "
+         r"candidates it keeps$"),
+    ],
+)  # fmt: skip
+def test_a_restriction_that_leaves_out_every_autotune_candidate_is_named_before_any_cuda_call(tparams, args, match):
+    T = tparams.get("T", cf.float32)
+    ns = {"B": cf.intparam(1, 2, 4), **tparams, "__annotations__": {"x": cf.Array[T], "n": cf.int64}, "body": "x[0] = B;",
+          "restrict": lambda B: B == 1, "autotune": cf.autotune(B=[2, 4], key=["n"])}  # fmt: skip
+    with pytest.raises(cf.DeclarationError, match=match):
+        cf.kernel(type("Tune", (), ns))(*args)

@@ -47,6 +47,17 @@ class Moments:
     grid = 1
 
 
+@cf.kernel
+class Norm:  # llm.c's layernorm: mean is kept only for the backward pass, bias may be absent
+    T = cf.typeparam(cf.float32, cf.float64)
+    out: cf.Out[T]
+    mean: cf.Optional[cf.Out[T]]
+    inp: cf.In[T, 2]
+    bias: cf.Optional[cf.In[T]]
+    body = "/* no-op */"
+    grid = 1
+
+
 act = example.bias_silu
 saxpy_ = Saxpy.torch_op("cuforge_unit::saxpy_", sizes={"n": lambda x: x.numel()})
 moments = Moments.torch_op(
@@ -81,6 +92,51 @@ def test_outputs_of_a_family_take_their_dtype_from_the_inputs_or_their_own_annot
     assert [(t.shape, t.dtype) for t in (out, mean, rstd)] == [
         ((3, 4), torch.float64), ((3,), torch.float64), ((3,), torch.float32)
     ]  # fmt: skip
+
+
+def test_optional_arrays_are_optional_tensors_and_none_passes_the_fake_implementation():
+    norm = Norm.torch_op("cuforge_unit::norm", outputs={"out": lambda inp: inp.shape})
+    assert str(torch.ops.cuforge_unit.norm.default._schema) == (
+        "cuforge_unit::norm(Tensor(a0!)? mean, Tensor inp, Tensor? bias) -> Tensor"
+    )
+    inp = torch.empty(3, 4, device="meta", dtype=torch.float64)
+    out = norm(None, inp, None)  # out's dtype is read off inp, the first input that is not None
+    assert (out.shape, out.dtype) == ((3, 4), torch.float64)
+    mean, bias = torch.empty(3, device="meta", dtype=torch.float64), torch.empty(4, device="meta", dtype=torch.float64)
+    assert norm(mean, inp, bias).dtype == torch.float64
+    wrong = r"argument 'bias' expects Optional\[In\[T\]\] \(float32 or float64\), got a torch.float16 tensor"
+    with pytest.raises(cf.ArgumentTypeError, match=wrong):
+        norm(None, inp, torch.empty(4, device="meta", dtype=torch.float16))
+
+
+def test_an_optional_output_is_allocated_and_a_shape_cannot_be_like_an_optional_input():
+    _, mean = Norm.torch_op("cuforge_unit::norm_all", outputs={"out": "like inp", "mean": lambda inp: inp.shape[0]})(
+        torch.empty(3, 4, device="meta"), None
+    )
+    assert (mean.shape, mean.dtype) == ((3,), torch.float32)
+    with pytest.raises(cf.DeclarationError, match=(
+        r"^Norm \(torch op cuforge_unit::norm_bad\): outputs\['out'\] = 'like bias', and bias is Optional: it may be "
+        r"None; take the shape from a tensor that is always given, or give a function"
+    )):  # fmt: skip
+        Norm.torch_op("cuforge_unit::norm_bad", outputs={"out": "like bias"})
+
+
+def test_an_output_whose_type_parameter_only_none_inputs_set_is_named():
+    @cf.kernel
+    class Fill:
+        T = cf.typeparam(cf.float32, cf.float64)
+        out: cf.Out[T]
+        like: cf.Optional[cf.In[T]]
+        n: cf.int64
+        body = "/* no-op */"
+
+    fill = Fill.torch_op("cuforge_unit::fill_like", outputs={"out": lambda n: n})
+    assert fill(torch.empty(2, device="meta", dtype=torch.float64), 3).dtype == torch.float64
+    with pytest.raises(cf.ArgumentTypeError, match=(
+        r"Fill \(torch op cuforge_unit::fill_like\): output 'out' takes its dtype from tensor argument 'like', which got "
+        r"None; pass it as a tensor, or index the family$"
+    )):  # fmt: skip
+        fill(None, 3)
 
 
 def test_an_output_whose_type_parameter_no_input_sets_is_refused():
