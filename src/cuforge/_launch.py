@@ -375,15 +375,16 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
         if key in bound:
             raise ArgumentError(f"{label}: argument '{key}' given twice (by position and by name)")
         bound[key] = value
-    for spec in kernel._specs:  # an Optional array left out is None
-        if spec.optional and spec.name not in bound:
-            bound[spec.name] = None
-    missing = [n for n in names if n not in bound]
-    if missing:
-        raise ArgumentError(
-            f"{label}: missing argument{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}; the signature is {kernel.signature.describe(label)}"
-        )
+    if len(bound) < len(names):  # only a call that leaves some out pays for this
+        for spec in kernel._specs:  # an Optional array left out is None
+            if spec.optional and spec.name not in bound:
+                bound[spec.name] = None
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise ArgumentError(
+                f"{label}: missing argument{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)}; the signature is {kernel.signature.describe(label)}"
+            )
     return tuple(bound[n] for n in names)
 
 
