@@ -71,7 +71,31 @@ class ByOptional:
     body = ";"
 
 
-KERNELS = [fam[dt] for fam in (ByArrays, ByParam, ByFunction, ByOptional) for dt in SCALARS]
+@cf.kernel
+class ByBlocks:
+    """cf.blocks: the grid is an integer parameter's value, in blocks (a uint64 reaches past the
+    grid limit and past 2**63)."""
+
+    T = cf.typeparam(*SCALARS)
+    v: T
+    x: cf.In[cf.float32]
+    nb: cf.uint64
+    grid = cf.blocks("nb")
+    body = ";"
+
+
+@cf.kernel
+class ByBlocks16:
+    """cf.blocks on an int16, whose good values are mostly in range (and 0 or less is refused)."""
+
+    T = cf.typeparam(*SCALARS)
+    v: T
+    nb: cf.int16
+    grid = cf.blocks("nb")
+    body = ";"
+
+
+KERNELS = [fam[dt] for fam in (ByArrays, ByParam, ByFunction, ByOptional, ByBlocks, ByBlocks16) for dt in SCALARS]
 
 
 class FakeCAI:
@@ -271,6 +295,3 @@ def show(answer: Any) -> str:
     if isinstance(answer, tuple):
         return f"{answer[0].hex()} {answer[1:]}"
     return repr(answer)
-
-
-

@@ -129,11 +129,13 @@ class _Decl:
         self.combinations, self.restrict = _restricted(label, self.tparams, ns.get("restrict"))
         # a function of template parameters, resolved per instantiation (see block_of)
         self.block_function = _rules.template_function(label, "block", self.block, self.tparams)
-        _check_block(label, self.block, self.block_function, self.tparams, self.combinations)
+        blocks = _check_block(label, self.block, self.block_function, self.tparams, self.combinations)
         self.launch_bounds = ns.get("launch_bounds")  # rendered into the __global__ declaration
         self.bounds_function = _rules.template_function(label, "launch_bounds", self.launch_bounds, self.tparams)
         if self.launch_bounds is not None:
-            _check_launch_bounds(label, kind, self.launch_bounds, self.bounds_function, self.tparams, self.combinations)
+            bounds = _check_launch_bounds(label, kind, self.launch_bounds, self.bounds_function, self.tparams,
+                                          self.combinations)  # fmt: skip
+            _check_block_fits(label, blocks, bounds, self.tparams, self.combinations)
         self.grid = ns.get("grid")
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
         names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
@@ -265,26 +267,55 @@ def _refused(label: str, what: str, rule: Any, function: Any, args: dict[str, An
 
 
 def _check_block(label: str, rule: Any, function: Any, tparams: tuple[Any, ...],
-                 combinations: tuple[tuple[Any, ...], ...]) -> None:  # fmt: skip
+                 combinations: tuple[tuple[Any, ...], ...]) -> list[tuple[dict[str, Any], tuple[int, int, int]]]:  # fmt: skip
+    """(template arguments, block dims) for every instantiation kept; refuses a block that is not valid."""
+    out = []
     for args, value in _instances(label, "block", rule, function, tparams, combinations):
         try:
-            _launch.dims(value, "block", label, _launch.BLOCK_LIMIT)
+            out.append((args, _launch.dims(value, "block", label, _launch.BLOCK_LIMIT)))
         except ArgumentError as exc:
             raise _refused(label, "block", rule, function, args, value, str(exc).removeprefix(label + ": ")) from None
+    return out
 
 
 def _check_launch_bounds(label: str, kind: str, rule: Any, function: Any, tparams: tuple[Any, ...],
-                         combinations: tuple[tuple[Any, ...], ...]) -> None:  # fmt: skip
+                         combinations: tuple[tuple[Any, ...], ...]) -> list[tuple[dict[str, Any], tuple[int, ...]]]:  # fmt: skip
+    """(template arguments, bounds) for every instantiation kept; refuses bounds that are not valid."""
     if kind != "body":
         raise DeclarationError(
             f"{label}: launch_bounds applies to body= kernels, whose __global__ declaration cuforge writes; a {kind}= "
             f"kernel writes __launch_bounds__(...) in its own C++"
         )
+    out = []
     for args, value in _instances(label, "launch_bounds", rule, function, tparams, combinations):
         try:
-            _rules.bounds(value)
+            out.append((args, _rules.bounds(value)))
         except ValueError as exc:
             raise _refused(label, "launch_bounds", rule, function, args, value, str(exc)) from None
+    return out
+
+
+def _check_block_fits(label: str, blocks: list[tuple[dict[str, Any], tuple[int, int, int]]],
+                      bounds: list[tuple[dict[str, Any], tuple[int, ...]]], tparams: tuple[Any, ...],
+                      combinations: tuple[tuple[Any, ...], ...]) -> None:  # fmt: skip
+    """Refuses a kept combination whose block has more threads than its launch_bounds allows
+    (the compiled code could not run that block), naming the template values that decide."""
+    names = [t.name for t in tparams]
+    block_of = {tuple(args.items()): dims for args, dims in blocks}
+    bound_of = {tuple(args.items()): b for args, b in bounds}
+    block_keys, bound_keys = list(blocks[0][0]), list(bounds[0][0])
+    for combo in combinations:
+        values = dict(zip(names, combo))
+        dims = block_of[tuple((k, values[k]) for k in block_keys)]
+        bound = bound_of[tuple((k, values[k]) for k in bound_keys)]
+        if dims[0] * dims[1] * dims[2] <= bound[0]:
+            continue
+        used = ", ".join(f"{n}={values[n]!r}" for n in names if n in block_keys or n in bound_keys)
+        raise DeclarationError(
+            f"{label}: block={dims}{f' for {used}' if used else ''} has more threads than launch_bounds={bound} "
+            f"allows ({bound[0]} per block); make the block smaller or the bound larger"
+            + (f", or leave {used} out with restrict" if used else "")
+        )
 
 
 def resolve(rule: Any, function: Any, template_args: dict[str, Any]) -> Any:

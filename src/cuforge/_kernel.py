@@ -137,11 +137,6 @@ class Kernel(_KernelBase):
                                    _launch.BLOCK_LIMIT)  # fmt: skip
         self._launch_bounds = None if decl.launch_bounds is None else _rules.bounds(
             resolve(decl.launch_bounds, decl.bounds_function, self.template_args))  # fmt: skip
-        if self._launch_bounds is not None and self._block[0] * self._block[1] * self._block[2] > self._launch_bounds[0]:
-            raise DeclarationError(
-                f"{self.label}: block={self._block} has more threads than launch_bounds={self._launch_bounds} allows "
-                f"({self._launch_bounds[0]} per block); make the block smaller or the bound larger"
-            )
         self._grid = _launch.GridRule(self.label, decl.grid, self._specs, self.template_args)
         # the last grid= and block= objects a call passed, with their dims (see check_and_pack)
         self._seen_grid: tuple[Any, tuple[int, int, int] | None] = (None, None)

@@ -35,9 +35,13 @@ DEFAULT_SHARED = 48 * 1024  # static + dynamic shared memory per block without t
 # fit on the device at once, which only the loaded kernel tells (see fitting_grid).
 FITS = (0, 0, 0)
 # A grid sync, spelt this_grid().sync() or sync(this_grid()), or through a name bound to a grid
-# group (`grid_group g`, a parameter `const grid_group& g`, `auto g = this_grid()`): g.sync(), sync(g).
+# group (`grid_group g`, a parameter `const grid_group& g`, `auto g = this_grid()`, and `auto`
+# initialised directly: `auto g(this_grid())`, `auto&& g{this_grid()}`): g.sync(), sync(g).
 _THIS_GRID = r"(?:\w+\s*::\s*)*this_grid\s*\(\s*\)"
-_GRID_NAME = re.compile(rf"\bgrid_group\s*(?:const\b\s*)?[&*]?\s*(\w+)|\bauto\s*(?:const\b\s*)?&?\s*(\w+)\s*=\s*{_THIS_GRID}")
+_GRID_NAME = re.compile(
+    rf"\bgrid_group\s*(?:const\b\s*)?[&*]{{0,2}}\s*(\w+)"
+    rf"|\bauto\s*(?:const\b\s*)?&{{0,2}}\s*(\w+)\s*[=({{]\s*{_THIS_GRID}"
+)
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 

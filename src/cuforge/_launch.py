@@ -15,6 +15,7 @@ import ctypes
 import functools
 import inspect
 import math
+import operator
 import struct
 import threading
 from collections.abc import Callable
@@ -91,11 +92,18 @@ def _is_int(v: Any) -> bool:
     return (isinstance(v, int) and not isinstance(v, bool)) or numpy_scalar(v, "iu")
 
 
+def blocks_code(index: int) -> int:
+    """The grid rule code of ``cf.blocks`` on parameter ``index`` (see GridRule)."""
+    return -3 - index
+
+
 class GridRule:
     """Where a launch without grid= gets its grid: ``source`` -1 is the largest array, k the
     value or size of parameter k (the grid covers that many threads: ``grid = "n"`` or
-    ``cf.covering("n")``), -2 the class's grid function, fixed grid or ``cf.blocks("n")``
-    (that many blocks), in ``function``."""
+    ``cf.covering("n")``), -2 the class's grid function or fixed grid, in ``function``, and
+    ``blocks_code(k)`` parameter k's value in blocks (``cf.blocks("n")``), which ``function``
+    also computes for the general path. The C launcher takes ``source`` as its grid rule and
+    computes every rule but -2 itself."""
 
     __slots__ = ("function", "kernel", "source")
 
@@ -121,7 +129,7 @@ class GridRule:
                         f"{kernel}: grid = {rule!r} must name an integer parameter (the number of blocks), not "
                         f"{spec.type_name}; to cover an array's elements use cf.covering({name!r})"
                     )
-                self.source = -2
+                self.source = blocks_code(spec.index)
                 self.function = _blocks_function(kernel, rule, spec.index)
             elif not spec.is_array and not spec.dtype.is_integer:
                 raise DeclarationError(f"{kernel}: grid = {rule!r} must name an integer or array parameter, not {spec.type_name}")
@@ -153,15 +161,16 @@ class GridRule:
 
 
 def _blocks_function(kernel: str, rule: GridCount, index: int) -> Callable[[tuple[Any, ...], tuple[int, int, int]], Any]:
-    """``cf.blocks(name)``: the grid is the parameter's value, in blocks."""
+    """``cf.blocks(name)``: the grid is the parameter's value, in blocks (the value its check
+    accepted, as an int: the C launcher reads the packed integer)."""
 
     def by_blocks(args: tuple[Any, ...], block: tuple[int, int, int]) -> tuple[int, int, int]:
         value = args[index]
-        if _is_int(value) and 1 <= value <= GRID_LIMIT[0]:
-            return (int(value), 1, 1)
+        if 1 <= operator.index(value) <= GRID_LIMIT[0]:
+            return (operator.index(value), 1, 1)
         raise ArgumentError(
             f"{kernel}: grid = {rule!r} launches {rule.param} blocks, which must be from 1 to {GRID_LIMIT[0]}; "
-            f"got {rule.param}={value!r}"
+            f"got {rule.param}={value!r}; pass a count >= 1, or grid= to choose the grid at launch"
         )
 
     return by_blocks
@@ -375,15 +384,16 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
         if key in bound:
             raise ArgumentError(f"{label}: argument '{key}' given twice (by position and by name)")
         bound[key] = value
-    for spec in kernel._specs:  # an Optional array left out is None
-        if spec.optional and spec.name not in bound:
-            bound[spec.name] = None
-    missing = [n for n in names if n not in bound]
-    if missing:
-        raise ArgumentError(
-            f"{label}: missing argument{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}; the signature is {kernel.signature.describe(label)}"
-        )
+    if len(bound) < len(names):  # only a call that leaves some out pays for this
+        for spec in kernel._specs:  # an Optional array left out is None
+            if spec.optional and spec.name not in bound:
+                bound[spec.name] = None
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise ArgumentError(
+                f"{label}: missing argument{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)}; the signature is {kernel.signature.describe(label)}"
+            )
     return tuple(bound[n] for n in names)
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "ConfigError",
     "CuforgeError",
     "DeclarationError",
+    "DeviceFaultError",
     "GraphCaptureError",
     "GraphUpdateError",
     "LaunchError",

@@ -22,19 +22,35 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
     """Declare a CUDA kernel from a class (use as ``@cf.kernel`` or ``@cf.kernel(options=...)``).
 
     The class's annotations are the kernel's parameters, in order: scalar dtypes
-    (``cf.float32``) and arrays (``cf.In[...]``, ``cf.Array[...]``, ``cf.Out[...]``).
+    (``cf.float32``) and arrays (``cf.In[...]``, ``cf.Array[...]``, ``cf.Out[...]``; an array
+    wrapped in ``cf.Optional[...]`` may be passed as None, or left out, for a null pointer).
     Exactly one of ``body`` (a Jinja template of the kernel body; the ``__global__``
     signature is generated), ``template`` (a whole-kernel ``.cu.j2`` file) or ``source``
     (complete C++, with ``name``) gives the code, or ``module`` (a `Module` or the
-    path of prebuilt code, with ``name``) binds a prebuilt entry point. Optional: ``options``
-    (`CompileOptions`), ``block`` (default 256), ``grid`` (a fixed grid, a size
-    parameter's name, or a function of parameters by name and ``block``), ``preamble``
-    (device code placed before the kernel), ``template_dirs``, ``link`` (Modules and sources
-    linked with nvJitLink), ``cooperative``, ``cluster`` and ``non_portable_cluster`` (the
-    launch kind; see [Launch kinds](guide/launch-kinds.md)).
+    path of prebuilt code, with ``name``) binds a prebuilt entry point. Optional:
 
-    A class with ``cf.typeparam``/``cf.intparam`` attributes declares a family instead
-    (see `Family`). Every declaration is listed in ``cf.registry``.
+    - ``options`` ([`CompileOptions`][cuforge.CompileOptions]);
+    - ``block``: threads per block (default 256), an int or a tuple, intparam names, or a
+      function of the template parameters;
+    - ``grid``: a fixed grid in blocks, a function of parameters by name (and ``block``)
+      giving blocks, [`cf.blocks("nb")`][cuforge.blocks] (that many blocks) or
+      [`cf.covering("n")`][cuforge.covering] (enough blocks to cover ``n`` threads, or an
+      array's elements). **A plain string, ``grid = "n"``, counts threads, as
+      ``cf.covering("n")`` does**: a port of ``<<<numBlocks, 512>>>`` needs ``cf.blocks``;
+    - ``shared_mem``: bytes of dynamic shared memory, an int, an integer parameter's name,
+      or a function of parameters, template parameters and ``block``;
+    - ``launch_bounds``: ``__launch_bounds__`` for a ``body`` kernel, an int or a tuple of
+      up to three, intparam names, or a function of the template parameters;
+    - ``restrict``: in a family, a predicate over template parameters by name (or a list of
+      them) that keeps only the combinations it accepts;
+    - ``preamble`` (device code placed before the kernel), ``template_dirs``, ``link``
+      (Modules and sources linked with nvJitLink), ``autotune`` (in a family);
+    - ``cooperative``, ``cluster`` and ``non_portable_cluster``: the launch kind (see
+      [Launch kinds](guide/launch-kinds.md)).
+
+    See [Launching](guide/launching.md) for the launch rules. A class with
+    ``cf.typeparam``/``cf.intparam`` attributes declares a family instead (see `Family`).
+    Every declaration is listed in ``cf.registry``.
 
     Parameters
     ----------

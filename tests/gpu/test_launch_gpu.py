@@ -329,6 +329,39 @@ def test_c_launcher_launches_what_it_accepts_and_names_the_launch(saxpy):
     np.testing.assert_array_equal(cp.asnumpy(y), np.full(n, 5.0, np.float32))
 
 
+def test_c_launcher_launches_a_blocks_grid():
+    """``grid = cf.blocks("nb")`` launches nb blocks from the C launcher (no general path):
+    each block marks its slot, and a count of 0 is refused naming the fix."""
+    cp = pytest.importorskip("cupy")
+
+    @cf.kernel
+    class MarkBlocks:
+        marks: cf.Out[cf.int32]
+        nb: cf.uint32
+        grid = cf.blocks("nb")
+        block = 64
+        body = "if (threadIdx.x == 0) marks[blockIdx.x] = gridDim.x;"
+
+    if MarkBlocks._fast is None:
+        pytest.skip("cuforge's C launcher is not built here")
+    marks = cp.zeros(100, cp.int32)
+    MarkBlocks(marks, 1)  # the first launch (general path) loads the kernel on the device
+    calls = []
+    original = type(MarkBlocks)._launch_general
+    type(MarkBlocks)._launch_general = lambda self, *a: (calls.append(a), original(self, *a))[1]
+    try:
+        MarkBlocks(marks, 37)
+        MarkBlocks(marks, nb=np.uint32(37))
+        assert calls == []
+    finally:
+        type(MarkBlocks)._launch_general = original
+    cp.cuda.runtime.deviceSynchronize()
+    np.testing.assert_array_equal(cp.asnumpy(marks), [37] * 37 + [0] * 63)
+    with pytest.raises(cf.ArgumentError, match=r"MarkBlocks: grid = cf.blocks\('nb'\) launches nb blocks, which must "
+                                               r"be from 1 to 2147483647; got nb=0; pass a count >= 1, or grid="):  # fmt: skip
+        MarkBlocks(marks, 0)
+
+
 def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
     """The attribute list reaches the driver: a cooperative launch of more blocks than fit on
     the GPU at once is refused (a plain launch of the same grid runs), from the C launcher,

@@ -193,6 +193,15 @@ def test_the_api_reference_shows_no_sphinx_roles_nor_internals():
     assert not private, f"docstrings on the API reference naming private modules: {private}"
 
 
+def test_the_api_reference_shows_every_public_class_and_function():
+    """Each class and function ``cuforge.__all__`` names is on the reference page (dtypes and
+    the version are values, not shown there)."""
+    shown = {id(obj) for obj in _referenced().values()}
+    public = {name: getattr(cf, name) for name in cf.__all__}
+    missing = [n for n, obj in public.items() if (inspect.isclass(obj) or inspect.isfunction(obj)) and id(obj) not in shown]
+    assert not missing, f"public but not on docs/reference.md: {missing}"
+
+
 def test_the_api_reference_documents_each_object_once():
     """``::: cuforge.kernel`` would render the module of that name (its notes on private
     modules, and Kernel a second time), not the decorator."""

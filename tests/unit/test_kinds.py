@@ -111,6 +111,14 @@ def test_grid_sync_is_found_in_the_source():
         "auto g = cg::this_grid(); cg::sync(g);",
         "cg::sync(cg::this_grid());",
         "auto &g = cg::this_grid(); g.sync();",
+        "auto g(cg::this_grid()); g.sync();",
+        "auto g{cg::this_grid()}; g.sync();",
+        "auto g { cooperative_groups::this_grid() }; cg::sync(g);",
+        "cooperative_groups::grid_group g = cooperative_groups::this_grid(); g.sync();",
+        "cg::grid_group g(cg::this_grid()); g.sync();",
+        "const auto& g = cg::this_grid(); g.sync();",
+        "auto const &g{cg::this_grid()}; g.sync();",
+        "auto&& g = cg::this_grid(); g.sync();",
     ],
 )
 def test_each_spelling_of_a_grid_sync_is_found(body):

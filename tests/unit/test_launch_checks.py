@@ -286,7 +286,8 @@ def test_grid_rule_mistakes():
         cf.blocks(3)
     k = _reduce(cf.blocks("numOfBlocks"))
     with pytest.raises(cf.ArgumentError, match=r"Reduce: grid = cf.blocks\('numOfBlocks'\) launches numOfBlocks blocks, "
-                                               r"which must be from 1 to 2147483647; got numOfBlocks=0"):  # fmt: skip
+                                               r"which must be from 1 to 2147483647; got numOfBlocks=0; pass a count >= 1, "
+                                               r"or grid= to choose the grid at launch"):  # fmt: skip
         _launch.check_and_pack(k, (CudaArray((8,), "<f4"), CudaArray((8,), "<f4"), 0), {}, None, None, 0, None)
 
 

@@ -122,6 +122,9 @@ def test_launch_bounds_over_template_parameters_differ_per_instantiation():
     assert small.compile("sm_90").resources()["max_threads"] == 64
     by_name = _bounded(B=cf.intparam(128, 512), block="B", launch_bounds=("B", 2))
     assert "__launch_bounds__(512, 2) Bounded<512>" in by_name[512].render()
+    kept = _bounded(B=cf.intparam(64, 128), L=cf.intparam(64, 128), block="B", launch_bounds="L",
+                    restrict=staticmethod(lambda B, L: B <= L))  # fmt: skip
+    assert [i.template_args for i in kept.instantiations()] == [{"B": 64, "L": 64}, {"B": 64, "L": 128}, {"B": 128, "L": 128}]
 
 
 @pytest.mark.parametrize(
@@ -142,6 +145,15 @@ def test_launch_bounds_over_template_parameters_differ_per_instantiation():
             {"launch_bounds": 128, "block": 256},
             r"Bounded: block=\(256, 1, 1\) has more threads than launch_bounds=\(128,\) "
             r"allows \(128 per block\); make the block smaller or the bound larger",
+        ),
+        (
+            {"B": cf.intparam(128, 256), "block": "B", "launch_bounds": 128},
+            r"Bounded: block=\(256, 1, 1\) for B=256 has more threads than launch_bounds=\(128,\) allows \(128 per "
+            r"block\); make the block smaller or the bound larger, or leave B=256 out with restrict",
+        ),
+        (
+            {"B": cf.intparam(64, 128), "L": cf.intparam(64, 128), "block": "B", "launch_bounds": staticmethod(lambda L: L)},
+            r"Bounded: block=\(128, 1, 1\) for B=128, L=64 has more threads than launch_bounds=\(64,\) allows",
         ),
         (
             {"launch_bounds": 128, "name": "k", "source": "__global__ void k(float* c) {}", "body": None},

@@ -271,6 +271,13 @@ static int grid_from_rule(Launcher *self, PyObject **argv, const long long *size
         PyErr_Clear();
         return r ? ACCEPT : DECLINE;
     }
+    if (self->grid_rule <= -3) { /* cf.blocks: parameter k's value is the number of blocks */
+        int k = -3 - self->grid_rule;
+        count = ints[k];
+        if (count < 1 || (unsigned long long)count > grid_max) return DECLINE; /* the general path explains */
+        out->dims.grid[0] = (unsigned int)count, out->dims.grid[1] = out->dims.grid[2] = 1;
+        return ACCEPT;
+    }
     if (self->grid_rule == -1) {
         for (int i = 0; i < self->nparams; i++)
             if (self->spec[i].kind == 'a' && sizes[i] > count) count = sizes[i];

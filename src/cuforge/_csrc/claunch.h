@@ -94,7 +94,8 @@ typedef struct {
     unsigned int block_default[3];
     unsigned int smem_default; /* a class's fixed shared_mem, taken where the call leaves shared_mem 0 */
     unsigned int last_grid_dims[3], last_block_dims[3]; /* the checked values of last_grid/last_block */
-    int grid_rule; /* -2: grid_fn(args, block), -1: the largest array, k: parameter k's value or size */
+    int grid_rule; /* -2: grid_fn(args, block), -1: the largest array, k: parameter k's value or size (in
+                    * threads), -3 - k: parameter k's value in blocks (cf.blocks) */
     long long function_device; /* the device of function (-1: none yet) */
     void *function;
     unsigned long long max_threads, max_shared; /* the loaded kernel's limits there (_kinds.Loaded) */

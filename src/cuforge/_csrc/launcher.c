@@ -186,6 +186,11 @@ static void launcher_dealloc(Launcher *self) {
     Py_DECREF(tp);
 }
 
+/* Whether parameter k exists and is an integer scalar (what a cf.blocks grid rule names). */
+static int blocks_param(const Launcher *self, int k) {
+    return k < self->nparams && (self->spec[k].kind == 'i' || self->spec[k].kind == 'u');
+}
+
 /* Launcher(name, specs, converters, by_device, grid_rule, grid_fn, block_default, attrs, smem_default=0):
  * specs are the kernel's ParamSpecs, converters each scalar's scalar_to_bytes (None for
  * arrays), by_device the kernel's {device: (function handle, compiled)}, attrs None or bytes
@@ -214,7 +219,7 @@ static PyObject *launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->function_device = -1;
     self->max_threads = self->max_shared = 0;
     if (read_specs(self, specs, converters) < 0 || dims3(block_default, "block_default", self->block_default) < 0 ||
-        grid_rule < -2 || grid_rule >= self->nparams) {
+        grid_rule >= self->nparams || (grid_rule <= -3 && !blocks_param(self, -3 - grid_rule))) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Launcher: grid_rule names no parameter");
         Py_DECREF(self);
         return NULL;
