@@ -268,5 +268,11 @@ def test_optional_tensors_take_none_or_a_tensor_and_match_numpy(dtype):
     np.testing.assert_allclose(kept.cpu().numpy(), x.cpu().numpy().astype(np.float32) * 2.0, rtol=1e-6)
     torch.library.opcheck(shift_keep, (x, None, None))
     torch.library.opcheck(shift_keep, (x, bias, torch.zeros(N, device="cuda")))
-    compiled = torch.compile(lambda x: shift_keep(x, None, None) * 2.0, fullgraph=True)
-    torch.testing.assert_close(compiled(x), 2.0 * x)
+    compiled = torch.compile(lambda x, b, k: shift_keep(x, b, k) * 2.0, fullgraph=True)
+    kept = torch.zeros(N, device="cuda")
+    torch.testing.assert_close(compiled(x, bias, kept), 2.0 * (x + bias))
+    torch.testing.assert_close(kept, (x * 2.0).float())
+    # None for the argument the op mutates traces with no graph break; PyTorch's inductor
+    # cannot lower it (docs/guide/torch.md), so this graph runs on aot_eager
+    traced = torch.compile(lambda x: shift_keep(x, None, None) * 2.0, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(traced(x), 2.0 * x)
