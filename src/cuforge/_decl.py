@@ -262,7 +262,7 @@ def _instances(label: str, what: str, rule: Any, function: Any, tparams: tuple[A
 def _refused(label: str, what: str, rule: Any, function: Any, args: dict[str, Any], value: Any, reason: str) -> DeclarationError:
     """A block or launch_bounds value that is not valid, showing what was given."""
     given = f"{_rules.describe(rule)} gave {value!r}" if function is not None else repr(rule)
-    where = f" for {', '.join(f'{k}={v!r}' for k, v in args.items())}" if args else ""
+    where = f" for {', '.join(f'{k}={spell_value(v)}' for k, v in args.items())}" if args else ""
     return DeclarationError(f"{label}: {what} = {given}{where}: {reason}")
 
 
@@ -310,7 +310,7 @@ def _check_block_fits(label: str, blocks: list[tuple[dict[str, Any], tuple[int, 
         bound = bound_of[tuple((k, values[k]) for k in bound_keys)]
         if dims[0] * dims[1] * dims[2] <= bound[0]:
             continue
-        used = ", ".join(f"{n}={values[n]!r}" for n in names if n in block_keys or n in bound_keys)
+        used = ", ".join(f"{n}={spell_value(values[n])}" for n in names if n in block_keys or n in bound_keys)
         raise DeclarationError(
             f"{label}: block={dims}{f' for {used}' if used else ''} has more threads than launch_bounds={bound} "
             f"allows ({bound[0]} per block); make the block smaller or the bound larger"

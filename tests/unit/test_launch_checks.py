@@ -438,3 +438,10 @@ def test_a_block_rule_is_checked_only_on_the_combinations_restrict_keeps():
     assert [k._block[0] for k in sgemm.instantiations()] == [1024, 512, 1024, 512, 1024, 256, 512]
     with pytest.raises(cf.DeclarationError, match=r"restrict"):
         sgemm[128, 128, 8, 4]
+
+
+def test_a_wrong_block_names_a_dtype_template_value_as_python_indexes_with_it():
+    ns = {"T": cf.typeparam(cf.float32, cf.float64), "__annotations__": {"x": cf.Out[cf.float32]},
+          "block": staticmethod(lambda T: 2048 if T is cf.float64 else 128), "body": "x[0] = 1;"}  # fmt: skip
+    with pytest.raises(cf.DeclarationError, match=r"^K: block = the function \S*<lambda> gave 2048 for T=float64: "):
+        cf.kernel(type("K", (), ns))
