@@ -535,9 +535,8 @@ class Family:
         return self._choices[memo]
 
     def _values(self, types: tuple[Any, ...], chosen: dict[str, int]) -> tuple[Any, ...]:
-        values = tuple(ty if ty is not None else chosen.get(t.name, t.default) for t, ty in zip(self.template_params, types))
-        if self._kept is None or values in self._kept:
-            return values
+        """The instantiation of a call: its types, the autotuned choices, defaults for the rest
+        (where ``restrict`` leaves that out, the first combination it keeps)."""
         return self._complete(tuple(ty if ty is not None else chosen.get(t.name, _FREE)
                                     for t, ty in zip(self.template_params, types)))  # fmt: skip
 
