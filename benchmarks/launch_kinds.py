@@ -69,7 +69,7 @@ def launches() -> dict[str, float]:
 KERNELS = AXPY_FAMILY
 FIRST_CALL = textwrap.dedent("""
     import time, cupy as cp, cuforge as cf
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
     _cuda.current_device(); cp.cuda.runtime.deviceSynchronize()   # the CUDA context (excluded)
     x = cp.ones(1 << 20, dtype=cp.float32); y = cp.ones(1 << 20, dtype=cp.float32)
     t = time.perf_counter()

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 import cuforge as cf
-from cuforge import _cuda
+from cuforge._runtime import cuda as _cuda
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

@@ -24,7 +24,7 @@ def main() -> dict[str, float]:
     import cupy as cp
     from cuda.core import Device, LaunchConfig, launch
 
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     assert _cuda._claunch is None
     dev = Device()

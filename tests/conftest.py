@@ -13,7 +13,8 @@ import os
 import pytest
 
 import cuforge as cf
-from cuforge import _config, _cuda
+from cuforge import _config
+from cuforge._runtime import cuda as _cuda
 
 
 @functools.lru_cache(maxsize=1)

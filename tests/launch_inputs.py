@@ -16,9 +16,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 import cuforge as cf
-from cuforge import _launch
-from cuforge._arrays import DeviceArray
-from cuforge.types import SCALAR_TYPES
+from cuforge._declare.types import SCALAR_TYPES
+from cuforge._launch import general as _launch
+from cuforge._runtime.arrays import DeviceArray
 
 SCALARS = list(SCALAR_TYPES)
 

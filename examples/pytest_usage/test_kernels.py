@@ -9,7 +9,7 @@ import pytest
 from kernels import Axpy, Clamp
 
 import cuforge as cf
-from cuforge.testing import assert_kernel_matches, parametrize_family, random_array
+from cuforge.integrations.testing import assert_kernel_matches, parametrize_family, random_array
 
 
 def axpy_reference(a, x, y, n):

@@ -8,21 +8,62 @@ import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from ._arrays import DeviceArray as DeviceArray
-from ._arrays import empty as empty
-from ._arrays import to_device as to_device
-from ._arrays import zeros as zeros
+from ._compile.stats import CacheStats as CacheStats
+from ._compile.stats import cache_stats as cache_stats
 from ._config import set_cache as set_cache
-from ._cuda import gpu_available as gpu_available
-from ._cuda import set_device as set_device
-from ._cuda import synchronize as synchronize
-from ._kinds import KernelAttributes as KernelAttributes
-from ._launch import PreparedLaunch as PreparedLaunch
-from ._rules import GridCount as GridCount
-from ._rules import blocks as blocks
-from ._rules import covering as covering
-from ._stats import CacheStats as CacheStats
-from ._stats import cache_stats as cache_stats
+from ._declare.rules import GridCount as GridCount
+from ._declare.rules import blocks as blocks
+from ._declare.rules import covering as covering
+from ._declare.types import Array as Array
+from ._declare.types import ArrayType as ArrayType
+from ._declare.types import BoolParam as BoolParam
+from ._declare.types import ConstParam as ConstParam
+from ._declare.types import DType as DType
+from ._declare.types import In as In
+from ._declare.types import IntParam as IntParam
+from ._declare.types import Optional as Optional
+from ._declare.types import Out as Out
+from ._declare.types import TemplateParam as TemplateParam
+from ._declare.types import TypeParam as TypeParam
+from ._declare.types import VectorDType as VectorDType
+from ._declare.types import bfloat16 as bfloat16
+from ._declare.types import bool_ as bool_
+from ._declare.types import boolparam as boolparam
+from ._declare.types import complex64 as complex64
+from ._declare.types import complex128 as complex128
+from ._declare.types import constparam as constparam
+from ._declare.types import float16 as float16
+from ._declare.types import float32 as float32
+from ._declare.types import float64 as float64
+from ._declare.types import int8 as int8
+from ._declare.types import int16 as int16
+from ._declare.types import int32 as int32
+from ._declare.types import int64 as int64
+from ._declare.types import intparam as intparam
+from ._declare.types import typeparam as typeparam
+from ._declare.types import uint8 as uint8
+from ._declare.types import uint16 as uint16
+from ._declare.types import uint32 as uint32
+from ._declare.types import uint64 as uint64
+from ._declare.types import vector as vector
+from ._kernel.decorator import CompiledKernel as CompiledKernel
+from ._kernel.decorator import Kernel as Kernel
+from ._kernel.decorator import KernelTemplate as KernelTemplate
+from ._kernel.decorator import kernel as kernel
+from ._kernel.family import Autotune as Autotune
+from ._kernel.family import Family as Family
+from ._kernel.family import autotune as autotune
+from ._kernel.registry import Registry as Registry
+from ._kernel.registry import registry as registry
+from ._launch.general import PreparedLaunch as PreparedLaunch
+from ._runtime.arrays import DeviceArray as DeviceArray
+from ._runtime.arrays import empty as empty
+from ._runtime.arrays import to_device as to_device
+from ._runtime.arrays import zeros as zeros
+from ._runtime.cuda import gpu_available as gpu_available
+from ._runtime.cuda import set_device as set_device
+from ._runtime.cuda import synchronize as synchronize
+from ._runtime.limits import KernelAttributes as KernelAttributes
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError
 from .errors import ArgumentTypeError as ArgumentTypeError
@@ -39,62 +80,21 @@ from .errors import NoDeviceError as NoDeviceError
 from .errors import ParseError as ParseError
 from .errors import SignatureMismatchError as SignatureMismatchError
 from .errors import TemplateError as TemplateError
-from .family import Autotune as Autotune
-from .family import Family as Family
-from .family import autotune as autotune
-from .kernel import CompiledKernel as CompiledKernel
-from .kernel import Kernel as Kernel
-from .kernel import KernelTemplate as KernelTemplate
-from .kernel import kernel as kernel
 from .options import CompileOptions as CompileOptions
-from .registry import Registry as Registry
-from .registry import registry as registry
-from .types import Array as Array
-from .types import ArrayType as ArrayType
-from .types import BoolParam as BoolParam
-from .types import ConstParam as ConstParam
-from .types import DType as DType
-from .types import In as In
-from .types import IntParam as IntParam
-from .types import Optional as Optional
-from .types import Out as Out
-from .types import TemplateParam as TemplateParam
-from .types import TypeParam as TypeParam
-from .types import VectorDType as VectorDType
-from .types import bfloat16 as bfloat16
-from .types import bool_ as bool_
-from .types import boolparam as boolparam
-from .types import complex64 as complex64
-from .types import complex128 as complex128
-from .types import constparam as constparam
-from .types import float16 as float16
-from .types import float32 as float32
-from .types import float64 as float64
-from .types import int8 as int8
-from .types import int16 as int16
-from .types import int32 as int32
-from .types import int64 as int64
-from .types import intparam as intparam
-from .types import typeparam as typeparam
-from .types import uint8 as uint8
-from .types import uint16 as uint16
-from .types import uint32 as uint32
-from .types import uint64 as uint64
-from .types import vector as vector
 
 if _TYPE_CHECKING:
-    from ._build import StaleBuildWarning as StaleBuildWarning
-    from ._build import use_build as use_build
-    from ._graph import Graph as Graph
-    from ._graph import graph as graph
-    from ._prebuilt import Module as Module
+    from ._compile.build import StaleBuildWarning as StaleBuildWarning
+    from ._compile.build import use_build as use_build
+    from ._launch.graph import Graph as Graph
+    from ._launch.graph import graph as graph
+    from ._runtime.module import Module as Module
 
 # Public names whose modules are imported on first use, not by ``import cuforge``: a launch
 # from the cache needs none of them, and each import is start-up time (docs/guide/cache.md).
 # ``cf.torch`` is the PyTorch adapter, which imports PyTorch.
-_ON_FIRST_USE = {"torch": ("torch", None), "use_build": ("_build", "use_build"), "Graph": ("_graph", "Graph"),
-                 "graph": ("_graph", "graph"), "Module": ("_prebuilt", "Module"),
-                 "StaleBuildWarning": ("_build", "StaleBuildWarning")}  # fmt: skip
+_ON_FIRST_USE = {"torch": ("torch", None), "use_build": ("_compile.build", "use_build"), "Graph": ("_launch.graph", "Graph"),
+                 "graph": ("_launch.graph", "graph"), "Module": ("_runtime.module", "Module"),
+                 "StaleBuildWarning": ("_compile.build", "StaleBuildWarning")}  # fmt: skip
 
 
 def __getattr__(name: str) -> _Any:
@@ -116,7 +116,7 @@ def load_ipython_extension(ipython: object) -> None:
     ipython : IPython.core.interactiveshell.InteractiveShell
         The shell loading the extension.
     """
-    from .ipython import load_ipython_extension as load
+    from .integrations.ipython import load_ipython_extension as load
 
     load(ipython)
 

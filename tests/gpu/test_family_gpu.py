@@ -48,7 +48,7 @@ def test_family_call_infers_the_dtype_on_cupy_arrays():
 TUNED = textwrap.dedent(
     """
     import json, numpy as np, cuforge as cf
-    from cuforge import family
+    from cuforge._kernel import family
 
     @cf.kernel
     class Scale:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import cuforge as cf
-from cuforge import _cuda
+from cuforge._runtime import cuda as _cuda
 
 from ..conftest import Saxpy
 from ..hostile_launches import corpus

@@ -246,7 +246,7 @@ def test_launch_from_another_thread(saxpy):
 
 @pytest.mark.parametrize("kind", ["c", "bindings"])
 def test_both_launchers_launch_and_refuse_what_the_kernel_cannot_do(saxpy, kind):
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     if kind == "c":
         pytest.importorskip("cuforge._claunch", reason="cuforge's C launcher is not built here")
@@ -269,7 +269,8 @@ def test_both_launchers_launch_and_refuse_what_the_kernel_cannot_do(saxpy, kind)
 
 
 def test_unknown_launcher_setting_is_refused():
-    from cuforge import _config, _cuda
+    from cuforge import _config
+    from cuforge._runtime import cuda as _cuda
 
     with (
         _config.scope(launcher="cython"),
@@ -305,7 +306,7 @@ def test_c_launcher_and_general_path_agree_on_device_arrays(saxpy):
 
 def test_c_launcher_launches_what_it_accepts_and_names_the_launch(saxpy):
     cp = pytest.importorskip("cupy")
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     if saxpy._fast is None:
         pytest.skip("cuforge's C launcher is not built here")
@@ -367,7 +368,8 @@ def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
     the GPU at once is refused (a plain launch of the same grid runs), from the C launcher,
     the general path and a prepared launch alike."""
     cp = pytest.importorskip("cupy")
-    from cuforge import _cuda, _launch
+    from cuforge._launch import general as _launch
+    from cuforge._runtime import cuda as _cuda
 
     n = 1024 * 4096
     x, y = cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
@@ -408,7 +410,7 @@ def test_without_the_extension_the_python_path_launches():
 import sys
 sys.modules["cuforge._claunch"] = None
 import numpy as np, cuforge as cf
-from cuforge import _cuda
+from cuforge._runtime import cuda as _cuda
 
 @cf.kernel
 class Saxpy:
@@ -440,7 +442,7 @@ def test_per_thread_default_stream_setting_is_followed_by_the_c_launcher():
     pytest.importorskip("cuforge._claunch", reason="cuforge's C launcher is not built here")
     code = """
 import numpy as np, cuforge as cf
-from cuforge import _cuda
+from cuforge._runtime import cuda as _cuda
 
 @cf.kernel
 class Scale:

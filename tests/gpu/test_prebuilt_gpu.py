@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _cuda
+from cuforge._runtime import cuda as _cuda
 
 from ..conftest import Saxpy
 from ..unit.test_build import LINKED, build, shared_build
@@ -34,7 +34,7 @@ def test_a_build_launches_with_nvrtc_unavailable(aot, tmp_path):
         import numpy as np, cuforge as cf, aot_kernels
         import cuda.core  # imports the NVRTC bindings (the library itself loads on a first call)
         from cuda.bindings import nvrtc
-        from cuforge import _build
+        from cuforge._compile import build as _build
 
         def unavailable(*args):
             raise RuntimeError("NVRTC is not available in this process")

@@ -14,8 +14,8 @@ import types
 import pytest
 
 import cuforge as cf
-from cuforge import __main__ as cli
-from cuforge import _build
+from cuforge._compile import build as _build
+from cuforge.integrations import cli
 
 LINKED = """
 import cuforge as cf
@@ -205,7 +205,7 @@ def test_precompile_without_a_gpu_or_arch_names_the_flag(tmp_path, capsys, monke
 
 
 def _device_error():
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     try:
         _cuda.current_device()
@@ -232,7 +232,7 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path):
 
 
 def test_progress_on_a_terminal_is_one_line_rewritten_in_place(monkeypatch):
-    from cuforge._parallel import progress_line
+    from cuforge._compile.parallel import progress_line
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -268,7 +268,7 @@ class Square:
 
 
 def test_a_source_family_with_headers_and_a_plain_kernel_of_its_text_are_grouped_as_in_process(tmp_path):
-    from cuforge import _builder
+    from cuforge._kernel import builder as _builder
 
     ns = declare(MIXED, "mixed_kernels")
     ns["Zero"].compile("sm_90")  # in-process: the family's prelude (cuforge's complex header) is not Zero's

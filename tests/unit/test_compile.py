@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import cuforge as cf
-from cuforge import _compile
+from cuforge._compile import nvrtc as _compile
 
 from ..conftest import gpu_missing_reason
 

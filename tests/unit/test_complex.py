@@ -4,7 +4,7 @@ compiling, and the header provided to source= families whose name expressions sp
 from __future__ import annotations
 
 import cuforge as cf
-from cuforge import _cparse
+from cuforge._declare import cparse as _cparse
 
 
 @cf.kernel

@@ -3,7 +3,7 @@
 import pytest
 
 import cuforge as cf
-from cuforge._cparse import ParseError, cpp_type, find_kernels, parse_signature, split_instantiation
+from cuforge._declare.cparse import ParseError, cpp_type, find_kernels, parse_signature, split_instantiation
 
 SOURCE = """
 #include <cuda_fp16.h>
@@ -141,7 +141,7 @@ def test_signature_names_vector_types_and_optional_arrays():
 
 
 def test_extern_shared_arrays_in_function_bodies_become_one_array_of_bytes():
-    from cuforge._cparse import share_dynamic_shared
+    from cuforge._declare.cparse import share_dynamic_shared
 
     src = """extern __shared__ float at_namespace_scope[];
 extern "C" { extern __shared__ int in_extern_c_block[]; }

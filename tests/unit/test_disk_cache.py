@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 import cuforge as cf
-from cuforge import _cache, _compile, _config, _disk
+from cuforge import _config
+from cuforge._compile import cache as _cache
+from cuforge._compile import disk as _disk
+from cuforge._compile import nvrtc as _compile
 from cuforge._version import __version__
 
 BASE = {
@@ -251,7 +254,7 @@ def _run(code: str, env: dict[str, str]) -> str:
 PROGRAM = textwrap.dedent(
     """
     import json, sys, cuforge as cf
-    from cuforge import family  # noqa: F401
+    from cuforge._kernel import family  # noqa: F401
 
     @cf.kernel
     class Shared:

@@ -206,8 +206,7 @@ def test_the_api_reference_shows_every_public_class_and_function():
 
 
 def test_the_api_reference_documents_each_object_once():
-    """``::: cuforge.kernel`` would render the module of that name (its notes on private
-    modules, and Kernel a second time), not the decorator."""
+    """Each object is shown once, under one name."""
     idents = re.findall(r"^::: ([\w.]+)", (ROOT / "docs" / "reference.md").read_text(), re.M)
     shown = _referenced()
     owners = {}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _compile
+from cuforge._compile import nvrtc as _compile
 
 TILE_BODY = """
 __shared__ float tile[BLOCK * ITEMS];

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cuforge as cf
-from cuforge import _cparse
+from cuforge._declare import cparse as _cparse
 
 SETTINGS = settings(max_examples=1000, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
                     database=None)  # fmt: skip
@@ -101,7 +101,7 @@ CPP_TYPES = ["float", "const float*", "float*", "double* __restrict__", "int", "
     tail=st.sampled_from([" {}", " { }", ";", " {", ""]),
 )
 def test_cuda_cell_signatures_give_a_kernel_or_a_cuforge_error(params, template, extern_c, tail):
-    ipython = pytest.importorskip("cuforge.ipython")
+    ipython = pytest.importorskip("cuforge.integrations.ipython")
     signature = ", ".join(f"{t} {n}".strip() for t, n in params)
     prefix = 'extern "C" ' if extern_c else ""
     source = f"{prefix}{template}__global__ void k({signature}){tail}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import cuforge as cf
-from cuforge import _cuda, _graph
+from cuforge._launch import graph as _graph
+from cuforge._runtime import cuda as _cuda
 
 
 def test_graph_is_made_without_cuda_and_says_it_is_not_captured():

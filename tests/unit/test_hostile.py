@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _launch
+from cuforge._launch import general as _launch
 
 from ..conftest import Saxpy
 from ..hostile_launches import corpus

@@ -13,7 +13,7 @@ from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 import cuforge as cf  # noqa: E402
-from cuforge import _compile  # noqa: E402
+from cuforge._compile import nvrtc as _compile  # noqa: E402
 
 SAXPY = """
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* y, long long n) {
@@ -286,8 +286,8 @@ def test_a_cell_split_into_programs_says_so(shell, capsys):
 
 
 def test_another_threads_fallback_during_a_cells_compile_gives_it_no_note(shell, capsys, monkeypatch):
-    from cuforge import _cache
-    from cuforge._stats import counters
+    from cuforge._compile import cache as _cache
+    from cuforge._compile.stats import counters
 
     compile_together = _cache.compile_together
 
@@ -306,7 +306,7 @@ def test_a_pointer_defaulting_to_null_is_optional_and_may_be_left_out(shell, cap
                                 "int n = 0) { if (mean) mean[0] = x[0]; if (rstd) rstd[0] = x[0]; }")  # fmt: skip
     assert ("bound: moments(x: In[float32], mean: Optional[Array[float32]], rstd: Optional[Array[float32]], n: int32)"
             in capsys.readouterr().out)  # fmt: skip
-    from cuforge import _launch
+    from cuforge._launch import general as _launch
 
     k, x = shell.user_ns["moments"], np.ones(4, np.float32)
     c = _launch.check_and_pack(k, (x,), {"n": 4}, None, None, 0, None)

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _kinds, _launch
+from cuforge._declare import kinds as _kinds
+from cuforge._launch import general as _launch
+from cuforge._runtime import cuda as _cuda
+from cuforge._runtime import limits as _limits
 
 from .. import kind_kernels as kk
 
@@ -21,10 +24,10 @@ def declare(**ns):
 def test_class_keys_make_the_kind_and_its_launch_attributes():
     assert kk.GridSum._kind == _kinds.LaunchKind(cooperative=True)
     assert kk.ClusterSwap._kind.cluster == (2, 1, 1)
-    assert kk.BigShared._kind is _kinds.PLAIN and _kinds.PLAIN.attrs is None
+    assert kk.BigShared._kind is _kinds.PLAIN and _cuda.kind_attributes(_kinds.PLAIN) is None
     # CUlaunchAttribute records: id 2 (cooperative) with value 1; id 4 (cluster) with its dims
-    assert kk.GridSum._kind.attrs == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
-    assert kk.ClusterSwap._kind.attrs[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
+    assert _cuda.kind_attributes(kk.GridSum._kind) == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
+    assert _cuda.kind_attributes(kk.ClusterSwap._kind)[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
     # cooperative and clustered kernels get no C launcher: their checks need the device on every call
     assert kk.GridSum._fast is None and kk.ClusterSwap._fast is None
 
@@ -87,7 +90,7 @@ def test_an_explicit_grid_must_be_divisible_by_the_cluster():
 def test_the_call_can_ask_for_a_kind():
     k = declare()
     c = _launch.check_and_pack(k, (cai(64),), {"cooperative": True}, 2, None, 0, None)
-    assert c.kind.cooperative and c.kind.attrs is not None and c.grid == (2, 1, 1)
+    assert c.kind.cooperative and _cuda.kind_attributes(c.kind) is not None and c.grid == (2, 1, 1)
     c = _launch.check_and_pack(k, (), {"y": cai(64), "cluster": 2}, 4, 32, 0, None)
     assert c.kind.cluster == (2, 1, 1)
     with pytest.raises(cf.ArgumentError, match=r"K: cluster=\(3, 3, 1\) has 9 blocks"):
@@ -179,26 +182,26 @@ def _loaded(cc=90):
     """A kernel as loaded on a 4-SM device, which runs 2 of its 32-thread blocks per SM: what
     the driver's occupancy answers is seeded, for the message checks below (the GPU tests run
     the same checks against the real driver)."""
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     handle = 0x1000 + cc
-    _kinds._occupancy[(handle, 32, 0)] = 2
-    return _kinds.Loaded(handle, None, 256, 100_000, 1024, _cuda.DeviceInfo(0, cc, "GPU", 4, 101_024))
+    _limits._occupancy[(handle, 32, 0)] = 2
+    return _limits.Loaded(handle, None, 256, 100_000, 1024, _cuda.DeviceInfo(0, cc, "GPU", 4, 101_024))
 
 
 def test_the_device_checks_name_their_limits():
     loaded = _loaded()
     with pytest.raises(cf.ArgumentError, match=r"K: block=\(512, 1, 1\) has 512 threads, but the compiled kernel allows at "
                                                r"most 256 per block on device 0"):  # fmt: skip
-        _kinds.check_on_device("K", loaded, _kinds.PLAIN, (1, 1, 1), (512, 1, 1), 0)
+        _limits.check_on_device("K", loaded, _kinds.PLAIN, (1, 1, 1), (512, 1, 1), 0)
     with pytest.raises(cf.ArgumentError, match=r"K: shared_mem=100001 bytes is more than the 100000 bytes .* \(GPU: 101024 "
                                                r"per block, less 1024 of static shared memory\)"):  # fmt: skip
-        _kinds.check_on_device("K", loaded, _kinds.PLAIN, (1, 1, 1), (32, 1, 1), 100_001)
+        _limits.check_on_device("K", loaded, _kinds.PLAIN, (1, 1, 1), (32, 1, 1), 100_001)
     coop = _kinds.LaunchKind(cooperative=True)
-    _kinds.check_on_device("K", loaded, coop, (8, 1, 1), (32, 1, 1), 0)  # 2 per SM x 4 SMs
+    _limits.check_on_device("K", loaded, coop, (8, 1, 1), (32, 1, 1), 0)  # 2 per SM x 4 SMs
     with pytest.raises(cf.ArgumentError, match=r"at most 8 blocks \(2 per SM x 4 SMs\) for block=\(32, 1, 1\) and "
                                                r"shared_mem=0, got grid=\(9, 1, 1\) \(9 blocks\)"):  # fmt: skip
-        _kinds.check_on_device("K", loaded, coop, (9, 1, 1), (32, 1, 1), 0)
+        _limits.check_on_device("K", loaded, coop, (9, 1, 1), (32, 1, 1), 0)
 
 
 def test_a_cooperative_launch_without_a_grid_gets_as_many_blocks_as_fit():
@@ -224,7 +227,7 @@ def test_a_cooperative_kernels_stated_grid_rule_stays():
 def test_clusters_on_a_gpu_before_sm_90_are_refused():
     with pytest.raises(cf.ArgumentError, match=r"K: thread-block clusters need compute capability 9.0 or newer; device 0 "
                                                r"\(GPU\) is 8.0; launch without cluster="):  # fmt: skip
-        _kinds.check_on_device("K", _loaded(cc=80), _kinds.LaunchKind(cluster=(2, 1, 1)), (2, 1, 1), (32, 1, 1), 0)
+        _limits.check_on_device("K", _loaded(cc=80), _kinds.LaunchKind(cluster=(2, 1, 1)), (2, 1, 1), (32, 1, 1), 0)
 
 
 def test_a_class_shared_mem_rule_fills_calls_that_pass_none():

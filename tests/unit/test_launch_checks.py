@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _launch
-from cuforge._checks import scalar_checker
-from cuforge._signature import Param, Signature, param_specs
+from cuforge._declare.signature import Param, Signature, param_specs
+from cuforge._launch import general as _launch
+from cuforge._launch.checks import scalar_checker
 
 from ..conftest import gpu_missing_reason
 

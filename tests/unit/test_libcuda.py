@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from cuforge import _compile, _libcuda
+from cuforge._compile import nvrtc as _compile
+from cuforge._runtime import libcuda as _libcuda
 
 HANDLES = {"CUcontext", "CUlibrary", "CUkernel"}  # typedef struct ... *: a pointer
 FOUR_BYTES = {"int", "unsigned int", "CUdevice", "CUresult", "CUdevice_attribute", "CUfunction_attribute",
@@ -70,7 +71,7 @@ def test_the_numbers_match_cuda_bindings():
 def test_a_machine_without_the_driver_gets_no_device_error(monkeypatch):
     """No libcuda (this CPU machine, or a renamed library): NoDeviceError, not an OSError."""
     import cuforge as cf
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     monkeypatch.setattr(_libcuda, "_library_name", lambda: "libcuda-absent.so.1")
     monkeypatch.setattr(_libcuda, "_proc_address", None)

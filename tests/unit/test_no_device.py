@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _cuda
+from cuforge._runtime import cuda as _cuda
 
 from ..conftest import Saxpy
 

@@ -8,7 +8,8 @@ import threading
 import pytest
 
 import cuforge as cf
-from cuforge import _config, _parallel
+from cuforge import _config
+from cuforge._compile import parallel as _parallel
 
 
 def heavy_family(tag: str) -> cf.Family:

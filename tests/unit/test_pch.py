@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import cuforge as cf
-from cuforge import _config, _pch
+from cuforge import _config
+from cuforge._compile import pch as _pch
 
 INCLUDES = """#include <cub/block/block_reduce.cuh>
 #include <thrust/functional.h>
@@ -105,7 +106,7 @@ def test_pch_setting():
 def test_the_pch_directory_is_private_and_gone_when_the_process_ends(tmp_path):
     code = (
         "import os, stat, cuforge as cf\n"
-        "from cuforge import _pch\n"
+        "from cuforge._compile import pch as _pch\n"
         "@cf.kernel\n"
         "class Half:\n"
         "    x: cf.Array[cf.float16]\n"

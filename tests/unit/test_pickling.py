@@ -15,7 +15,8 @@ import cloudpickle
 import pytest
 
 import cuforge as cf
-from cuforge import _cache, _config
+from cuforge import _config
+from cuforge._compile import cache as _cache
 
 from ..conftest import Saxpy
 from .test_family import Axpy

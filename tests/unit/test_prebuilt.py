@@ -13,8 +13,10 @@ import textwrap
 import pytest
 
 import cuforge as cf
-from cuforge import _build, _elf, _prebuilt
-from cuforge._stats import counters
+from cuforge._compile import build as _build
+from cuforge._compile import elf as _elf
+from cuforge._compile.stats import counters
+from cuforge._runtime import module as _prebuilt
 
 from ..conftest import Saxpy
 
@@ -121,7 +123,7 @@ def test_the_cache_key_covers_every_linked_input():
 
 
 def test_modules_of_lto_ir_and_relocatable_code_are_linked():
-    from cuforge import _compile
+    from cuforge._compile import nvrtc as _compile
 
     flags = cf.options.to_flags(cf.CompileOptions(lto=True), "sm_90", _compile.include_dirs())
     ir = _compile.compile_program(TWICE, program_name="twice.cu", name_expressions=(), flags=flags, kernel="twice")
@@ -214,7 +216,7 @@ def test_a_build_serves_only_the_source_it_was_built_from(aot, monkeypatch):
 
 
 def test_the_stale_build_warning_points_at_the_users_call_not_into_cuforge(aot, monkeypatch):
-    from cuforge import _cuda
+    from cuforge._runtime import cuda as _cuda
 
     monkeypatch.syspath_prepend(str(aot))
     import aot_kernels  # the build's module, whose AotSaxpy is redeclared below

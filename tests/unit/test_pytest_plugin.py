@@ -170,7 +170,7 @@ def test_startup_and_collection_do_not_touch_cuda(pytester):
         """
         import sys
         def pytest_collection_finish(session):
-            from cuforge import _cuda
+            from cuforge._runtime import cuda as _cuda
             print("CUDA-STATE", "cuda.core" in sys.modules, bool(_cuda._devices))
         """
     )

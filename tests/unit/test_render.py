@@ -6,7 +6,7 @@ import pytest
 
 import cuforge as cf
 from cuforge import _config
-from cuforge._render import dedent_body
+from cuforge._declare.render import dedent_body
 
 from ..conftest import ROOT_TEMPLATES
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge.types import SCALAR_TYPES, dtype_of
+from cuforge._declare.types import SCALAR_TYPES, dtype_of
 
 
 def test_every_scalar_type_knows_cpp_numpy_and_size():
@@ -61,7 +61,7 @@ def test_every_public_type_and_value_pickles():
         obj = getattr(cf, name)
         if isinstance(obj, type):
             assert pickle.loads(pickle.dumps(obj)) is obj, name
-    for dt in cf.types.SCALAR_TYPES:
+    for dt in SCALAR_TYPES:
         assert pickle.loads(pickle.dumps(dt)) is dt  # singletons stay singletons (cf.bool_ is named "bool")
         assert cloudpickle.loads(cloudpickle.dumps(dt)) is dt
     for value in (cf.In[cf.float32, 2], cf.Out[cf.bfloat16], cf.CompileOptions(fast_math=True, defines={"N": 4})):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge import _launch
+from cuforge._launch import general as _launch
 
 from ..launch_inputs import FakeCAI, fake_device_array
 

@@ -98,7 +98,7 @@ typedef struct {
                     * threads), -3 - k: parameter k's value in blocks (cf.blocks) */
     long long function_device; /* the device of function (-1: none yet) */
     void *function;
-    unsigned long long max_threads, max_shared; /* the loaded kernel's limits there (_kinds.Loaded) */
+    unsigned long long max_threads, max_shared; /* the loaded kernel's limits there (_limits.Loaded) */
 } Launcher;
 
 /* A call, checked and packed: what check_and_pack() fills in. */

@@ -91,7 +91,7 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *args, Py_ssize_t 
             if (PyErr_Occurred()) return NULL;
             Py_RETURN_FALSE; /* first launch on this device: the general path compiles and loads */
         }
-        /* a _kinds.Loaded: (handle, compiled, max_threads, max_shared, ...) */
+        /* a _limits.Loaded: (handle, compiled, max_threads, max_shared, ...) */
         void *f = PyLong_AsVoidPtr(PyTuple_GetItem(found, 0));
         if (f == NULL && PyErr_Occurred()) return NULL;
         unsigned long long mt = PyLong_AsUnsignedLongLong(PyTuple_GetItem(found, 2));

@@ -1,0 +1,420 @@
+"""The persistent compile cache: compiled kernels that survive the process.
+
+Storage is a directory of files, one per entry, each written atomically (to ``tmp/``,
+fsync, rename into ``entries/``) and evicted least-recently-read past a size cap. (It was
+cuda.core's ``FileStreamProgramCache``, which works the same way; but importing it imports
+all of cuda.core, some 100 ms that a warm start, which needs only to read two files, should
+not pay, and finding an entry's file meant calling its private ``_path_for_key``.) It
+stores bytes and nothing else, so each kernel takes two entries:
+
+- ``code:<sha256>``: the cubin or PTX exactly as NVRTC produced it (content-addressed, so
+  a family compiled in one program is stored, and loaded, once; ``cuobjdump`` reads it);
+- ``meta:<key>``: JSON with what cuda.core's cache drops (the lowered names, NVRTC's log,
+  the flags, the arch) plus the versions, the code's SHA-256 and a checksum of the JSON
+  itself.
+
+A read checks everything; anything missing, truncated, bit-flipped, of another version or
+unreadable is a miss (counted in ``disk_errors``, logged at debug level): the kernel is
+compiled again and the entries replaced. Nothing is pickled.
+
+Every directory cuforge creates is 0700, parents included. A cache root (the configured
+directory, its schema folder and their subfolders) that is not owned by this user or is
+writable by group or others is refused with one warning per process, and the process
+keeps its kernels in memory only: another user who created the path first (under /tmp, say)
+cannot plant a cubin and a matching checksum record there.
+
+Keys are cuforge's own SHA-256 of the program's inputs (see ``_cache.cache_key``), not
+cuda.core's ``make_program_cache_key``: that one keys cuda.core ``Program`` inputs (we
+compile through cuda.bindings, with in-memory headers it cannot see) and took about 7 ms
+per call in a fresh process, which alone would exceed the warm-start budget.
+
+Across processes a per-key lock file (``fcntl.flock``, released by the kernel when its
+process dies, so a killed compiler leaves no stale lock) keeps N processes that want the
+same kernel from compiling it N times; after ``CUFORGE_CACHE_LOCK_S`` a waiter compiles
+anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import _config
+from .._version import __version__
+from .nvrtc import CompileResult
+from .stats import counters
+
+
+def _debug(message: str, *args: Any) -> None:
+    """Log to the ``cuforge.cache`` logger (logging is imported when there is something to say:
+    2.5 ms of start-up)."""
+    import logging
+
+    logging.getLogger("cuforge.cache").debug(message, *args)
+
+
+class CacheSecurityWarning(UserWarning):
+    """The configured cache directory is not safe to load code from; it is not used."""
+
+
+class CacheWriteWarning(UserWarning):
+    """The disk cache could not be opened or written (read-only, full, over quota): kernels
+    still work, compiled again in later processes. Given once per process."""
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(what: str, message: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        warnings.warn(message, CacheWriteWarning, stacklevel=4)
+ENTRY_SCHEMA = 1
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class UntrustedCacheError(OSError):
+    """A cache directory another user could have planted code in."""
+
+
+def untrusted_reason(path: Path) -> str | None:
+    """Why ``path`` cannot be trusted with executable code, or None: as OpenSSH treats
+    ~/.ssh, it must be owned by this user and writable by no one else."""
+    if not hasattr(os, "getuid"):  # Windows: ACLs, not modes; the user's profile dir is private
+        return None
+    st = path.stat()
+    if st.st_uid != os.getuid():
+        return f"{path} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by group or others (mode {st.st_mode & 0o777:o})"
+    return None
+
+
+class FileStore:
+    """Bytes by name, one file each under ``<root>/entries`` (``<2 hex>/<62 hex>`` of the
+    name's SHA-256), written through ``<root>/tmp`` and renamed into place, so that a reader
+    sees a whole entry or none. Mapping-like: ``store[name]`` raises KeyError when missing
+    and OSError when unreadable."""
+
+    def __init__(self, root: Path):
+        self.entries, self.tmp = root / "entries", root / "tmp"
+
+    def path_for(self, name: str) -> Path:
+        h = _digest(name.encode())
+        return self.entries / h[:2] / h[2:]
+
+    def __getitem__(self, name: str) -> bytes:
+        try:
+            with open(self.path_for(name), "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            raise KeyError(name) from None
+
+    def __setitem__(self, name: str, data: bytes) -> None:
+        import tempfile  # with shutil, some 5 ms of import that a warm start, which only reads, skips
+
+        path = self.path_for(name)
+        _config.ensure_dir(path.parent)
+        _config.ensure_dir(self.tmp)  # (a hand-cleaned cache may have lost it)
+        fd, tmp = tempfile.mkstemp(dir=self.tmp)  # 0600
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def __delitem__(self, name: str) -> None:
+        try:
+            os.unlink(self.path_for(name))
+        except FileNotFoundError:
+            raise KeyError(name) from None
+
+    def clear(self) -> None:
+        import shutil
+
+        for sub in list(self.entries.iterdir()):
+            if sub.is_dir() and not sub.is_symlink():
+                shutil.rmtree(sub, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    sub.unlink()
+
+
+class DiskCache:
+    """One cache directory (``<root>/entries``, ``tmp``, ``locks``), created owner-only, and
+    used only when this user owns it and no one else can write to it."""
+
+    def __init__(self, root: Path, max_bytes: int):
+        self.root = root
+        if root.parent.is_dir() and (reason := untrusted_reason(root.parent)) is not None:
+            raise UntrustedCacheError(reason)  # before creating anything in it
+        for sub in ("", "entries", "tmp", "locks"):
+            _config.ensure_dir(root / sub)  # 0700
+        for d in (root.parent, root, root / "entries", root / "tmp", root / "locks"):
+            reason = untrusted_reason(d)
+            if reason is not None:
+                raise UntrustedCacheError(reason)
+        self.max_bytes = max_bytes  # enforced after writes: a warm start (reads only) walks nothing
+        self._store = FileStore(root)
+        self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
+        self._size: int | None = None  # bytes on disk as this process believes; seeded on first write
+        self._size_lock = threading.Lock()
+
+    def _wrote(self, nbytes: int) -> None:
+        """Account for a write and evict least-recently-read entries past the cap."""
+        with self._size_lock:
+            if self._size is None:
+                self._size = self.info()["bytes"]
+            else:
+                self._size += nbytes
+            if self._size > self.max_bytes:
+                self.prune(self.max_bytes)
+                self._size = self.info()["bytes"]
+
+    # ------------------------------------------------------------ kernels
+
+    def load(self, key: str, *, recheck: bool = False) -> CompileResult | None:
+        """The stored program for ``key``, verified; None on a miss or any damage.
+
+        ``recheck``: a second look (after waiting for another process's compile) whose
+        damage was already counted by the first.
+        """
+        meta = self.get_json(self.meta_name(key), quiet=recheck)
+        if meta is None:
+            return None
+        try:
+            expected = {"schema": ENTRY_SCHEMA, "key": key, "cuforge": __version__}
+            if any(meta.get(k) != v for k, v in expected.items()):
+                self._bad(key, f"entry from another version ({meta.get('cuforge')}, schema {meta.get('schema')})", quiet=recheck)
+                return None
+            digest = meta["code_sha256"]
+            shared = self._results.get(digest)
+            if shared is not None:
+                return shared
+            code = self._store[f"code:{digest}"]
+            if _digest(code) != digest:
+                self._bad(key, "code checksum mismatch", quiet=recheck)
+                return None
+            result = CompileResult(
+                code=code,
+                code_type=meta["code_type"],
+                lowered=dict(meta["lowered"]),
+                log=meta["log"],
+                flags=tuple(meta["flags"]),
+                seconds=float(meta["seconds"]),
+                nvrtc_version=tuple(meta["nvrtc"]),  # type: ignore[arg-type]
+                from_disk=True,
+            )
+        except KeyError:
+            self._bad(key, "code entry missing", quiet=recheck)
+            return None
+        except (OSError, TypeError, ValueError, AttributeError) as exc:
+            self._bad(key, f"unreadable entry: {exc}", quiet=recheck)
+            return None
+        self._results[digest] = result
+        counters.add(disk_hits=1)
+        return result
+
+    def store(self, key: str, result: CompileResult) -> None:
+        """Write ``result`` under ``key``; a failure is logged and counted, never raised."""
+        digest = _digest(result.code)
+        meta = {
+            "schema": ENTRY_SCHEMA, "key": key, "cuforge": __version__, "nvrtc": list(result.nvrtc_version),
+            "code_sha256": digest, "code_type": result.code_type, "lowered": dict(result.lowered),
+            "log": result.log, "flags": list(result.flags), "seconds": result.seconds,
+        }  # fmt: skip
+        try:
+            self._store[f"code:{digest}"] = result.code  # code first: a meta entry never points at nothing
+            self.put_json(self.meta_name(key), meta, raising=True)
+        except OSError as exc:
+            counters.add(disk_errors=1)
+            _debug("cuforge cache: could not write %s in %s: %s", key[:16], self.root, exc)
+            _warn_once("write", f"cuforge: cannot write the compile cache at {self.root} ({exc}); kernels still work, "
+                                f"but a new process compiles them again. Free space or set CUFORGE_CACHE_DIR "
+                                f"(this warning is given once per process)")  # fmt: skip
+            return
+        self._results[digest] = result
+        counters.add(disk_writes=1)
+        self._wrote(len(result.code) + 1024)
+
+    def _bad(self, name: str, why: str, *, quiet: bool = False) -> None:
+        """Count and log a damaged entry, and remove it so the rewrite can take its place."""
+        if not quiet:  # a recheck's damage was counted by the first look
+            counters.add(disk_errors=1)
+        _debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
+        for entry in {name, name if ":" in name else self.meta_name(name)}:
+            with contextlib.suppress(KeyError, OSError):
+                path = self.path_of(entry)
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # an empty directory where an entry belongs: unreadable, in the way
+                else:
+                    del self._store[entry]
+        return None
+
+    # ------------------------------------------------------------ JSON records
+
+    def get_json(self, name: str, *, quiet: bool = False) -> dict[str, Any] | None:
+        """A checksummed JSON record, or None when missing or damaged (damage is counted)."""
+        try:
+            raw = self._store[name]
+        except KeyError:
+            return None
+        except OSError as exc:
+            self._bad(name, f"unreadable: {exc}", quiet=quiet)
+            return None
+        try:
+            record = json.loads(raw)
+            body, checksum = record["body"], record["checksum"]
+            if not isinstance(body, dict) or _digest(_canonical(body)) != checksum:
+                self._bad(name, "checksum mismatch", quiet=quiet)
+                return None
+        except (ValueError, KeyError, TypeError):
+            self._bad(name, "truncated or not JSON", quiet=quiet)
+            return None
+        return body
+
+    def put_json(self, name: str, body: dict[str, Any], *, raising: bool = False) -> None:
+        data = _canonical({"body": body, "checksum": _digest(_canonical(body))})
+        try:
+            self._store[name] = data
+        except OSError as exc:
+            if raising:
+                raise
+            counters.add(disk_errors=1)
+            _debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
+            return
+        if not raising:  # a kernel's metadata is accounted with its code in store()
+            self._wrote(len(data))
+
+    # ------------------------------------------------------------ cross-process locks
+
+    @contextlib.contextmanager
+    def locks(self, keys: list[str], timeout: float) -> Iterator[None]:
+        """Hold the lock files of ``keys`` (sorted, so batches cannot deadlock), waiting at
+        most ``timeout`` seconds in all; past it, go on without the rest."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: no cross-process lock; the atomic writes still hold
+            yield
+            return
+        deadline = time.monotonic() + timeout
+        fds: list[int] = []
+        try:
+            for key in sorted(set(keys)):
+                try:
+                    fd = os.open(self.root / "locks" / f"{key[:40]}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                except OSError:
+                    continue
+                fds.append(fd)
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            _debug("cuforge cache: waited %.0f s for %s; compiling anyway", timeout, key[:16])
+                            break
+                        time.sleep(0.01)
+            yield
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    # ------------------------------------------------------------ maintenance
+
+    def path_of(self, name: str) -> Path:
+        """The file holding entry ``name`` (``meta:<key>``, ``code:<sha256>``), for tools and tests."""
+        return self._store.path_for(name)
+
+    def meta_name(self, key: str) -> str:
+        return f"meta:{key}"
+
+    def code_name(self, key: str) -> str | None:
+        """The code entry a kernel's metadata points at, or None if the metadata is unusable."""
+        meta = self.get_json(self.meta_name(key))
+        return f"code:{meta['code_sha256']}" if meta and "code_sha256" in meta else None
+
+    def info(self) -> dict[str, Any]:
+        sizes = [p.stat().st_size for p in (self.root / "entries").rglob("*") if p.is_file()]
+        return {"path": str(self.root), "entries": len(sizes), "bytes": sum(sizes), "max_bytes": self.max_bytes}
+
+    def clear(self) -> None:
+        self._store.clear()
+        self._results.clear()
+
+    def prune(self, max_bytes: int) -> int:
+        """Evict least-recently-read entries until at most ``max_bytes`` remain; returns how
+        many were removed."""
+        files = []
+        for path in (self.root / "entries").rglob("*"):
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    st = path.stat()
+                    files.append((st.st_atime, st.st_size, path))
+        files.sort()
+        total, removed = sum(f[1] for f in files), 0
+        for _, size, path in files:
+            if total <= max_bytes:
+                break
+            with contextlib.suppress(OSError):
+                path.unlink()
+                total -= size
+                removed += 1
+        self._results.clear()
+        return removed
+
+
+_opened: dict[tuple[str, int], DiskCache | None] = {}
+_opened_lock = threading.Lock()
+
+
+def current() -> DiskCache | None:
+    """The disk cache configured now, or None when it is off or cannot be opened (a
+    read-only or missing location only costs the persistence, never the kernel)."""
+    if not _config.cache_enabled():
+        return None
+    root, cap = _config.cache_dir(), _config.cache_max_bytes()
+    with _opened_lock:
+        if (str(root), cap) not in _opened:
+            try:
+                _opened[str(root), cap] = DiskCache(root, cap)
+            except UntrustedCacheError as exc:
+                counters.add(disk_errors=1)
+                warnings.warn(
+                    f"cuforge: not using the compile cache at {root}: {exc}; another user could plant code there. "
+                    f"Fix: chmod 700 (and chown to yourself) that directory, or set CUFORGE_CACHE_DIR to one of your "
+                    f"own. Kernels are cached in memory only for this process.",
+                    CacheSecurityWarning,
+                    stacklevel=3,
+                )
+                _opened[str(root), cap] = None
+            except OSError as exc:
+                counters.add(disk_errors=1)
+                _debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)
+                _warn_once("open", f"cuforge: cannot open the compile cache at {root} ({exc}); kernels are cached in "
+                                   f"memory only in this process. Set CUFORGE_CACHE_DIR to a writable directory, or "
+                                   f"CUFORGE_CACHE=0 (this warning is given once per process)")  # fmt: skip
+                _opened[str(root), cap] = None
+        return _opened[str(root), cap]

@@ -1,0 +1,72 @@
+"""A kernel's module variables (``__constant__`` and ``__device__``), written and read per device.
+
+What CuPy's ``RawModule.get_global`` and Kernel Tuner's ``cmem_args`` give: a filter in
+constant memory, a device-side counter. The variable is found in the kernel's loaded module
+on that device by ``cuLibraryGetGlobal`` (so by its symbol: a variable at namespace scope,
+outside any C++ namespace, as ``__constant__ float d_filter[289];`` in a preamble or a
+``source=``); its size, from the driver, is what a write must match. A family whose source
+declares module variables compiles each instantiation alone (``_parallel``), so each has its
+own; kernels declared over one ``source=`` text share one program, and so its variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._runtime import cuda as _cuda
+from ..errors import ArgumentError, ArgumentTypeError
+from .general import stream_handle
+
+__all__ = ["get_global", "set_global"]
+
+
+def _address(kernel: Any, name: str, info: _cuda.DeviceInfo, who: str) -> tuple[int, int]:
+    """(device pointer, bytes) of variable ``name`` in ``kernel``'s module on ``info``'s device,
+    whose context is current."""
+    loaded = kernel._by_device.get(info.id) or kernel._function(info)
+    library = loaded.compiled._loaded_library()  # a CompiledKernel's program, or a prebuilt Module
+    err, ptr, size = _cuda._driver().cuLibraryGetGlobal(library, name.encode())
+    if int(err) != 0:
+        raise ArgumentError(
+            f"{who}: the module of {kernel.label} has no variable {name!r} ({_cuda.error_text(err)}); declare it at "
+            f"namespace scope, outside any C++ namespace, e.g. `__constant__ float {name}[16];` in the preamble"
+        )
+    return int(ptr), int(size)
+
+
+def set_global(kernel: Any, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
+    """Copy host data ``value`` (a NumPy array or anything ``numpy.asarray`` takes) into the
+    module variable ``name`` on ``device`` (default: the thread's), on ``stream`` (default:
+    the legacy default stream). Its size must be the variable's, exactly."""
+    who = f"{kernel.label}.set_global({name!r})"
+    data = np.ascontiguousarray(value)
+    if data.dtype.hasobject or data.dtype.kind not in "biufc":
+        raise ArgumentTypeError(f"{who}: expects numbers (a NumPy array), got {data.dtype} ({type(value).__name__})")
+    handle = 0 if stream is None else stream_handle(stream, who)
+    with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
+        ptr, size = _address(kernel, name, info, who)
+        if data.nbytes != size:
+            raise ArgumentTypeError(
+                f"{who}: the variable holds {size} bytes; got {data.nbytes} ({data.dtype}, shape {data.shape}); pass "
+                f"exactly {size} bytes, e.g. {size // max(data.itemsize, 1)} values of {data.dtype}"
+            )
+        # from pageable memory the call returns once the data is staged: `data` may go at once
+        _cuda.check(_cuda._driver().cuMemcpyHtoDAsync(ptr, data.ctypes.data, size, handle), "cuMemcpyHtoDAsync")
+
+
+def get_global(kernel: Any, name: str, dtype: Any = np.uint8, *, device: int | None = None) -> np.ndarray:
+    """The module variable ``name`` on ``device``, copied to a host array of ``dtype`` (its size
+    must divide by the itemsize), after the device's work so far (``cuCtxSynchronize``)."""
+    who = f"{kernel.label}.get_global({name!r})"
+    dt = np.dtype(dtype)
+    with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
+        ptr, size = _address(kernel, name, info, who)
+        if size % dt.itemsize:
+            raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
+        out = np.empty(size // dt.itemsize, dt)
+        driver = _cuda._driver()
+        _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        _cuda.check(driver.cuMemcpyDtoH(out.ctypes.data, ptr, size), "cuMemcpyDtoH")
+        return out

@@ -1,0 +1,481 @@
+"""CUDA graphs of cuforge launches: `graph` captures them, `Graph` replays them.
+
+A capture is CUDA stream capture on one stream of one device, in the thread that opened it.
+While it lasts, that thread's cuforge launches leave the C launcher (``_csrc/launcher.c``
+declines them) for the general path, whose `cuforge._launch.launch_checked` hands them
+to `_Capture.launch`: it sends each to the capture stream, keeps its arguments alive for
+the graph's life, and refuses what a graph cannot hold (host arrays to stage, a first NVRTC
+compile, autotuning, another device or stream). A refusal ends the capture at once, so the
+device stays usable whatever the caller does with the error.
+
+The capture calls the driver (cuStreamBeginCapture ... cuStreamEndCapture, cuGraphInstantiate,
+cuGraphExecUpdate) rather than cuda.core's GraphBuilder: cuda.core 1.2's ``end_building``
+raises on an invalidated capture without ending it, which leaves the stream capturing, and a
+capture that cuforge begins it must end, whatever happened inside.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+from .._runtime import cuda as _cuda
+from .._runtime.arrays import HOST
+from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError
+from . import general as _launch
+
+__all__ = ["Graph", "graph"]
+
+MODES = ("thread_local", "global", "relaxed")
+_counter_lock = threading.Lock()
+
+
+def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_local") -> Graph:
+    """A CUDA graph of the cuforge launches made in a ``with`` block, replayed by calling it.
+
+    Parameters
+    ----------
+    stream : stream-like, optional
+        Capture on this stream (a CuPy, PyTorch or cuda.core stream, anything with
+        ``__cuda_stream__``, or a handle), so that CuPy or PyTorch work issued on it joins the
+        graph. Default: a non-blocking stream of the graph's own, which work on the legacy
+        default stream never waits for (see ``mode``); such a graph replays on the default
+        stream, in order with CuPy's, PyTorch's and cuforge's work there.
+    device : int, optional
+        The device to capture on (default: the thread's current device).
+    mode : str
+        CUDA's capture mode: ``"thread_local"`` (default: CUDA calls that a capture cannot
+        hold are refused in this thread only), ``"global"`` (in every thread, as
+        ``torch.cuda.graph`` does) or ``"relaxed"`` (none refused: another library's
+        synchronous copy in the block, ``cp.asnumpy``, runs at once, outside the graph).
+
+    Returns
+    -------
+    Graph
+        Captured when its ``with`` block ends.
+
+    Raises
+    ------
+    GraphCaptureError
+        At a launch the capture cannot hold (host arrays, a first compile, a stream outside
+        the capture), or at the block's end where CUDA ended the capture with an error, also
+        where that error was raised by another library's call in the block (the original
+        exception is its ``__cause__``).
+
+    Examples
+    --------
+    >>> @cf.kernel
+    ... class Inc:
+    ...     x: cf.Array[cf.float32]
+    ...     n: cf.int64
+    ...     body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) x[i] += 1;"
+    >>> x = cf.zeros(1000, cf.float32)  # doctest: +GPU
+    >>> Inc(x, 1000)  # compiled and loaded before the capture  # doctest: +GPU
+    >>> with cf.graph() as g:  # nothing runs here: the launches are recorded  # doctest: +GPU
+    ...     Inc(x, 1000)
+    ...     Inc(x, 1000)
+    >>> g()  # both, as one graph launch  # doctest: +GPU
+    >>> x.to_numpy()[:3]  # doctest: +GPU
+    array([3., 3., 3.], dtype=float32)
+    >>> y = cf.zeros(1000, cf.float32)  # doctest: +GPU
+    >>> with g.update():  # the same launches with another array  # doctest: +GPU
+    ...     Inc(y, 1000)
+    ...     Inc(y, 1000)
+    >>> g()  # doctest: +GPU
+    >>> y.to_numpy()[:3]  # doctest: +GPU
+    array([2., 2., 2.], dtype=float32)
+    """
+    return Graph(stream, device=device, mode=mode)
+
+
+class _Capture:
+    """One capture under way in this thread (``_cuda._tls.capture``)."""
+
+    __slots__ = ("device", "failed", "id", "keep", "launches", "modules", "stream")
+
+    def __init__(self, device: int, stream: int, capture_id: int):
+        self.device, self.stream, self.id = device, stream, capture_id
+        self.keep: list[Any] = []  # the arguments of each launch, and the loaded kernel
+        self.launches: list[tuple[str, bool]] = []  # (kernel label, cooperative) per launch
+        self.modules: set[Any] = set()  # prebuilt modules: refuse to replay once one is unloaded
+        self.failed: GraphCaptureError | None = None
+
+    def refuse(self, message: str) -> GraphCaptureError:
+        """End the capture now (the device stays usable) and return the error to raise; every
+        later launch in the block, and the block's end, raise it again."""
+        if self.failed is None:
+            self.failed = GraphCaptureError(f"{message}. The capture was ended; nothing was recorded")
+            _end_capture(self.stream)
+        return self.failed
+
+    def launch(self, kernel: Any, c: Any) -> None:
+        """Record a checked call (see ``_launch.Checked``) in the graph."""
+        label = kernel.label
+        if self.failed is not None:
+            raise GraphCaptureError(f"{label}: this cf.graph() capture already failed: {self.failed}")
+        host = [repr(kernel._specs[i].name) for i, arg in c.arrays if arg.device == HOST]
+        if host:
+            raise self.refuse(
+                f"{label}: argument(s) {', '.join(host)} are host NumPy arrays, which a launch copies in and out "
+                f"and waits for, and a CUDA graph cannot hold that; pass device arrays (cf.to_device, CuPy, PyTorch)"
+            )
+        device = _launch.target_device(kernel, c)
+        if device != self.device:
+            raise self.refuse(
+                f"{label}: the launch runs on device {device}, but this graph captures on device {self.device}; "
+                f"open the capture there (cf.graph(device={device})) or move the arrays"
+            )
+        loaded = kernel._by_device.get(device) or kernel._function(_cuda.device_info(device))
+        c = _launch.check_loaded(kernel, loaded, c)
+        stream = self.stream if c.stream is None else self._joined(c.stream, label)
+        self.keep.append((c.args, loaded))
+        if kernel._decl.module is not None:
+            self.modules.add(kernel._decl.module)
+        self.launches.append((label, c.kind.cooperative))
+        _launch.launch_raw(loaded[0], c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), label,
+                           _launch.attributes_of(kernel, c))  # fmt: skip
+
+    def prepared(self, launch: Any) -> None:
+        """A PreparedLaunch called in the block: its stream must be part of the capture."""
+        if self.failed is not None:
+            raise GraphCaptureError(f"{launch.kernel}: this cf.graph() capture already failed: {self.failed}")
+        self._joined(launch.stream, launch.kernel)
+        self.keep.append(launch)
+        if launch._module is not None:
+            self.modules.add(launch._module)
+        self.launches.append((launch.kernel, False))
+
+    def _joined(self, stream: int, label: str) -> int:
+        """``stream`` if it captures into this graph (the capture stream, or one forked from it
+        with an event), else a refusal: its launches would run now, outside the graph."""
+        if stream != self.stream:
+            err, status, capture_id, *_ = _cuda._driver().cuStreamGetCaptureInfo(stream)
+            if int(err) != 0 or int(status) != 1 or int(capture_id) != self.id:  # 1: CU_STREAM_CAPTURE_STATUS_ACTIVE
+                raise self.refuse(
+                    f"{label}: stream={stream:#x} is not part of this cf.graph() capture, so the launch would run now, "
+                    f"outside the graph; leave stream= out inside the block (launches go on the capture stream), or "
+                    f"capture on that stream with cf.graph(stream=...)"
+                )
+        return stream
+
+
+def capture_in_thread() -> _Capture | None:
+    """The capture under way in this thread, if any (one global read when there is none)."""
+    return getattr(_cuda._tls, "capture", None) if _cuda.capturing else None
+
+
+class Graph:
+    """Launches captured once and replayed as one CUDA graph (made by [`cuforge.graph`][cuforge.graph]).
+
+    Calling it (or [`launch`][cuforge.Graph.launch]) replays every launch captured, in order,
+    on the stream given to [`cuforge.graph`][cuforge.graph] (else the default stream) unless
+    ``stream=`` is given. It keeps the captured arrays alive for as long as it exists; their
+    contents may change between replays, their memory may not.
+
+    Attributes
+    ----------
+    launches : tuple of str
+        The kernels captured, in order.
+    device : int or None
+        The device it was captured on.
+
+    Examples
+    --------
+    >>> g = cf.graph()      # captured by `with g:`; see cuforge.graph
+    >>> g.launches
+    ()
+    """
+
+    __module__ = "cuforge"
+
+    def __init__(self, stream: Any = None, *, device: int | None = None, mode: str = "thread_local"):
+        if mode not in MODES:
+            raise ArgumentError(f"cf.graph(): mode expects one of {', '.join(map(repr, MODES))}, got {mode!r}")
+        if device is not None and (device.__class__ is not int or device < 0):
+            raise ArgumentError(f"cf.graph(): device expects a device ordinal (an int >= 0), got {device!r}")
+        self._stream_arg, self._mode = stream, mode
+        self.device = device
+        self.launches: tuple[str, ...] = ()
+        self._cooperative: tuple[bool, ...] = ()
+        self._exec: Any = None  # the CUgraphExec once captured
+        self._stream = 0  # the capture stream's handle
+        self._replay = 0  # where a replay goes by default: the stream given, else the default stream
+        self._own_stream: Any = None  # a non-blocking CUstream the graph made to capture on, destroyed with it
+        self._keep: list[Any] = []
+        self._modules: tuple[Any, ...] = ()
+        self._restore: int | None = None
+        self._updating = False
+
+    # ------------------------------------------------------------ capture
+
+    def __enter__(self) -> Graph:
+        self._begin(updating=False)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._end(exc)
+
+    def update(self) -> _Update:
+        """Capture the block again, with new arrays (same shapes) or scalars, and update the
+        executable graph in place: ``with g.update(): ...``. The launches must be the same
+        kernels in the same order; otherwise [`GraphUpdateError`][cuforge.errors.GraphUpdateError] is raised and the
+        graph is left as it was. Costs a capture, not an instantiation.
+
+        Returns
+        -------
+        context manager
+            Its ``with`` block is captured again.
+
+        Raises
+        ------
+        GraphCaptureError
+            Where the graph was never captured.
+        """
+        if self._exec is None:
+            raise GraphCaptureError("Graph.update(): the graph has not been captured yet; use `with cf.graph() as g:` first")
+        return _Update(self)
+
+    def _begin(self, updating: bool) -> None:
+        if getattr(_cuda._tls, "capture", None) is not None:
+            raise GraphCaptureError(
+                "cf.graph(): this thread is already capturing a graph, and captures do not nest; "
+                "end the first `with` block before opening another"
+            )
+        if not updating and self._exec is not None:
+            raise GraphCaptureError("cf.graph(): this graph was captured already; use `with g.update():` to capture it again")
+        device = self.device if self.device is not None else _cuda.current_device().id
+        info, self._restore = _cuda.enter_device(device)
+        driver = _cuda._driver()
+        try:
+            if self._stream_arg is not None:
+                self._stream = self._replay = _launch.stream_handle(self._stream_arg, "cf.graph()")
+            elif self._own_stream is None:
+                # Non-blocking: work on the legacy default stream implicitly waits for every
+                # blocking stream, so while a blocking stream captures, any (a CuPy or PyTorch
+                # copy to the host, a synchronous cudaMemcpy) is an error, CUDA's
+                # cudaErrorStreamCaptureImplicit. A non-blocking stream is not waited for.
+                self._own_stream = _cuda.check(driver.cuStreamCreate(_NON_BLOCKING), "cuStreamCreate")
+                self._stream = int(self._own_stream)
+            mode = getattr(driver.CUstreamCaptureMode, f"CU_STREAM_CAPTURE_MODE_{self._mode.upper()}")
+            err = driver.cuStreamBeginCapture(self._stream, mode)[0]
+            if int(err) != 0:
+                raise GraphCaptureError(
+                    f"cf.graph(): CUDA cannot capture stream {self._stream:#x}: {_cuda.error_text(err)}; the legacy "
+                    f"default stream (0) cannot be captured, nor a stream already capturing: pass another stream"
+                )
+            capture_id = int(_cuda.check(driver.cuStreamGetCaptureInfo(self._stream), "cuStreamGetCaptureInfo")[1])
+        except BaseException:
+            self._leave()
+            raise
+        self.device, self._updating = info.id, updating
+        _cuda._tls.capture = _Capture(info.id, self._stream, capture_id)
+        with _counter_lock:
+            _cuda.capturing += 1
+        if _cuda._claunch is not None:
+            _cuda._claunch.set_capturing(True)
+
+    def _leave(self) -> None:
+        if self._restore is not None:
+            _cuda.set_context(self._restore)
+            self._restore = None
+
+    def _end(self, exc: BaseException | None) -> None:
+        """End the capture whatever happened in the block: the thread's capture state is
+        cleared first, the stream's capture always ended, and a graph made only from a
+        capture that CUDA ended cleanly and that raised nothing."""
+        cap: _Capture = _cuda._tls.capture
+        _cuda._tls.capture = None
+        with _counter_lock:
+            _cuda.capturing -= 1
+        if _cuda._claunch is not None:
+            _cuda._claunch.set_capturing(False)
+        try:
+            err, captured = (0, None) if cap.failed is not None else _end_capture(cap.stream)
+            if exc is not None or cap.failed is not None:
+                _destroy(captured)
+                if exc is None:
+                    raise cap.failed  # type: ignore[misc]  # the refusal, caught in the block
+                if err and not isinstance(exc, CuforgeError):  # another library's call broke the capture
+                    raise GraphCaptureError(invalidated(_cuda.error_text(err), exc)) from exc
+                return  # the block's own exception goes on
+            if err:
+                raise GraphCaptureError(invalidated(_cuda.error_text(err)))
+            if self._updating:
+                self._update_from(captured, cap)
+            else:
+                self._instantiate(captured, cap)
+        finally:
+            self._leave()
+
+    def _instantiate(self, captured: Any, cap: _Capture) -> None:
+        driver = _cuda._driver()
+        try:
+            self._exec = _cuda.check(driver.cuGraphInstantiate(captured, 0), "cuGraphInstantiate")
+        finally:
+            _destroy(captured)
+        self._adopt(cap)
+
+    def _update_from(self, captured: Any, cap: _Capture) -> None:
+        try:
+            new = tuple(label for label, _ in cap.launches)
+            if new != self.launches or tuple(c for _, c in cap.launches) != self._cooperative:
+                raise GraphUpdateError(
+                    f"Graph.update(): the block launched {_describe(new)}, but the graph holds {_describe(self.launches)}; "
+                    f"an update changes arrays, scalars, grids and blocks, not which kernels run or in what order: "
+                    f"capture a new cf.graph() for that"
+                )
+            err = _cuda._driver().cuGraphExecUpdate(self._exec, captured)[0]
+            if int(err) != 0:
+                raise GraphUpdateError(
+                    f"Graph.update(): CUDA refused to update the graph in place ({_cuda.error_text(err)}): work other "
+                    f"than cuforge launches in the block changed its shape; capture a new cf.graph()"
+                )
+        finally:
+            _destroy(captured)
+        self._adopt(cap)
+
+    def _adopt(self, cap: _Capture) -> None:
+        self.launches = tuple(label for label, _ in cap.launches)
+        self._cooperative = tuple(c for _, c in cap.launches)
+        self._keep, self._modules = cap.keep, tuple(cap.modules)
+
+    # ------------------------------------------------------------ replay
+
+    def __call__(self, stream: Any = None) -> None:
+        """Replay the graph: the same as [`launch`][cuforge.Graph.launch].
+
+        Parameters
+        ----------
+        stream : stream-like, optional
+            Default: the stream given to [`cuforge.graph`][cuforge.graph], else the default stream.
+        """
+        self.launch(stream)
+
+    def launch(self, stream: Any = None) -> None:
+        """Replay every launch captured, in order, as one graph launch.
+
+        Parameters
+        ----------
+        stream : stream-like, optional
+            Default: the stream given to [`cuforge.graph`][cuforge.graph], else the default stream.
+
+        Raises
+        ------
+        GraphCaptureError
+            Where the graph was never captured, or was closed, or a module it uses was
+            unloaded.
+        """
+        handle, device = self._ready("launch()", stream), self.device or 0  # set by the capture
+        info = getattr(_cuda._tls, "device", None)
+        restore = None
+        if info is None or info.id != device or (_cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(device)):
+            _, restore = _cuda.enter_device(device)
+        try:
+            _cuda.note_launch(self._label, (0, 0, 0), (0, 0, 0), 0)  # named if a later CUDA call reports a fault (no dims)
+            err = _cuda.driver.cuGraphLaunch(self._exec, handle)[0]
+        finally:
+            if restore is not None:
+                _cuda.set_context(restore)
+        if int(err) != 0:
+            if int(err) in _cuda.STICKY:
+                raise _cuda.fault(err, f"the replay of {self._label}", current=self._label)
+            raise GraphCaptureError(f"Graph.launch(): replaying {self._label} failed: {_cuda.error_text(err)}")
+
+    def upload(self, stream: Any = None) -> None:
+        """Upload the graph to the device ahead of its first replay, so that replay does not
+        pay for it (``cuGraphUpload``).
+
+        Parameters
+        ----------
+        stream : stream-like, optional
+            Default: the stream given to [`cuforge.graph`][cuforge.graph], else the default stream.
+        """
+        handle = self._ready("upload()", stream)
+        with _cuda.on_device(self.device):  # type: ignore[arg-type]
+            _cuda.check(_cuda._driver().cuGraphUpload(self._exec, handle), "cuGraphUpload")
+
+    def _ready(self, what: str, stream: Any) -> int:
+        if self._exec is None:
+            raise GraphCaptureError(f"Graph.{what}: the graph has no captured launches (it was never captured, or closed)")
+        for module in self._modules:
+            module._check_loaded(f"Graph.{what}")
+        return self._replay if stream is None else _launch.stream_handle(stream, f"Graph.{what}")
+
+    @property
+    def _label(self) -> str:
+        return f"cf.graph [{_describe(self.launches)}]"
+
+    def close(self) -> None:
+        """Free the executable graph and the graph's own stream now (else when it is collected)."""
+        exec_, own = self._exec, self._own_stream
+        self._exec = self._own_stream = None
+        self._keep, self._modules = [], ()
+        if _cuda.driver is None or _cuda._failure is not None:
+            return
+        if exec_ is not None:
+            _cuda.driver.cuGraphExecDestroy(exec_)
+        if own is not None:
+            _cuda.driver.cuStreamDestroy(own)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown, or the context gone: nothing left to free
+            pass
+
+    def __repr__(self) -> str:
+        state = _describe(self.launches) if self._exec is not None else "not captured"
+        return f"<cuforge.Graph {state} on device {self.device}>"
+
+
+class _Update:
+    """``with g.update():`` — the capture of a graph's update."""
+
+    __slots__ = ("graph",)
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+
+    def __enter__(self) -> Graph:
+        self.graph._begin(updating=True)
+        return self.graph
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.graph._end(exc)
+
+
+_NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
+
+
+def invalidated(error: str, exc: BaseException | None = None) -> str:
+    """The message for a capture that CUDA ended with ``error`` (its name and text); ``exc``
+    is the exception another library raised in the block, if one did."""
+    raised = f"{type(exc).__name__} raised in the block ({exc}), and " if exc is not None else ""
+    return (
+        f"cf.graph(): {raised}CUDA ended the capture with an error, {error}: something in the block did what a "
+        f"capture cannot hold (a synchronize, an allocation, a copy to or from pageable host memory on the capture "
+        f"stream, work on the legacy default stream while a blocking stream=... captures); nothing was recorded, "
+        f"and the thread can capture again: do that work before or after the `with` block, or capture with "
+        f"cf.graph(mode='relaxed'), which lets the capturing thread's synchronous calls run outside the graph"
+    )
+
+
+def _end_capture(stream: int) -> tuple[int, Any]:
+    """End the capture on ``stream`` whatever state it is in: (CUresult, the CUgraph or None)."""
+    err, captured = _cuda._driver().cuStreamEndCapture(stream)
+    return int(err), captured
+
+
+def _destroy(captured: Any) -> None:
+    if captured is not None and int(captured):
+        _cuda._driver().cuGraphDestroy(captured)
+
+
+def _describe(labels: tuple[str, ...]) -> str:
+    """'3 launches: Saxpy x2, Scale' (in first-seen order)."""
+    if not labels:
+        return "no launches"
+    counts = Counter(labels)
+    parts = [f"{k} x{n}" if n > 1 else k for k, n in counts.items()]
+    return f"{len(labels)} launch{'es' if len(labels) > 1 else ''}: {', '.join(parts)}"

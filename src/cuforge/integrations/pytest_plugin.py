@@ -1,0 +1,364 @@
+"""The cuforge pytest plugin (``pytest11`` entry point ``cuforge``): a thin adapter.
+
+Nothing heavy is imported and CUDA is not touched at start-up or collection (safe under
+pytest-xdist): cuforge itself is imported by the hooks and fixtures that need it, and the
+GPU is first looked at when a ``gpu`` test is set up.
+
+Options (group ``cuforge``): ``--cuforge-require-gpu``, ``--cuforge-arch``,
+``--cuforge-compile-all``, ``--cuforge-modules``. Marker: ``gpu``. Fixtures:
+``cuda_device``, ``cuda_stream``, ``cuforge_cache_dir``, ``cuforge_compile_counter``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "STATE",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_runtest_setup",
+    "pytest_runtest_call",
+    "pytest_terminal_summary",
+    "cuda_device",
+    "cuda_stream",
+    "cuforge_cache_dir",
+    "CompileCounter",
+    "cuforge_compile_counter",
+    "pytest_collection",
+    "pytest_collection_modifyitems",
+    "CompileAll",
+    "CompileItem",
+]
+
+
+class _State:
+    """Per-session plugin state, kept in ``config.stash``."""
+
+    def __init__(self) -> None:
+        self.gpu_reason: str | None = None  # why there is no usable GPU, once looked at
+        self.gpu_checked = False
+        self.context_broken: str | None = None  # set after a kernel fault
+        self.registered_before: set[int] = set()
+        self.batches: dict[int, BaseException | None] = {}
+
+
+STATE = pytest.StashKey[_State]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cuforge", "cuforge CUDA kernels")
+    group.addoption(
+        "--cuforge-require-gpu",
+        action="store_true",
+        help="fail, rather than skip, tests marked gpu when no usable CUDA device is present (for GPU CI)",
+    )
+    group.addoption(
+        "--cuforge-arch",
+        metavar="ARCH",
+        help="arch for compile-only work without a GPU, e.g. sm_90 (sets CUFORGE_ARCH for the session)",
+    )
+    group.addoption(
+        "--cuforge-compile-all",
+        action="store_true",
+        help="add one test item per instantiation of every kernel and family the collected modules register",
+    )
+    group.addoption(
+        "--cuforge-modules",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="also compile the kernels of this importable module with --cuforge-compile-all (repeatable)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "gpu: the test needs a CUDA GPU; skipped with the reason when none is usable (failed with --cuforge-require-gpu)",
+    )
+    config.stash[STATE] = _State()
+    arch = config.getoption("cuforge_arch")
+    if arch:
+        from .. import _config
+        from ..errors import CuforgeError
+        from ..options import check_arch
+
+        try:
+            check_arch(arch)
+        except CuforgeError as exc:
+            raise pytest.UsageError(f"--cuforge-arch: {exc}") from None
+        stack = contextlib.ExitStack()
+        stack.enter_context(_config.scope(arch=arch))
+        config.add_cleanup(stack.close)
+
+
+# ------------------------------------------------------------------ the GPU and the gpu marker
+
+
+def _gpu_reason(config: pytest.Config) -> str | None:
+    state = config.stash[STATE]
+    if not state.gpu_checked:
+        from .._runtime import cuda as _cuda
+        from ..errors import NoDeviceError
+
+        try:
+            _cuda.current_device()
+        except NoDeviceError as exc:
+            state.gpu_reason = str(exc)
+        state.gpu_checked = True
+    return state.gpu_reason
+
+
+def _skip_reason(config: pytest.Config) -> str | None:
+    """Why a GPU test cannot run now (None: it can); fails it with --cuforge-require-gpu."""
+    state = config.stash[STATE]
+    if state.context_broken:
+        return state.context_broken
+    reason = _gpu_reason(config)
+    if reason and config.getoption("cuforge_require_gpu"):
+        pytest.fail(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
+    return f"needs a CUDA GPU: {reason}" if reason else None
+
+
+def _require_gpu(config: pytest.Config) -> None:
+    reason = _skip_reason(config)
+    if reason:
+        pytest.skip(reason)
+
+
+def _uses_gpu(item: pytest.Item) -> bool:
+    return item.get_closest_marker("gpu") is not None or bool(
+        {"cuda_device", "cuda_stream"} & set(getattr(item, "fixturenames", ()))
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's skipping plugin reads the skip marks
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A GPU test (the marker, or a GPU fixture) skips through a ``skip`` mark rather than
+    ``pytest.skip()``, so that ``-rs`` names the test's file and line, not this plugin's."""
+    if _uses_gpu(item):
+        reason = _skip_reason(item.config)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a GPU test, make sure its kernels did not fault: a fault (illegal address, device
+    assert) poisons the CUDA context, so it fails this test, naming the kernel, and the rest of
+    the session's GPU tests are skipped with that reason instead of failing one by one."""
+    if not _uses_gpu(item) or item.config.stash[STATE].gpu_reason is not None:
+        return (yield)
+    raised: BaseException | None = None
+    try:
+        result = yield
+    except BaseException as exc:
+        raised = exc
+    broken = _context_fault(item)
+    if broken:
+        from ..errors import LaunchError
+
+        raise LaunchError(broken) from raised
+    if raised is not None:
+        raise raised
+    return result
+
+
+def _context_fault(item: pytest.Item) -> str | None:
+    from .._runtime import cuda as _cuda
+
+    if not _cuda._devices:  # CUDA never started in this process
+        return None
+    err = _cuda.context_error()
+    if not err:
+        return None
+    last = _cuda.last_launch()
+    where = f"{last[0]} (grid={last[1]}, block={last[2]}, shared_mem={last[3]})" if last else "a kernel"
+    state = item.config.stash[STATE]
+    state.context_broken = (
+        f"the CUDA context is unusable after {item.nodeid}: {where} faulted with {_cuda.error_text(err)}; "
+        f"restart the process to run GPU tests again"
+    )
+    return (
+        f"{where} faulted: {_cuda.error_text(err)}. "
+        "The CUDA context of this process is now unusable; the remaining GPU tests are skipped."
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    broken = config.stash[STATE].context_broken
+    if broken:
+        terminalreporter.write_sep("=", "cuforge", red=True)
+        terminalreporter.write_line(broken)
+
+
+# ------------------------------------------------------------------ fixtures
+
+
+@pytest.fixture
+def cuda_device(request: pytest.FixtureRequest) -> Any:
+    """The current CUDA device (a cuda.core ``Device``); skips the test without one."""
+    _require_gpu(request.config)
+    from .._runtime import cuda as _cuda
+
+    return _cuda.core_device(_cuda.current_device().id)
+
+
+@pytest.fixture
+def cuda_stream(cuda_device: Any) -> Iterator[Any]:
+    """A fresh cuda.core stream on the current device, synchronised at teardown."""
+    stream = cuda_device.create_stream()
+    yield stream
+    stream.sync()
+    stream.close()
+
+
+@pytest.fixture
+def cuforge_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An empty disk-cache directory for this test; the previous setting is restored after."""
+    from .. import _config
+
+    path = tmp_path_factory.mktemp("cuforge-cache")
+    with _config.scope(cache_dir=str(path)):
+        yield path
+
+
+class CompileCounter:
+    """NVRTC compiles and cache hits since the fixture started (see ``cuforge.cache_stats``)."""
+
+    def __init__(self) -> None:
+        from .._compile import stats as _stats
+
+        self._stats = _stats.cache_stats
+        self._start = self._stats()
+
+    @property
+    def count(self) -> int:
+        """NVRTC programs compiled during the test so far."""
+        return self._stats().compiles - self._start.compiles
+
+    @property
+    def disk_hits(self) -> int:
+        return self._stats().disk_hits - self._start.disk_hits
+
+    @property
+    def memory_hits(self) -> int:
+        return self._stats().memory_hits - self._start.memory_hits
+
+    def reset(self) -> None:
+        self._start = self._stats()
+
+    def __repr__(self) -> str:
+        return f"<cuforge compile counter: {self.count} compiles, {self.disk_hits} disk hits, {self.memory_hits} memory hits>"
+
+
+@pytest.fixture
+def cuforge_compile_counter() -> CompileCounter:
+    """Counts NVRTC compiles during the test: ``assert cuforge_compile_counter.count == 0``."""
+    return CompileCounter()
+
+
+# ------------------------------------------------------------------ --cuforge-compile-all
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[None]:
+    if session.config.getoption("cuforge_compile_all"):
+        from .._kernel.registry import registry
+
+        session.config.stash[STATE].registered_before = {id(obj) for obj in registry.values()}
+    return (yield)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("cuforge_compile_all"):
+        return
+    from .._kernel.family import Family
+    from .._kernel.registry import registry
+
+    modules = config.getoption("cuforge_modules")
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise pytest.UsageError(f"--cuforge-modules {name}: cannot import it: {exc}") from None
+    before = config.stash[STATE].registered_before
+    chosen = [
+        obj
+        for obj in registry.values()
+        if id(obj) not in before
+        or any(obj.__wrapped__.__module__ == m or obj.__wrapped__.__module__.startswith(m + ".") for m in modules)
+    ]
+    parent = CompileAll.from_parent(session, name="cuforge", nodeid="cuforge")
+    for obj in chosen:
+        kernels = obj.instantiations() if isinstance(obj, Family) else [obj]
+        for k in kernels:
+            items.append(CompileItem.from_parent(parent, name=f"compile[{_item_id(obj, k)}]", kernel=k, family=obj))
+
+
+def _item_id(obj: Any, k: Any) -> str:
+    if not k.template_args:
+        return str(obj.__name__)
+    return f"{obj.__name__}[{'-'.join(getattr(v, 'name', str(v)) for v in k.template_args.values())}]"
+
+
+class CompileAll(pytest.Collector):
+    """The parent of the compile items (their ids read ``cuforge::compile[Axpy[float32-256]]``)."""
+
+    def collect(self) -> list[Any]:
+        return []
+
+
+class CompileItem(pytest.Item):
+    """Compiles one instantiation for the session's arch (``--cuforge-arch``, the GPU's, or CUFORGE_ARCH)."""
+
+    def __init__(self, *, kernel: Any, family: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.kernel = kernel
+        self.family = family
+
+    def _arch(self) -> str:
+        arch = self.config.getoption("cuforge_arch")
+        if arch:
+            return str(arch)
+        from .._compile.cache import default_arch
+
+        return default_arch(f"compile {self.kernel.name_expression}")  # the GPU's, else CUFORGE_ARCH
+
+    def runtest(self) -> None:
+        from .._kernel.family import Family
+
+        arch = self._arch()
+        batches = self.config.stash[STATE].batches
+        if isinstance(self.family, Family) and id(self.family) not in batches:
+            # One NVRTC program for the whole family; if it fails, each item compiles alone
+            # and reports its own error.
+            try:
+                self.family.precompile(arch)
+                batches[id(self.family)] = None
+            except Exception as exc:
+                batches[id(self.family)] = exc
+        self.kernel.compile(arch)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        from ..errors import CuforgeError
+
+        if isinstance(excinfo.value, CuforgeError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        cls = self.kernel.__wrapped__
+        try:
+            path, line = inspect.getsourcefile(cls), inspect.getsourcelines(cls)[1]
+        except (OSError, TypeError):
+            path, line = None, None
+        return (path or self.path, line, f"compile {self.kernel.name_expression}")
