@@ -22,7 +22,11 @@ from . import kinds as _kinds
 from . import launch_rules as _launch_rules
 from . import render as _render
 from . import rules as _rules
-from .types import ArrayType, ConstParam, DType, IntParam, TemplateParam, TypeParam, VectorDType
+from .annotations import ArrayType
+from .dtypes import DType
+from .params import TemplateParam, TypeParam
+from .value_params import ConstParam, IntParam
+from .vectors import VectorDType
 
 if TYPE_CHECKING:
     from .._runtime.module import Module

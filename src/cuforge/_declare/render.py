@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 PACKAGE_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "templates")
 
 
+class CppBool(int):
+    """A bool template value in Jinja: true in ``{% if %}``, rendered as C++ spells it."""
+
+    def __str__(self) -> str:
+        return "true" if self else "false"
+
+    __repr__ = __str__
+
+
 @functools.lru_cache(maxsize=32)
 def environment(dirs: tuple[str, ...] = ()) -> jinja2.Environment:
     """The strict environment over ``dirs`` plus the package's own templates."""
