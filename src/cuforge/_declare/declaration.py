@@ -14,7 +14,8 @@ import linecache
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ArgumentError, DeclarationError
 from ..options import CompileOptions
@@ -27,9 +28,6 @@ from .dtypes import DType
 from .params import TemplateParam, TypeParam
 from .value_params import ConstParam, IntParam
 from .vectors import VectorDType
-
-if TYPE_CHECKING:
-    from .._runtime.module import Module
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CPP_RESERVED = frozenset(
@@ -51,9 +49,15 @@ LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch_rules.CALL_O
 
 
 class _Decl:
-    """A kernel class, read once: shared by a plain kernel and every instantiation of a family."""
+    """A kernel class, read once: shared by a plain kernel and every instantiation of a family.
 
-    def __init__(self, cls: type, *, name: str | None = None, options: CompileOptions | None = None):
+    ``prebuilt`` returns the class of prebuilt code (``cf.Module``, of the runtime layer, which
+    this layer does not import); it is called only for a class that names ``module`` or ``link``.
+    """
+
+    def __init__(
+        self, cls: type, *, prebuilt: Callable[[], type], name: str | None = None, options: CompileOptions | None = None
+    ):
         ns = dict(vars(cls))
         self.cls = cls
         self.label = cls.__qualname__
@@ -74,8 +78,8 @@ class _Decl:
                 f"name=...); found {kinds or 'none'}"
             )
         self.kind = kind = kinds[0]
-        self.module = _module_of(cls, label, ns["module"]) if kind == "module" else None
-        self.link = _links_of(label, ns["link"]) if "link" in ns else ()
+        self.module = _module_of(cls, label, ns["module"], prebuilt()) if kind == "module" else None
+        self.link = _links_of(label, ns["link"], prebuilt()) if "link" in ns else ()
         for key in (kind, "preamble"):
             if key == "module":
                 continue
@@ -334,11 +338,9 @@ def resolve(rule: Any, function: Any, template_args: dict[str, Any]) -> Any:
     return template_args[rule] if isinstance(rule, str) else rule
 
 
-def _module_of(cls: type, label: str, value: Any) -> Module:
+def _module_of(cls: type, label: str, value: Any, Module: type) -> Any:
     """A class's module=: a Module, or a path (relative to the file that declares the class,
     else to the working directory)."""
-    from .._runtime.module import Module  # (imported by the classes that name one: start-up)
-
     if isinstance(value, Module):
         return value
     if not isinstance(value, (str, os.PathLike)):
@@ -353,10 +355,8 @@ def _module_of(cls: type, label: str, value: Any) -> Module:
         raise DeclarationError(f"{label}: module={value!r}: {exc}") from None
 
 
-def _links_of(label: str, value: Any) -> tuple[Module | str, ...]:
+def _links_of(label: str, value: Any, Module: type) -> tuple[Any, ...]:
     """A class's link=: Modules (LTO-IR, relocatable cubins) and CUDA C++ sources."""
-    from .._runtime.module import Module
-
     items = (value,) if isinstance(value, (str, Module)) else value
     if not isinstance(items, (tuple, list)) or not all(isinstance(i, (str, Module)) for i in items):
         raise DeclarationError(
