@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import jinja2
 
 # Jinja2 is imported by the functions that render, not with cuforge: many kernels have no
-# Jinja syntax at all, and `import jinja2` costs tens of milliseconds.
+# Jinja syntax at all.
 PACKAGE_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "templates")
 
 
@@ -119,7 +119,7 @@ class Snippet(NamedTuple):
         text = dedent_body(raw)
         if not any(mark in text for mark in _JINJA_MARKS):
             # Jinja would return it unchanged; skipping it saves importing Jinja and building
-            # its lexer (~3 ms of regex compiles), a good share of a warm start.
+            # its lexer on a warm start.
             return cls(kernel, where, text, None)
         import jinja2
 
