@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import cuforge as cf
-from cuforge._declare.types import SCALAR_TYPES
+from cuforge._declare.dtypes import SCALAR_TYPES
 from cuforge._launch import general as _launch
 from cuforge._runtime.arrays import DeviceArray
 

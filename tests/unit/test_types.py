@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge._declare.types import SCALAR_TYPES, dtype_of
+from cuforge._declare.dtypes import SCALAR_TYPES, dtype_of
 
 
 def test_every_scalar_type_knows_cpp_numpy_and_size():

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ParseError
-from . import types as t
+from . import dtypes as t
+from .annotations import ArrayType
+from .vectors import vector_named
 
 _SCALARS: dict[str, t.DType] = {
     "bool": t.bool_,
@@ -149,7 +151,7 @@ def cpp_type(text: str, where: str, substitutions: dict[str, str] | None = None,
     base = " ".join(subs.get(w, w) for w in base_words)
     base = " ".join(base.split())
     dtype: Any = _SCALARS.get(base)
-    if dtype is None and (dtype := t.vector_named(base)) is not None and not pointers:
+    if dtype is None and (dtype := vector_named(base)) is not None and not pointers:
         raise ParseError(f"{where} has type '{text}': a vector type is taken as an array's element only; pass a "
                          f"pointer ({text.strip()}*) or the lanes as scalars")  # fmt: skip
     if dtype is None:
@@ -162,7 +164,7 @@ def cpp_type(text: str, where: str, substitutions: dict[str, str] | None = None,
         return dtype
     pointee_const = "const" in words
     optional = default is not None and " ".join(default.split()) in _NULL
-    return t.ArrayType(dtype, None, "in" if pointee_const else "inout", optional)
+    return ArrayType(dtype, None, "in" if pointee_const else "inout", optional)
 
 
 # `extern __shared__ [__align__(N)] T name[];` (one declarator): the dynamic shared memory
@@ -237,13 +239,13 @@ def parse_signature(text: str) -> tuple[str | None, list[tuple[str, Any]]]:
             raise ParseError(f"--signature: cannot read {part!r}; write 'x: In[float32]', 'x: Optional[In[float32]]' "
                              f"or 'n: int64'")  # fmt: skip
         name, optional, kind, inner, ndim, scalar = pm.groups()
-        dtype = (t.vector_named(inner) if inner else None) or t.dtype_of(inner or scalar)
+        dtype = (vector_named(inner) if inner else None) or t.dtype_of(inner or scalar)
         if dtype is None:
             raise ParseError(f"--signature: '{inner or scalar}' (parameter '{name}') is not a cuforge dtype such as "
                              f"float32, nor a vector type such as float32x4 (an array's element)")  # fmt: skip
         if kind:
             intent = {"Array": "inout", "In": "in", "Out": "out"}[kind]
-            out.append((name, t.ArrayType(dtype, int(ndim) if ndim else None, intent, bool(optional))))
+            out.append((name, ArrayType(dtype, int(ndim) if ndim else None, intent, bool(optional))))
         else:
             out.append((name, dtype))
     name = m["name"].strip() if m["name"] else None

@@ -8,24 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import itertools
 import keyword
-import linecache
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from ..errors import ArgumentError, DeclarationError
+from ..errors import DeclarationError
 from ..options import CompileOptions
+from . import instantiations as _inst
 from . import kinds as _kinds
 from . import launch_rules as _launch_rules
 from . import render as _render
 from . import rules as _rules
-from .types import ArrayType, ConstParam, DType, IntParam, TemplateParam, TypeParam, VectorDType
-
-if TYPE_CHECKING:
-    from .._runtime.module import Module
+from .annotations import ArrayType
+from .dtypes import DType
+from .params import TemplateParam, TypeParam
+from .value_params import ConstParam
+from .vectors import VectorDType
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CPP_RESERVED = frozenset(
@@ -45,23 +46,24 @@ _CLASS_KEYS = frozenset(
 LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch_rules.CALL_OPTIONS)
 
 
-
 class _Decl:
-    """A kernel class, read once: shared by a plain kernel and every instantiation of a family."""
+    """A kernel class, read once: shared by a plain kernel and every instantiation of a family.
 
-    def __init__(self, cls: type, *, name: str | None = None, options: CompileOptions | None = None):
+    ``prebuilt`` returns the class of prebuilt code (``cf.Module``, of the runtime layer, which
+    this layer does not import); it is called only for a class that names ``module`` or ``link``.
+    """
+
+    def __init__(
+        self, cls: type, *, prebuilt: Callable[[], type], name: str | None = None, options: CompileOptions | None = None
+    ):
         ns = dict(vars(cls))
         self.cls = cls
-        self.label = cls.__qualname__
+        self.label = label = cls.__qualname__
         self.qualname = f"{cls.__module__}.{cls.__qualname__}"
-        label = self.label
         self.tparams: tuple[TemplateParam, ...] = tuple(v for v in ns.values() if isinstance(v, TemplateParam))
         _check_class_keys(label, ns)
         # C++ naming rules bind generated code only: a source= kernel's names are the user's own.
         self.params = _read_params(cls, label, self.tparams, generated=ns.get("source") is None)
-        self.body = self.preamble = None
-        self.template: str | None = None
-        self.source: str | None = None
         kinds = [k for k in ("body", "template", "source", "module") if ns.get(k) is not None]
         if len(kinds) != 1:
             raise DeclarationError(
@@ -70,18 +72,42 @@ class _Decl:
                 f"name=...); found {kinds or 'none'}"
             )
         self.kind = kind = kinds[0]
-        self.module = _module_of(cls, label, ns["module"]) if kind == "module" else None
-        self.link = _links_of(label, ns["link"]) if "link" in ns else ()
+        self.module = _module_of(cls, label, ns["module"], prebuilt()) if kind == "module" else None
+        self.link = _links_of(label, ns["link"], prebuilt()) if "link" in ns else ()
         for key in (kind, "preamble"):
-            if key == "module":
-                continue
-            if key in ns and not isinstance(ns[key], str):
+            if key != "module" and key in ns and not isinstance(ns[key], str):
                 raise DeclarationError(f"{label}: {key} must be a string, got {type(ns[key]).__name__}")
         self.name = name or ns.get("name") or cls.__name__
         if kind == "module" and "name" not in ns:
             raise DeclarationError(f"{label}: a module= kernel needs name = '<its entry point, or a name in its symbols>'")
         if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind not in ("source", "module")):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
+        self._read_code(ns)
+        for t in self.tparams:
+            if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not _IDENT.match(t.name):
+                raise DeclarationError(f"{label}: template parameter {t.name!r} clashes with a parameter or C++ name")
+        dirs = ns.get("template_dirs", ())
+        dirs = (dirs,) if isinstance(dirs, str) else tuple(str(d) for d in dirs)
+        self.template_dirs = _render.search_dirs(dirs)
+        opts = options if options is not None else ns.get("options", CompileOptions())
+        if not isinstance(opts, CompileOptions):
+            raise DeclarationError(f"{label}: options must be a cuforge.CompileOptions, got {opts!r}")
+        self.options = opts
+        self._read_launch_rules(ns)
+        self.headers = tuple(
+            sorted(
+                {h for _, ann in self.params for d in _dtypes_of(ann) if (h := d.header)}
+                | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
+            )
+        )
+
+    def _read_code(self, ns: dict[str, Any]) -> None:
+        """The code of the class's kind (body, template, source; none for module) and the rules
+        each kind sets on template parameters and names."""
+        label, kind = self.label, self.kind
+        self.body = self.preamble = None
+        self.template: str | None = None
+        self.source: str | None = None
         if kind == "body":
             untyped = [t.name for t in self.tparams if isinstance(t, ConstParam) and t.cpp_type is None]
             if untyped:
@@ -117,31 +143,26 @@ class _Decl:
                     f"cuforge appends <{', '.join(t.name for t in self.tparams)}>"
                 )
             self.source = ns["source"]
-        for t in self.tparams:
-            if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not _IDENT.match(t.name):
-                raise DeclarationError(f"{label}: template parameter {t.name!r} clashes with a parameter or C++ name")
-        dirs = ns.get("template_dirs", ())
-        dirs = (dirs,) if isinstance(dirs, str) else tuple(str(d) for d in dirs)
-        self.template_dirs = _render.search_dirs(dirs)
-        opts = options if options is not None else ns.get("options", CompileOptions())
-        if not isinstance(opts, CompileOptions):
-            raise DeclarationError(f"{label}: options must be a cuforge.CompileOptions, got {opts!r}")
-        self.options = opts
+
+    def _read_launch_rules(self, ns: dict[str, Any]) -> None:
+        """restrict, block, launch_bounds, grid, shared_mem, autotune and the launch kind; the
+        rules over template parameters are checked for every kept combination."""
+        label, tparams = self.label, self.tparams
         self.block = ns.get("block", 256)
         # every combination the class's restrict keeps, in declaration order (last fastest)
-        self.combinations, self.restrict = _restricted(label, self.tparams, ns.get("restrict"))
-        # a function of template parameters, resolved per instantiation (see block_of)
-        self.block_function = _rules.template_function(label, "block", self.block, self.tparams)
-        blocks = _check_block(label, self.block, self.block_function, self.tparams, self.combinations)
+        self.combinations, self.restrict = _inst.restricted(label, tparams, ns.get("restrict"))
+        # a function of template parameters, resolved per instantiation (see instantiations.resolve)
+        self.block_function = _rules.template_function(label, "block", self.block, tparams)
+        blocks = _inst.check_block(label, self.block, self.block_function, tparams, self.combinations)
         self.launch_bounds = ns.get("launch_bounds")  # rendered into the __global__ declaration
-        self.bounds_function = _rules.template_function(label, "launch_bounds", self.launch_bounds, self.tparams)
+        self.bounds_function = _rules.template_function(label, "launch_bounds", self.launch_bounds, tparams)
         if self.launch_bounds is not None:
-            bounds = _check_launch_bounds(label, kind, self.launch_bounds, self.bounds_function, self.tparams,
-                                          self.combinations)  # fmt: skip
-            _check_block_fits(label, blocks, bounds, self.tparams, self.combinations)
+            bounds = _inst.check_launch_bounds(label, self.kind, self.launch_bounds, self.bounds_function, tparams,
+                                               self.combinations)  # fmt: skip
+            _inst.check_block_fits(label, blocks, bounds, tparams, self.combinations)
         self.grid = ns.get("grid")
         self.shared_mem = ns.get("shared_mem")  # bytes of dynamic shared memory: an int, a parameter, a function
-        names, tnames = [n for n, _ in self.params], [t.name for t in self.tparams]
+        names, tnames = [n for n, _ in self.params], [t.name for t in tparams]
         # a function's names are checked now (a grid may also be fixed by a tuple, shared_mem not)
         grid_plain = (str, int, tuple, _rules.GridCount)
         for what, rule, plain in (("grid", self.grid, grid_plain), ("shared_mem", self.shared_mem, (str, int))):
@@ -150,191 +171,11 @@ class _Decl:
         self.autotune = ns.get("autotune")
         self.launch_kind = _kinds.kind_of(label, ns.get("cooperative", False), ns.get("cluster"),
                                           ns.get("non_portable_cluster", False), where="class")  # fmt: skip
-        self.headers = tuple(
-            sorted(
-                {h for _, ann in self.params for d in _dtypes_of(ann) if (h := d.header)}
-                | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
-            )
-        )
 
 
-def _restricted(label: str, tparams: tuple[Any, ...], rule: Any) -> tuple[tuple[tuple[Any, ...], ...], str | None]:
-    """(the combinations of template values that ``restrict`` keeps, how the restriction reads
-    in errors). ``restrict`` is a predicate over template parameters named by its arguments
-    (``lambda BLOCK, ITEMS: BLOCK * ITEMS <= 8192``), or a list of them, all of which must
-    hold; each is run on every combination here, so that a mistake fails at definition."""
-    combos = tuple(itertools.product(*(t.values for t in tparams)))
-    if rule is None:
-        return combos, None
-    if not tparams:
-        raise DeclarationError(f"{label}: restrict leaves out combinations of template parameters; this class declares none")
-    names = [t.name for t in tparams]
-    rules = []
-    for r in rule if isinstance(rule, (list, tuple)) else (rule,):
-        fn = r.__func__ if isinstance(r, staticmethod) else r
-        wanted = list(inspect.signature(fn).parameters) if callable(fn) else []
-        if not wanted or any(w not in names for w in wanted):
-            raise DeclarationError(
-                f"{label}: restrict expects a function of template parameters by name, or a list of them "
-                f"(restrict = lambda BLOCK, ITEMS: BLOCK * ITEMS <= 8192); got {r!r}, and the template "
-                f"parameters are {', '.join(names)}"
-            )
-        rules.append((fn, [names.index(w) for w in wanted], _rule_text(fn, wanted)))
-    kept = []
-    for combo in combos:
-        verdicts = []
-        for fn, picks, text in rules:
-            try:
-                verdict = fn(*(combo[i] for i in picks))
-            except Exception as exc:
-                raise DeclarationError(
-                    f"{label}: restrict {text} raised {type(exc).__name__}: {exc} for {spell_combination(tparams, combo)}"
-                ) from None
-            if not isinstance(verdict, bool):
-                raise DeclarationError(
-                    f"{label}: restrict {text} must return True or False, got {verdict!r} for "
-                    f"{spell_combination(tparams, combo)}; wrap it in bool(...)"
-                )
-            verdicts.append(verdict)
-        if all(verdicts):
-            kept.append(combo)
-    text = " and ".join(text for _, _, text in rules)
-    if not kept:
-        raise DeclarationError(f"{label}: restrict {text} leaves out every combination of {', '.join(names)}")
-    return tuple(kept), text
-
-
-def _rule_text(fn: Any, wanted: list[str]) -> str:
-    """A restriction as it reads: a one-line lambda's own text (located by the positions of
-    its code, Python 3.11+), else its name and arguments."""
-    code: Any = getattr(fn, "__code__", None)
-    if getattr(fn, "__name__", "") == "<lambda>" and hasattr(code, "co_positions"):
-        spans = [(line, c, e) for line, end, c, e in code.co_positions() if line and line == end and c is not None and e]
-        text = linecache.getline(code.co_filename, spans[0][0]).encode() if spans else b""
-        if text and len({line for line, _, _ in spans}) == 1 and any(e > c for _, c, e in spans):
-            body = text[min(c for _, c, e in spans if e > c) : max(e for _, _, e in spans)].decode(errors="replace")
-            return f"(lambda {', '.join(wanted)}: {body})"
-    return f"({getattr(fn, '__qualname__', fn)!s}({', '.join(wanted)}))"
-
-
-def spell_value(value: Any) -> str:
-    """A template value as Python code indexes a family with it, for messages: a dtype by
-    name (``float64``), an int or bool as written, a constparam's C++ constant as a string
-    (``"cub::BLOCK_SCAN_RAKING"``)."""
-    if isinstance(value, DType):
-        return value.name
-    if isinstance(value, str) and '"' not in value:
-        return f'"{value}"'
-    return repr(value)
-
-
-def spell_combination(tparams: tuple[Any, ...], values: tuple[Any, ...]) -> str:
-    """``T=float64, BLOCK=1024``: a combination of template values, for messages."""
-    return ", ".join(f"{t.name}={spell_value(v)}" for t, v in zip(tparams, values))
-
-
-def _instances(label: str, what: str, rule: Any, function: Any, tparams: tuple[Any, ...],
-               combinations: tuple[tuple[Any, ...], ...]) -> list[tuple[dict[str, Any], Any]]:  # fmt: skip
-    """(template arguments, value) of a block or launch_bounds rule for every instantiation
-    the class keeps (``combinations``, after ``restrict``): ints and intparam names (an int or
-    a tuple of them), or a function of template parameters."""
-    names = [t.name for t in tparams]
-    if function is not None:
-        wanted = list(inspect.signature(function).parameters)
-    else:
-        ints = [t.name for t in tparams if isinstance(t, IntParam)]
-        entries = rule if isinstance(rule, (tuple, list)) else (rule,)
-        for entry in entries:
-            if isinstance(entry, str) and entry not in ints:
-                raise DeclarationError(
-                    f"{label}: {what} names {entry!r}, which is not an intparam of this class (intparams: "
-                    f"{', '.join(ints) or 'none'}); give ints, intparam names or a function of the template parameters"
-                )
-        wanted = [e for e in entries if isinstance(e, str)]
-    out = []
-    for args in dict.fromkeys(tuple((w, c[names.index(w)]) for w in wanted) for c in combinations):
-        values = dict(args)
-        if function is not None:
-            out.append((values, function(**values)))
-        else:
-            combo = tuple(values[e] if isinstance(e, str) else e for e in entries)
-            out.append((values, combo if isinstance(rule, (tuple, list)) else combo[0]))
-    return out
-
-
-def _refused(label: str, what: str, rule: Any, function: Any, args: dict[str, Any], value: Any, reason: str) -> DeclarationError:
-    """A block or launch_bounds value that is not valid, showing what was given."""
-    given = f"{_rules.describe(rule)} gave {value!r}" if function is not None else repr(rule)
-    where = f" for {', '.join(f'{k}={spell_value(v)}' for k, v in args.items())}" if args else ""
-    return DeclarationError(f"{label}: {what} = {given}{where}: {reason}")
-
-
-def _check_block(label: str, rule: Any, function: Any, tparams: tuple[Any, ...],
-                 combinations: tuple[tuple[Any, ...], ...]) -> list[tuple[dict[str, Any], tuple[int, int, int]]]:  # fmt: skip
-    """(template arguments, block dims) for every instantiation kept; refuses a block that is not valid."""
-    out = []
-    for args, value in _instances(label, "block", rule, function, tparams, combinations):
-        try:
-            out.append((args, _launch_rules.dims(value, "block", label, _launch_rules.BLOCK_LIMIT)))
-        except ArgumentError as exc:
-            raise _refused(label, "block", rule, function, args, value, str(exc).removeprefix(label + ": ")) from None
-    return out
-
-
-def _check_launch_bounds(label: str, kind: str, rule: Any, function: Any, tparams: tuple[Any, ...],
-                         combinations: tuple[tuple[Any, ...], ...]) -> list[tuple[dict[str, Any], tuple[int, ...]]]:  # fmt: skip
-    """(template arguments, bounds) for every instantiation kept; refuses bounds that are not valid."""
-    if kind != "body":
-        raise DeclarationError(
-            f"{label}: launch_bounds applies to body= kernels, whose __global__ declaration cuforge writes; a {kind}= "
-            f"kernel writes __launch_bounds__(...) in its own C++"
-        )
-    out = []
-    for args, value in _instances(label, "launch_bounds", rule, function, tparams, combinations):
-        try:
-            out.append((args, _rules.bounds(value)))
-        except ValueError as exc:
-            raise _refused(label, "launch_bounds", rule, function, args, value, str(exc)) from None
-    return out
-
-
-def _check_block_fits(label: str, blocks: list[tuple[dict[str, Any], tuple[int, int, int]]],
-                      bounds: list[tuple[dict[str, Any], tuple[int, ...]]], tparams: tuple[Any, ...],
-                      combinations: tuple[tuple[Any, ...], ...]) -> None:  # fmt: skip
-    """Refuses a kept combination whose block has more threads than its launch_bounds allows
-    (the compiled code could not run that block), naming the template values that decide."""
-    names = [t.name for t in tparams]
-    block_of = {tuple(args.items()): dims for args, dims in blocks}
-    bound_of = {tuple(args.items()): b for args, b in bounds}
-    block_keys, bound_keys = list(blocks[0][0]), list(bounds[0][0])
-    for combo in combinations:
-        values = dict(zip(names, combo))
-        dims = block_of[tuple((k, values[k]) for k in block_keys)]
-        bound = bound_of[tuple((k, values[k]) for k in bound_keys)]
-        if dims[0] * dims[1] * dims[2] <= bound[0]:
-            continue
-        used = ", ".join(f"{n}={spell_value(values[n])}" for n in names if n in block_keys or n in bound_keys)
-        raise DeclarationError(
-            f"{label}: block={dims}{f' for {used}' if used else ''} has more threads than launch_bounds={bound} "
-            f"allows ({bound[0]} per block); make the block smaller or the bound larger"
-            + (f", or leave {used} out with restrict" if used else "")
-        )
-
-
-def resolve(rule: Any, function: Any, template_args: dict[str, Any]) -> Any:
-    """A block or launch_bounds rule's value for one instantiation (checked at definition)."""
-    if function is not None:
-        return _rules.call_with(function, template_args)
-    if isinstance(rule, (tuple, list)):
-        return tuple(template_args[e] if isinstance(e, str) else e for e in rule)
-    return template_args[rule] if isinstance(rule, str) else rule
-
-
-def _module_of(cls: type, label: str, value: Any) -> Module:
+def _module_of(cls: type, label: str, value: Any, Module: type) -> Any:
     """A class's module=: a Module, or a path (relative to the file that declares the class,
     else to the working directory)."""
-    from .._runtime.module import Module  # (imported by the classes that name one: start-up)
-
     if isinstance(value, Module):
         return value
     if not isinstance(value, (str, os.PathLike)):
@@ -349,10 +190,8 @@ def _module_of(cls: type, label: str, value: Any) -> Module:
         raise DeclarationError(f"{label}: module={value!r}: {exc}") from None
 
 
-def _links_of(label: str, value: Any) -> tuple[Module | str, ...]:
+def _links_of(label: str, value: Any, Module: type) -> tuple[Any, ...]:
     """A class's link=: Modules (LTO-IR, relocatable cubins) and CUDA C++ sources."""
-    from .._runtime.module import Module
-
     items = (value,) if isinstance(value, (str, Module)) else value
     if not isinstance(items, (tuple, list)) or not all(isinstance(i, (str, Module)) for i in items):
         raise DeclarationError(

@@ -5,7 +5,7 @@ A launch's kind comes from the class (``cooperative = True``, ``cluster = (2, 1,
 the driver as cuLaunchKernelEx's launch attributes (made in the runtime layer). Its checks
 come in two steps, both before any launch:
 
-- `check_grid` needs no GPU (``_launch.check_and_pack`` calls it): the cluster's shape,
+- `check_grid` needs no GPU (the general launch path calls it): the cluster's shape,
   the grid's divisibility by it;
 - ``_runtime.limits.check_on_device`` needs the loaded function: cooperative occupancy,
   the device's cluster support, the shared-memory limit.
@@ -116,8 +116,3 @@ def uses_grid_sync(source: str) -> bool:
     names = {a or b for a, b in _GRID_NAME.findall(code)}
     group = "|".join([_THIS_GRID, *(rf"\b{re.escape(n)}\b" for n in sorted(names))])
     return re.search(rf"(?:{group})\s*\.\s*sync\s*\(|\bsync\s*\(\s*(?:{group})\s*\)", code) is not None
-
-
-# ---------------------------------------------------------------- a loaded kernel's limits
-
-

@@ -8,7 +8,7 @@ import inspect
 import math
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import ArgumentError, DeclarationError
 from .kinds import KIND_OPTIONS
@@ -16,20 +16,18 @@ from .rules import GridCount
 from .signature import ParamSpec
 from .spelling import describe, numpy_scalar
 
-if TYPE_CHECKING:
-    from .._runtime.arrays import ArrayArg
-
 # keywords a call takes that the C launcher leaves to the general path
 CALL_OPTIONS: tuple[str, ...] = ("device", *KIND_OPTIONS)
-
-
 GRID_LIMIT = (2**31 - 1, 65535, 65535)
-
-
 BLOCK_LIMIT = (1024, 1024, 64)
-
-
 SHARED_MEM_MAX = 2**32 - 1  # the driver takes an unsigned int
+
+
+class Shaped(Protocol):
+    """What a grid rule reads of an array argument (an ``ArrayArg``): its shape."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
 
 
 _DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
@@ -141,7 +139,7 @@ class GridRule:
             self.source = -2
             self.function = _grid_function(kernel, rule, names, template_args or {})
 
-    def __call__(self, args: tuple[Any, ...], arrays: list[tuple[int, ArrayArg]], block: tuple[int, int, int]) -> Any:
+    def __call__(self, args: tuple[Any, ...], arrays: list[tuple[int, Shaped]], block: tuple[int, int, int]) -> Any:
         """The grid, or None when the sizing count is 0 (nothing to launch)."""
         if self.function is not None:
             return self.function(args, block)

@@ -24,8 +24,17 @@ if TYPE_CHECKING:
     import jinja2
 
 # Jinja2 is imported by the functions that render, not with cuforge: many kernels have no
-# Jinja syntax at all, and `import jinja2` costs tens of milliseconds.
+# Jinja syntax at all.
 PACKAGE_TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "templates")
+
+
+class CppBool(int):
+    """A bool template value in Jinja: true in ``{% if %}``, rendered as C++ spells it."""
+
+    def __str__(self) -> str:
+        return "true" if self else "false"
+
+    __repr__ = __str__
 
 
 @functools.lru_cache(maxsize=32)
@@ -110,7 +119,7 @@ class Snippet(NamedTuple):
         text = dedent_body(raw)
         if not any(mark in text for mark in _JINJA_MARKS):
             # Jinja would return it unchanged; skipping it saves importing Jinja and building
-            # its lexer (~3 ms of regex compiles), a good share of a warm start.
+            # its lexer on a warm start.
             return cls(kernel, where, text, None)
         import jinja2
 

@@ -3,8 +3,8 @@
 once per instantiation, at definition (a computed ``block``, ``launch_bounds``, which is
 rendered into the generated ``__global__`` declaration).
 
-``_launch`` turns a grid rule into the grid of each call; ``_decl`` checks the template
-rules for every instantiation when the class is defined, and ``Kernel`` resolves them.
+The launch layer turns a grid rule into the grid of each call; `instantiations` checks the
+template rules for every instantiation when the class is defined, and resolves them for one.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ class GridCount:
     ('blocks', 'threads')
     """
 
-    # A plain class, not a frozen dataclass: the dataclass cost a millisecond of import
-    # cuforge, and a NamedTuple would be taken for a tuple grid.
+    # A plain class: a frozen dataclass would slow ``import cuforge``, and a NamedTuple would
+    # be taken for a tuple grid.
     __slots__ = ("param", "unit")
     __module__ = "cuforge"
     param: str

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .types import ArrayType, DType
+from .annotations import ArrayType
+from .dtypes import DType
 
 POINTER_SIZE = 8
 

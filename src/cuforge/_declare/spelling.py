@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .dtypes import DType
+
 
 def numpy_scalar(value: Any, kinds: str = "") -> bool:
     """Whether ``value`` is a NumPy scalar (of one of ``kinds``: 'b', 'iu', 'f', 'c', ...).
@@ -38,3 +40,19 @@ def a_or_an(word: str) -> str:
     if number.isdigit():  # a rank: an 8, an 11, an 18, an 80
         spoken_vowel = number[0] == "8" or number in ("11", "18")
     return f"{'an' if spoken_vowel else 'a'} {word}"
+
+
+def spell_value(value: Any) -> str:
+    """A template value as Python code indexes a family with it, for messages: a dtype by
+    name (``float64``), an int or bool as written, a constparam's C++ constant as a string
+    (``"cub::BLOCK_SCAN_RAKING"``)."""
+    if isinstance(value, DType):
+        return value.name
+    if isinstance(value, str) and '"' not in value:
+        return f'"{value}"'
+    return repr(value)
+
+
+def spell_combination(tparams: tuple[Any, ...], values: tuple[Any, ...]) -> str:
+    """``T=float64, BLOCK=1024``: a combination of template values, for messages."""
+    return ", ".join(f"{t.name}={spell_value(v)}" for t, v in zip(tparams, values))

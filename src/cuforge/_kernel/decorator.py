@@ -89,9 +89,16 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
         return lambda c: kernel(c, name=name, options=options)
     if not isinstance(cls, type):
         raise DeclarationError(f"@cuforge.kernel decorates a class, got {cls!r}")
-    decl = _Decl(cls, name=name, options=options)
+    decl = _Decl(cls, name=name, options=options, prebuilt=_module_class)
     made: Kernel | Family = Family(decl) if decl.tparams else Kernel(decl)
     if decl.autotune is not None and not decl.tparams:
         raise DeclarationError(f"{decl.label}: autotune needs a family (cf.intparam attributes to choose between)")
     registry._add(decl.qualname, made)
     return made
+
+
+def _module_class() -> type:
+    """`Module`, for the classes that name ``module`` or ``link`` (imported then, not with cuforge)."""
+    from .._runtime.module import Module
+
+    return Module

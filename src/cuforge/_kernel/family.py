@@ -20,9 +20,13 @@ from typing import TYPE_CHECKING, Any
 from .._compile import cache as _cache
 from .._compile import disk as _disk
 from .._compile.nvrtc import CompiledKernel
-from .._declare.declaration import _Decl, spell_combination, spell_value
-from .._declare.spelling import describe
-from .._declare.types import ArrayType, DType, IntParam, TemplateParam, TypeParam, VectorDType
+from .._declare.annotations import ArrayType
+from .._declare.declaration import _Decl
+from .._declare.dtypes import DType
+from .._declare.params import TemplateParam, TypeParam
+from .._declare.spelling import describe, spell_combination, spell_value
+from .._declare.value_params import IntParam
+from .._declare.vectors import VectorDType
 from .._launch import general as _launch
 from .._runtime import cuda as _cuda
 from .._runtime.arrays import array_arg, scratch_copy

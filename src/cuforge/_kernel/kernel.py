@@ -20,9 +20,11 @@ from .._declare import kinds as _kinds
 from .._declare import launch_rules as _launch_rules
 from .._declare import render as _render
 from .._declare import rules as _rules
-from .._declare.declaration import _Decl, _substitute, resolve
+from .._declare.declaration import _Decl, _substitute
+from .._declare.dtypes import DType
+from .._declare.instantiations import resolve
+from .._declare.render import CppBool
 from .._declare.signature import Param, Signature, param_specs
-from .._declare.types import CppBool, DType
 from .._launch import general as _launch
 from .._launch.checks import checker
 from .._runtime import cuda as _cuda

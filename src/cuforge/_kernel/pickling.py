@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from .._declare.declaration import _CLASS_KEYS
-from .._declare.types import TemplateParam
+from .._declare.params import TemplateParam
 
 
 def _find(module: str, qualname: str) -> Any:

@@ -21,9 +21,11 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from .._declare.annotations import _INTENTS, ArrayType
+from .._declare.dtypes import bfloat16, float32
 from .._declare.signature import ParamSpec
 from .._declare.spelling import a_or_an, describe, numpy_scalar, type_name
-from .._declare.types import _INTENTS, ArrayType, VectorDType, bfloat16, float32
+from .._declare.vectors import VectorDType
 from .._runtime.arrays import _EXTRACTORS, HOST, ArrayArg, array_arg
 from ..errors import ArgumentError, ArgumentTypeError
 

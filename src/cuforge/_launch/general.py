@@ -18,10 +18,10 @@ import threading
 from typing import Any, NamedTuple
 
 from .._declare import kinds as _kinds
+from .._declare.dtypes import _BY_NUMPY
 from .._declare.launch_rules import _DIMS, BLOCK_LIMIT, CALL_OPTIONS, GRID_LIMIT, SHARED_MEM_MAX, dims, exact_ints
 from .._declare.signature import ParamSpec
 from .._declare.spelling import describe
-from .._declare.types import _BY_NUMPY
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
 from .._runtime.arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg

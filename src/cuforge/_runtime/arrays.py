@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._declare.types import _BY_NUMPY, DType, dtype_of
+from .._declare.dtypes import _BY_NUMPY, DType, dtype_of
 from ..errors import ArgumentTypeError
 from . import cuda as _cuda
 

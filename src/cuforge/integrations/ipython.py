@@ -21,7 +21,7 @@ from .._compile import parallel as _parallel
 from .._compile import stats as _stats
 from .._declare import cparse as _cparse
 from .._declare import render as _render
-from .._declare.types import _BY_NAME
+from .._declare.dtypes import _BY_NAME
 from .._kernel.decorator import Kernel, kernel
 from .._kernel.kernel import KernelTemplate
 from .._runtime import cuda as _cuda

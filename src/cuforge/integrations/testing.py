@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from .._declare.types import DType, dtype_of
+from .._declare.dtypes import DType, dtype_of
 from .._kernel.family import Family
 from .._kernel.kernel import Kernel
 from .._runtime.arrays import DeviceArray, to_device

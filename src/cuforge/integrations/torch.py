@@ -13,7 +13,9 @@ from ..errors import ArgumentTypeError, DeclarationError
 
 if not hasattr(torch.library, "custom_op"):
     raise ImportError(f"cuforge.torch needs PyTorch 2.4 or later (torch.library.custom_op); this is {torch.__version__}")
-from .._declare.types import ArrayType, DType, TypeParam
+from .._declare.annotations import ArrayType
+from .._declare.dtypes import DType
+from .._declare.params import TypeParam
 
 __all__ = ["custom_op"]
 
