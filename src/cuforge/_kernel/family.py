@@ -644,12 +644,6 @@ class Family:
 
         return custom_op(self, name, **options)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """By reference where the class can be imported, else by its class namespace (see _pickling)."""
-        from . import pickling as _pickling
-
-        return _pickling.reduce_family(self)
-
     def __repr__(self) -> str:
         tps = ", ".join(f"{t.name} in ({', '.join(spell_value(v) for v in t.values)})" for t in self.template_params)
         return f"<cuforge.Family {self.name}[{tps}]>"

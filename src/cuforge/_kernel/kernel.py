@@ -654,12 +654,6 @@ class Kernel(_KernelBase):
 
         return custom_op(self, name, **options)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """By reference where the class can be imported, else by declaration (see _pickling)."""
-        from . import pickling as _pickling
-
-        return _pickling.reduce_kernel(self)
-
     def __repr__(self) -> str:
         return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
 
