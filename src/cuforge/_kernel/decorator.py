@@ -14,8 +14,9 @@ from ..errors import DeclarationError
 from ..options import CompileOptions
 from . import pickling as _pickling
 from .family import Family
-from .kernel import CompiledKernel, Kernel, KernelTemplate
+from .kernel import CompiledKernel, Kernel
 from .registry import registry
+from .template import KernelTemplate
 
 __all__ = ["CompiledKernel", "Kernel", "KernelTemplate", "kernel"]
 

@@ -446,7 +446,7 @@ class Family:
         return self._instance(self._values(types, {}))
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        return _launch.bind(self[()], args, kwargs)
+        return _launch.bind(self[()]._plan, args, kwargs)
 
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
         """The first allowed dtype (in declaration order) that every array bound to ``t`` can

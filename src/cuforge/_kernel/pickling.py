@@ -61,14 +61,15 @@ def reduce_kernel(k: Any, declared: Callable[..., Any]) -> tuple[Any, ...]:
     found = _by_reference(k)
     if found is not None:
         return found
+    plan = k._plan
     ns: dict[str, Any] = {
         "__annotations__": {p.name: p.type for p in k.signature.params},
         "name": k.name_expression if decl.module is None else decl.name,
         "options": k.options,
-        "block": k._block,
-        "cooperative": k._kind.cooperative,
-        "cluster": k._kind.cluster,
-        "non_portable_cluster": k._kind.non_portable_cluster,
+        "block": plan.block,
+        "cooperative": plan.kind.cooperative,
+        "cluster": plan.kind.cluster,
+        "non_portable_cluster": plan.kind.non_portable_cluster,
     }
     if decl.module is not None:
         ns["module"] = decl.module
