@@ -226,23 +226,23 @@ def calls(draw: Any, arrays: Any = None) -> tuple[Any, ...]:
     arrays = arrays if arrays is not None else fake_arrays()
     kernel = draw(st.sampled_from(KERNELS))
     valid = draw(st.booleans())
-    odd = draw(st.integers(-1, len(kernel._specs) - 1)) if valid else None  # the one argument drawn freely
+    odd = draw(st.integers(-1, len(kernel._plan.specs) - 1)) if valid else None  # the one argument drawn freely
     values = []
-    for spec in kernel._specs:
+    for spec in kernel._plan.specs:
         free = not valid or spec.index == odd
         if spec.is_array:
             values.append(draw(st.one_of(arrays, good_array(spec), fake_arrays()) if free else good(spec)))
         else:
             values.append(draw(st.one_of(scalars(), good_scalar(spec)) if free else good_scalar(spec)))
     split = draw(st.integers(0, len(values)))
-    args, kwargs = tuple(values[:split]), {s.name: v for s, v in zip(kernel._specs[split:], values[split:])}
+    args, kwargs = tuple(values[:split]), {s.name: v for s, v in zip(kernel._plan.specs[split:], values[split:])}
     mess = "none" if valid else draw(st.sampled_from(["none"] * 6 + ["drop", "extra", "twice"]))
     if mess == "drop" and kwargs:
         kwargs.pop(next(iter(kwargs)))
     elif mess == "extra":
         kwargs["nope"] = 1
     elif mess == "twice" and args:
-        kwargs[kernel._specs[0].name] = args[0]
+        kwargs[kernel._plan.specs[0].name] = args[0]
     return (kernel, args, kwargs, *draw(GOOD_OPTIONS if valid else options()))
 
 
@@ -279,12 +279,12 @@ def both(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, 
     """(the C launcher's answer, the general path's answer) for one call (see the module docstring)."""
     fast = kernel._fast.check_and_pack(args, kwargs, grid, block, shared, stream)
     try:
-        c = _launch.check_and_pack(kernel, args, kwargs, grid, block, shared, stream)
+        c = _launch.check_and_pack(kernel._plan, args, kwargs, grid, block, shared, stream)
     except cf.CuforgeError:
         general: Any = "declined"
     else:
         general = None if c is None else (
-            kernel._packer.to_bytes(c.values), c.grid, c.block, c.shared_mem, c.stream,
+            kernel._plan.packer.to_bytes(c.values), c.grid, c.block, c.shared_mem, c.stream,
             tuple(arg.device for _, arg in c.arrays), _origin(c.arrays),
         )  # fmt: skip
     return ("declined" if fast is False else fast), general

@@ -55,7 +55,7 @@ from ._kernel.family import Family as Family
 from ._kernel.family import autotune as autotune
 from ._kernel.registry import Registry as Registry
 from ._kernel.registry import registry as registry
-from ._launch.general import PreparedLaunch as PreparedLaunch
+from ._launch.prepared import PreparedLaunch as PreparedLaunch
 from ._runtime.arrays import DeviceArray as DeviceArray
 from ._runtime.arrays import empty as empty
 from ._runtime.arrays import to_device as to_device

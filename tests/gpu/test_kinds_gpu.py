@@ -88,7 +88,7 @@ def test_a_clustered_launch_of_the_cluster_histogram_matches_numpy():
     kk.ClusterHistogram(bins, cf.to_device(data), data.size, nbins, shared_mem=nbins // 2 * 4)
     expected = np.bincount(np.clip(data, 0, nbins - 1), minlength=nbins)
     np.testing.assert_array_equal(bins.to_numpy(), expected)
-    assert not kk.ClusterHistogram._grid_sync
+    assert not kk.ClusterHistogram._plan.grid_sync
 
 
 def test_cluster_misuse_is_refused_before_the_launch(probe):

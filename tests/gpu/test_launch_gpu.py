@@ -368,15 +368,15 @@ def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
     the GPU at once is refused (a plain launch of the same grid runs), from the C launcher,
     the general path and a prepared launch alike."""
     cp = pytest.importorskip("cupy")
-    from cuforge._launch import general as _launch
+    from cuforge._launch.claunch import c_launcher
     from cuforge._runtime import cuda as _cuda
 
     n = 1024 * 4096
     x, y = cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
     saxpy(1.0, x, y, n, block=1024)  # 4096 blocks of 1024 threads: far more than can be resident at once
     cp.cuda.runtime.deviceSynchronize()
-    saxpy._attrs = _cuda.launch_attributes(cooperative=True)
-    saxpy._fast = _launch.c_launcher(saxpy)
+    saxpy._plan.attrs = _cuda.launch_attributes(cooperative=True)
+    saxpy._fast = c_launcher(saxpy._plan)
     too_large = r"the launch \(grid=\(4096, 1, 1\), block=\(1024, 1, 1\), shared_mem=0\) failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
     try:
         with pytest.raises(cf.LaunchError, match=too_large):
@@ -394,8 +394,8 @@ def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
         saxpy(1.0, x, y, n, grid=4, block=1024)  # a cooperative grid that fits runs
         cp.cuda.runtime.deviceSynchronize()
     finally:
-        saxpy._attrs = None
-        saxpy._fast = _launch.c_launcher(saxpy)
+        saxpy._plan.attrs = None
+        saxpy._fast = c_launcher(saxpy._plan)
     out = cp.asnumpy(y)
     assert (out[: 4 * 1024] == 2.0).all() and (out[4 * 1024 :] == 1.0).all()
 

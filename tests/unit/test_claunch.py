@@ -130,19 +130,19 @@ def test_c_launcher_computes_a_blocks_grid_itself():
     call): a Launcher given none still launches that many blocks, and declines a count out of
     range so that the general path explains it."""
     from cuforge._declare import launch_rules as _launch_rules
-    from cuforge._launch import general as _launch
+    from cuforge._launch.checks import scalar_to_bytes
 
     k = cf.kernel(type("Blocks", (), {"__annotations__": {"x": cf.In[cf.float32], "nb": cf.uint64},
                                       "grid": cf.blocks("nb"), "body": ";"}))  # fmt: skip
-    assert k._grid.source == _launch_rules.blocks_code(1)
-    converters = (None, _launch.scalar_to_bytes(k._checks[1], k._specs[1]))
-    bare = claunch.Launcher(k.label, k._specs, converters, {}, _launch_rules.blocks_code(1), None, (128, 1, 1), None)
+    assert k._plan.grid.source == _launch_rules.blocks_code(1)
+    converters = (None, scalar_to_bytes(k._plan.checks[1], k._plan.specs[1]))
+    bare = claunch.Launcher(k.label, k._plan.specs, converters, {}, _launch_rules.blocks_code(1), None, (128, 1, 1), None)
     x = li.fake_device_array((8,), cf.float32)
     assert bare.check_and_pack((x, 7), None, None, None, 0, None)[1:3] == ((7, 1, 1), (128, 1, 1))
     for count in (0, 2**31, 2**64 - 1):
         assert bare.check_and_pack((x, count), None, None, None, 0, None) is False
     with pytest.raises(ValueError, match=r"Launcher: grid_rule names no parameter"):  # x is an array, not a count
-        claunch.Launcher(k.label, k._specs, converters, {}, _launch_rules.blocks_code(0), None, (128, 1, 1), None)
+        claunch.Launcher(k.label, k._plan.specs, converters, {}, _launch_rules.blocks_code(0), None, (128, 1, 1), None)
     with pytest.raises(cf.ArgumentError, match=r"Blocks: grid = cf.blocks\('nb'\) launches nb blocks, which must be "
                                                r"from 1 to 2147483647; got nb=2147483648; pass a count >= 1, or grid="):  # fmt: skip
         k(x, 2**31)

@@ -281,8 +281,8 @@ def test_a_grid_function_reads_template_parameters_and_unknown_names_fail_at_def
 
         body = "long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * TILE; if (i < n) x[i] = 1.0f;"
 
-    assert Tiled[4]._grid((None, 1000), [], (64, 1, 1)) == (4, 1, 1)
-    assert Tiled[2]._grid((None, 1000), [], (64, 1, 1)) == (8, 1, 1)
+    assert Tiled[4]._plan.grid((None, 1000), [], (64, 1, 1)) == (4, 1, 1)
+    assert Tiled[2]._plan.grid((None, 1000), [], (64, 1, 1)) == (8, 1, 1)
     with pytest.raises(cf.DeclarationError, match=r"the grid function asks for tile_size_x, which are not parameters or "
                                                   r"template parameters \(x, n, TILE\) or 'block'"):  # fmt: skip
 

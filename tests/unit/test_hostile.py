@@ -32,7 +32,7 @@ def test_every_hostile_call_is_refused_before_any_cuda_call(what, args, kwargs, 
     named = {k: v for k, v in kwargs.items() if k not in OPTIONS}
     call = (options.get("grid"), options.get("block"), options.get("shared_mem", 0), options.get("stream"))
     with pytest.raises(cf.CuforgeError, match=match):
-        _launch.check_and_pack(Saxpy, args, named, *call)
+        _launch.check_and_pack(Saxpy._plan, args, named, *call)
     if Saxpy._fast is not None:  # the C launcher never accepts it
         try:
             verdict = Saxpy._fast.check_and_pack(args, named, *call)

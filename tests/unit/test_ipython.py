@@ -309,7 +309,7 @@ def test_a_pointer_defaulting_to_null_is_optional_and_may_be_left_out(shell, cap
     from cuforge._launch import general as _launch
 
     k, x = shell.user_ns["moments"], np.ones(4, np.float32)
-    c = _launch.check_and_pack(k, (x,), {"n": 4}, None, None, 0, None)
+    c = _launch.check_and_pack(k._plan, (x,), {"n": 4}, None, None, 0, None)
     assert c.values[1:3] == [0, 0]
     assert k.compile("sm_90").lowered_name == "_Z7momentsPKfPfS1_i"
 

@@ -92,7 +92,7 @@ def test_helpers_on_the_class_are_allowed():
         def grid(n, block):
             return (n // block[0] + 1, 1)
 
-    assert WithGrid._block == (16, 16, 1)
+    assert WithGrid._plan.block == (16, 16, 1)
 
 
 def test_a_misspelt_class_attribute_is_refused_with_the_closest_name_functions_included():

@@ -22,12 +22,12 @@ def declare(**ns):
 
 
 def test_class_keys_make_the_kind_and_its_launch_attributes():
-    assert kk.GridSum._kind == _kinds.LaunchKind(cooperative=True)
-    assert kk.ClusterSwap._kind.cluster == (2, 1, 1)
-    assert kk.BigShared._kind is _kinds.PLAIN and _cuda.kind_attributes(_kinds.PLAIN) is None
+    assert kk.GridSum._plan.kind == _kinds.LaunchKind(cooperative=True)
+    assert kk.ClusterSwap._plan.kind.cluster == (2, 1, 1)
+    assert kk.BigShared._plan.kind is _kinds.PLAIN and _cuda.kind_attributes(_kinds.PLAIN) is None
     # CUlaunchAttribute records: id 2 (cooperative) with value 1; id 4 (cluster) with its dims
-    assert _cuda.kind_attributes(kk.GridSum._kind) == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
-    assert _cuda.kind_attributes(kk.ClusterSwap._kind)[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
+    assert _cuda.kind_attributes(kk.GridSum._plan.kind) == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
+    assert _cuda.kind_attributes(kk.ClusterSwap._plan.kind)[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
     # cooperative and clustered kernels get no C launcher: their checks need the device on every call
     assert kk.GridSum._fast is None and kk.ClusterSwap._fast is None
 
@@ -50,7 +50,7 @@ def test_bad_kind_declarations_fail_at_definition(ns, match):
 
 def test_non_portable_clusters_are_declared_explicitly():
     k = declare(cluster=(4, 4), non_portable_cluster=True)
-    assert k._kind.cluster == (4, 4, 1) and k._kind.non_portable_cluster
+    assert k._plan.kind.cluster == (4, 4, 1) and k._plan.kind.non_portable_cluster
 
 
 @pytest.mark.parametrize("name", ["grid", "stream", "cooperative", "cluster"])
@@ -60,9 +60,9 @@ def test_parameters_cannot_take_launch_option_names(name):
 
 
 def test_a_fixed_grid_on_the_class():
-    assert kk.BigShared._grid.function((), (256, 1, 1)) == (4, 1, 1)
-    assert declare(grid=(240,))._grid.function((), (256, 1, 1)) == (240, 1, 1)  # as the samples write it
-    assert declare(grid=240)._grid.function((), (256, 1, 1)) == (240, 1, 1)
+    assert kk.BigShared._plan.grid.function((), (256, 1, 1)) == (4, 1, 1)
+    assert declare(grid=(240,))._plan.grid.function((), (256, 1, 1)) == (240, 1, 1)  # as the samples write it
+    assert declare(grid=240)._plan.grid.function((), (256, 1, 1)) == (240, 1, 1)
     with pytest.raises(cf.DeclarationError, match=r"K: grid\[0\] expects an int from 1 to 2147483647, got 0"):
         declare(grid=0)
 
@@ -76,7 +76,7 @@ def cai(n, typestr="<f4"):
 
 def test_a_clustered_default_grid_is_rounded_up_to_whole_clusters():
     k = declare(cluster=4, block=32)
-    c = _launch.check_and_pack(k, (cai(32 * 5),), {}, None, None, 0, None)
+    c = _launch.check_and_pack(k._plan, (cai(32 * 5),), {}, None, None, 0, None)
     assert c.grid == (8, 1, 1) and c.kind.cluster == (4, 1, 1)
 
 
@@ -84,19 +84,19 @@ def test_an_explicit_grid_must_be_divisible_by_the_cluster():
     k = declare(cluster=(2, 1, 1))
     with pytest.raises(cf.ArgumentError, match=r"K: grid=\(3, 1, 1\) is not divisible by cluster=\(2, 1, 1\); grid counts "
                                                r"blocks.*\(for example grid=\(4, 1, 1\)\)"):  # fmt: skip
-        _launch.check_and_pack(k, (cai(64),), {}, 3, None, 0, None)
+        _launch.check_and_pack(k._plan, (cai(64),), {}, 3, None, 0, None)
 
 
 def test_the_call_can_ask_for_a_kind():
     k = declare()
-    c = _launch.check_and_pack(k, (cai(64),), {"cooperative": True}, 2, None, 0, None)
+    c = _launch.check_and_pack(k._plan, (cai(64),), {"cooperative": True}, 2, None, 0, None)
     assert c.kind.cooperative and _cuda.kind_attributes(c.kind) is not None and c.grid == (2, 1, 1)
-    c = _launch.check_and_pack(k, (), {"y": cai(64), "cluster": 2}, 4, 32, 0, None)
+    c = _launch.check_and_pack(k._plan, (), {"y": cai(64), "cluster": 2}, 4, 32, 0, None)
     assert c.kind.cluster == (2, 1, 1)
     with pytest.raises(cf.ArgumentError, match=r"K: cluster=\(3, 3, 1\) has 9 blocks"):
-        _launch.check_and_pack(k, (cai(64),), {"cluster": (3, 3)}, None, None, 0, None)
+        _launch.check_and_pack(k._plan, (cai(64),), {"cluster": (3, 3)}, None, None, 0, None)
     # the class's kind is the default a call can turn off
-    c = _launch.check_and_pack(kk.GridSum, (cai(8), cai(8, "<f8"), cai(1, "<f8"), 8), {"cooperative": False}, 1, None, 0, None)
+    c = _launch.check_and_pack(kk.GridSum._plan, (cai(8), cai(8, "<f8"), cai(1, "<f8"), 8), {"cooperative": False}, 1, None, 0, None)
     assert c.kind is _kinds.PLAIN
 
 
@@ -168,14 +168,14 @@ def test_cell_magic_takes_cooperative_and_cluster():
     shell.run_line_magic("load_ext", "cuforge")
     cell = 'extern "C" __global__ void fill(float* y) { y[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f; }'
     shell.run_cell_magic("cuda", "--arch sm_90 --cluster 2,1", cell)
-    assert shell.user_ns["fill"]._kind.cluster == (2, 1, 1)
+    assert shell.user_ns["fill"]._plan.kind.cluster == (2, 1, 1)
     shell.run_cell_magic("cuda", "--arch sm_90 --cooperative", cell)
-    assert shell.user_ns["fill"]._kind.cooperative
+    assert shell.user_ns["fill"]._plan.kind.cooperative
     with pytest.raises(UsageError, match=r"--cluster expects X\[,Y\[,Z\]\] positive ints"):
         shell.run_cell_magic("cuda", "--arch sm_90 --cluster two", cell)
     with pytest.raises(UsageError, match=r"cluster=\(16, 1, 1\) has 16 blocks"):
         shell.run_cell_magic("cuda", "--arch sm_90 --cluster 16", cell)
-    np.testing.assert_equal(shell.user_ns["fill"]._kind.cluster, None)  # the failed cell bound nothing
+    np.testing.assert_equal(shell.user_ns["fill"]._plan.kind.cluster, None)  # the failed cell bound nothing
 
 
 def _loaded(cc=90):
@@ -207,21 +207,21 @@ def test_the_device_checks_name_their_limits():
 def test_a_cooperative_launch_without_a_grid_gets_as_many_blocks_as_fit():
     loaded = _loaded()  # 2 blocks of 32 threads per SM, 4 SMs
     for k, call in ((declare(cooperative=True, block=32), {}), (declare(block=32), {"cooperative": True})):
-        c = _launch.check_and_pack(k, (cai(1 << 20),), call, None, None, 0, None)
+        c = _launch.check_and_pack(k._plan, (cai(1 << 20),), call, None, None, 0, None)
         assert c.grid is _kinds.FITS  # not the 32,768 blocks that cover the array
-        assert _launch.check_loaded(k, loaded, c).grid == (8, 1, 1)
-        assert _launch.check_and_pack(k, (cai(1 << 20),), call, 3, None, 0, None).grid == (3, 1, 1)  # the call's own
+        assert _launch.check_loaded(k._plan, loaded, c).grid == (8, 1, 1)
+        assert _launch.check_and_pack(k._plan, (cai(1 << 20),), call, 3, None, 0, None).grid == (3, 1, 1)  # the call's own
     clustered = declare(cooperative=True, cluster=3, block=32)
-    c = _launch.check_and_pack(clustered, (cai(1 << 20),), {}, None, None, 0, None)
-    assert _launch.check_loaded(clustered, loaded, c).grid == (6, 1, 1)  # whole clusters
-    assert _launch.check_and_pack(clustered, (cai(0),), {}, None, None, 0, None) is None  # nothing to do
+    c = _launch.check_and_pack(clustered._plan, (cai(1 << 20),), {}, None, None, 0, None)
+    assert _launch.check_loaded(clustered._plan, loaded, c).grid == (6, 1, 1)  # whole clusters
+    assert _launch.check_and_pack(clustered._plan, (cai(0),), {}, None, None, 0, None) is None  # nothing to do
 
 
 def test_a_cooperative_kernels_stated_grid_rule_stays():
     fixed = declare(cooperative=True, block=32, grid=4)
-    assert _launch.check_and_pack(fixed, (cai(1 << 20),), {}, None, None, 0, None).grid == (4, 1, 1)
+    assert _launch.check_and_pack(fixed._plan, (cai(1 << 20),), {}, None, None, 0, None).grid == (4, 1, 1)
     by_size = declare(cooperative=True, block=32, grid="n", __annotations__={"y": cf.Array[cf.float32], "n": cf.int32})
-    assert _launch.check_and_pack(by_size, (cai(64), 320), {}, None, None, 0, None).grid == (10, 1, 1)
+    assert _launch.check_and_pack(by_size._plan, (cai(64), 320), {}, None, None, 0, None).grid == (10, 1, 1)
 
 
 def test_clusters_on_a_gpu_before_sm_90_are_refused():
@@ -232,9 +232,9 @@ def test_clusters_on_a_gpu_before_sm_90_are_refused():
 
 def test_a_class_shared_mem_rule_fills_calls_that_pass_none():
     fixed = declare(shared_mem=1024)
-    c = _launch.check_and_pack(fixed, (cai(64),), {}, 1, 64, 0, None)
+    c = _launch.check_and_pack(fixed._plan, (cai(64),), {}, 1, 64, 0, None)
     assert c.shared_mem == 1024
-    assert _launch.check_and_pack(fixed, (cai(64),), {}, 1, 64, 512, None).shared_mem == 512  # the call's own
+    assert _launch.check_and_pack(fixed._plan, (cai(64),), {}, 1, 64, 512, None).shared_mem == 512  # the call's own
     if fixed._fast is not None:  # the C launcher takes a fixed rule itself
         assert fixed._fast.check_and_pack((cai(64),), {}, 1, 64, 0, None)[3] == 1024
 
@@ -246,13 +246,13 @@ def test_a_class_shared_mem_rule_fills_calls_that_pass_none():
         shared_mem = staticmethod(lambda BLOCK: BLOCK * 4)  # an extern __shared__ float per thread
         body = "extern __shared__ float s[]; s[threadIdx.x] = 1.0f; y[threadIdx.x] = s[threadIdx.x];"
 
-    assert _launch.check_and_pack(PerBlock[256], (cai(256),), {}, 1, None, 0, None).shared_mem == 1024
+    assert _launch.check_and_pack(PerBlock[256]._plan, (cai(256),), {}, 1, None, 0, None).shared_mem == 1024
     assert PerBlock[256]._fast is None  # computed from the arguments: the general path
 
     by_param = declare(__annotations__={"y": cf.Array[cf.float32], "smem": cf.int32}, shared_mem="smem")
-    assert _launch.check_and_pack(by_param, (cai(64), 2048), {}, 1, 64, 0, None).shared_mem == 2048
+    assert _launch.check_and_pack(by_param._plan, (cai(64), 2048), {}, 1, 64, 0, None).shared_mem == 2048
     with pytest.raises(cf.ArgumentError, match=r"the class's shared_mem rule gave -4; it must give an int from 0"):
-        _launch.check_and_pack(by_param, (cai(64), -4), {}, 1, 64, 0, None)
+        _launch.check_and_pack(by_param._plan, (cai(64), -4), {}, 1, 64, 0, None)
     with pytest.raises(cf.DeclarationError, match=r"shared_mem = 'y' must name an integer parameter"):
         declare(shared_mem="y")
     with pytest.raises(cf.DeclarationError, match=r"the shared_mem function asks for TILE, which are not parameters"):

@@ -15,6 +15,7 @@ import cuforge as cf
 from cuforge._declare.signature import Param, Signature, param_specs
 from cuforge._launch import general as _launch
 from cuforge._launch.checks import scalar_checker
+from cuforge._runtime.arrays import array_arg
 
 from ..conftest import gpu_missing_reason
 
@@ -239,15 +240,15 @@ def test_launch_configuration_errors(saxpy, kw, match):
 
 def test_the_last_grid_and_block_are_kept_by_identity_only(saxpy):
     grid, block = (2,), (128,)
-    first = _launch.check_and_pack(saxpy, ok_args(), {}, grid, block, 0, None)
-    again = _launch.check_and_pack(saxpy, ok_args(), {}, grid, block, 0, None)
+    first = _launch.check_and_pack(saxpy._plan, ok_args(), {}, grid, block, 0, None)
+    again = _launch.check_and_pack(saxpy._plan, ok_args(), {}, grid, block, 0, None)
     assert (first.grid, first.block) == ((2, 1, 1), (128, 1, 1)) and again.block is first.block
     # Equal to the kept objects, but not ints: still refused (a memo by value would let them through).
     with pytest.raises(cf.ArgumentError, match=r"Saxpy: block\[0\] expects an int from 1 to 1024, got 128.0"):
-        _launch.check_and_pack(saxpy, ok_args(), {}, grid, (128.0,), 0, None)
+        _launch.check_and_pack(saxpy._plan, ok_args(), {}, grid, (128.0,), 0, None)
     with pytest.raises(cf.ArgumentError, match=r"Saxpy: grid\[0\] expects an int from 1 to 2147483647, got True"):
-        _launch.check_and_pack(saxpy, ok_args(), {}, (True,), block, 0, None)
-    assert _launch.check_and_pack(saxpy, ok_args(), {}, 3, 64, 0, None)[3:5] == ((3, 1, 1), (64, 1, 1))
+        _launch.check_and_pack(saxpy._plan, ok_args(), {}, (True,), block, 0, None)
+    assert _launch.check_and_pack(saxpy._plan, ok_args(), {}, 3, 64, 0, None)[3:5] == ((3, 1, 1), (64, 1, 1))
 
 
 def _reduce(grid):
@@ -269,8 +270,8 @@ def _reduce(grid):
 def test_a_grid_rule_says_what_it_counts(rule, grid):
     k = _reduce(rule)
     args = (CudaArray((512 * 513,), "<f4"), CudaArray((512,), "<f4"), 512)
-    assert k._grid(args, [(0, _launch.array_arg(args[0]))], (512, 1, 1)) == grid
-    assert _launch.check_and_pack(k, args, {}, None, None, 0, None).grid == grid
+    assert k._plan.grid(args, [(0, array_arg(args[0]))], (512, 1, 1)) == grid
+    assert _launch.check_and_pack(k._plan, args, {}, None, None, 0, None).grid == grid
     if k._fast is not None:  # the C launcher computes it the same way
         assert k._fast.check_and_pack(args, {}, None, None, 0, None)[1] == grid
 
@@ -288,7 +289,7 @@ def test_grid_rule_mistakes():
     with pytest.raises(cf.ArgumentError, match=r"Reduce: grid = cf.blocks\('numOfBlocks'\) launches numOfBlocks blocks, "
                                                r"which must be from 1 to 2147483647; got numOfBlocks=0; pass a count >= 1, "
                                                r"or grid= to choose the grid at launch"):  # fmt: skip
-        _launch.check_and_pack(k, (CudaArray((8,), "<f4"), CudaArray((8,), "<f4"), 0), {}, None, None, 0, None)
+        _launch.check_and_pack(k._plan, (CudaArray((8,), "<f4"), CudaArray((8,), "<f4"), 0), {}, None, None, 0, None)
 
 
 def test_stream_errors(saxpy):
@@ -347,32 +348,32 @@ class LayerNorm:
 
 def test_optional_array_packs_a_null_pointer():
     out, inp, mean = np.ones(8, f32), np.ones(8, f32), np.ones(2, f32)
-    c = _launch.check_and_pack(LayerNorm, (out, None, None, inp, 8), {}, None, None, 0, None)
+    c = _launch.check_and_pack(LayerNorm._plan, (out, None, None, inp, 8), {}, None, None, 0, None)
     assert c.values[1:3] == [0, 0]
     assert [i for i, _ in c.arrays] == [0, 3]  # None is no array: no device, nothing to stage
     assert c.grid == (1, 1, 1)
-    c = _launch.check_and_pack(LayerNorm, (out, mean, None, inp, 8), {}, None, None, 0, None)
+    c = _launch.check_and_pack(LayerNorm._plan, (out, mean, None, inp, 8), {}, None, None, 0, None)
     assert c.values[1] == mean.ctypes.data and [i for i, _ in c.arrays] == [0, 1, 3]
 
 
 def test_optional_array_may_be_left_out():
     out, inp = np.ones(8, f32), np.ones(8, f32)
-    c = _launch.check_and_pack(LayerNorm, (out,), {"inp": inp, "n": 8}, None, None, 0, None)
+    c = _launch.check_and_pack(LayerNorm._plan, (out,), {"inp": inp, "n": 8}, None, None, 0, None)
     assert c.values[1:3] == [0, 0]
 
 
 def test_optional_array_is_still_checked():
     with pytest.raises(cf.ArgumentTypeError, match=r"LayerNorm: argument 'mean' expects Optional\[Out\[float32\]\], "
                                                    r"got a float64 array"):  # fmt: skip
-        _launch.check_and_pack(LayerNorm, (np.ones(8, f32), np.ones(2), None, np.ones(8, f32), 8), {}, None, None, 0, None)
+        _launch.check_and_pack(LayerNorm._plan, (np.ones(8, f32), np.ones(2), None, np.ones(8, f32), 8), {}, None, None, 0, None)
 
 
 def test_none_for_a_required_array_says_how_to_allow_it():
     with pytest.raises(cf.ArgumentTypeError, match=r"LayerNorm: argument 'inp' expects In\[float32\], got NoneType None; "
                                                    r".* \(to let it be None, declare it cf\.Optional\[cf\.In\[cf\.float32\]\]\)$"):  # fmt: skip
-        _launch.check_and_pack(LayerNorm, (np.ones(8, f32), None, None, None, 8), {}, None, None, 0, None)
+        _launch.check_and_pack(LayerNorm._plan, (np.ones(8, f32), None, None, None, 8), {}, None, None, 0, None)
     with pytest.raises(cf.ArgumentError, match=r"LayerNorm: missing argument 'inp'"):
-        _launch.check_and_pack(LayerNorm, (np.ones(8, f32),), {"n": 8}, None, None, 0, None)
+        _launch.check_and_pack(LayerNorm._plan, (np.ones(8, f32),), {"n": 8}, None, None, 0, None)
 
 
 def test_the_grid_skips_none_arrays():
@@ -382,8 +383,8 @@ def test_the_grid_skips_none_arrays():
         y: cf.Optional[cf.Array[cf.float32]]
         body = ";"
 
-    assert _launch.check_and_pack(OnlyOptional, (None, None), {}, None, None, 0, None) is None  # nothing to size by
-    c = _launch.check_and_pack(OnlyOptional, (None, np.ones(300, f32)), {}, None, None, 0, None)
+    assert _launch.check_and_pack(OnlyOptional._plan, (None, None), {}, None, None, 0, None) is None  # nothing to size by
+    c = _launch.check_and_pack(OnlyOptional._plan, (None, np.ones(300, f32)), {}, None, None, 0, None)
     assert c.grid == (2, 1, 1)
 
 
@@ -404,13 +405,13 @@ def _sgemm_like(block, **extra):
 def test_a_block_computed_from_template_parameters():
     for rule in (staticmethod(lambda BM, BN, TM, TN: (BM * BN) // (TM * TN)), lambda BM, BN, TM, TN: BM * BN // (TM * TN)):
         family = _sgemm_like(rule)
-        assert family[128, 128, 8, 8]._block == (256, 1, 1)
-        assert family[64, 128, 8, 4]._block == (256, 1, 1)
-        assert family[64, 64, 8, 8]._block == (64, 1, 1)
-        c = _launch.check_and_pack(family[64, 64, 8, 8], (CudaArray((64,), "<f4"),), {}, None, None, 0, None)
+        assert family[128, 128, 8, 8]._plan.block == (256, 1, 1)
+        assert family[64, 128, 8, 4]._plan.block == (256, 1, 1)
+        assert family[64, 64, 8, 8]._plan.block == (64, 1, 1)
+        c = _launch.check_and_pack(family[64, 64, 8, 8]._plan, (CudaArray((64,), "<f4"),), {}, None, None, 0, None)
         assert c.block == (64, 1, 1)
     two_d = _sgemm_like(staticmethod(lambda BN, TN: (BN // TN, 2)))
-    assert two_d[128, 64, 8, 4]._block == (16, 2, 1)
+    assert two_d[128, 64, 8, 4]._plan.block == (16, 2, 1)
 
 
 def test_a_wrong_block_rule_is_refused_at_definition_showing_what_was_given():
@@ -435,7 +436,7 @@ def test_a_block_rule_is_checked_only_on_the_combinations_restrict_keeps():
     declared, and only the kept instantiations exist."""
     sgemm = _sgemm_like(staticmethod(lambda BM, BN, TM, TN: BM * BN // (TM * TN) * 4),
                         restrict=staticmethod(lambda BM, BN, TN: BM * BN // (8 * TN) * 4 <= 1024))  # fmt: skip
-    assert [k._block[0] for k in sgemm.instantiations()] == [1024, 512, 1024, 512, 1024, 256, 512]
+    assert [k._plan.block[0] for k in sgemm.instantiations()] == [1024, 512, 1024, 512, 1024, 256, 512]
     with pytest.raises(cf.DeclarationError, match=r"restrict"):
         sgemm[128, 128, 8, 4]
 

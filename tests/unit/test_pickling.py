@@ -94,7 +94,7 @@ def test_every_kind_of_kernel_object_round_trips(how):
             assert k.lowered_name == o.lowered_name if what == "prebuilt kernel" else k.compile("sm_90").lowered_name == o.compile("sm_90").lowered_name, what
     local = _local_kernels()[0]
     back = pickle.loads(DUMPS[how](local))
-    assert back._block == (128, 1, 1) and back._grid.source == 2  # the launch rules travel too
+    assert back._plan.block == (128, 1, 1) and back._plan.grid.source == 2  # the launch rules travel too
 
 
 def test_an_unpickled_kernel_hits_the_disk_cache_in_a_new_process(tmp_path):

@@ -230,7 +230,7 @@ def test_the_stale_build_warning_points_at_the_users_call_not_into_cuforge(aot, 
     try:  # what a launch on an sm_90 device does first: load the kernel (with no driver, the load stops after)
         with pytest.warns(cf.StaleBuildWarning, match=r"AotSaxpy was made with other source") as caught:
             with contextlib.suppress(OSError):
-                edited._load(_cuda.DeviceInfo(id=0, cc=90, name="sm_90 device"))
+                edited._loader.load(_cuda.DeviceInfo(id=0, cc=90, name="sm_90 device"))
     finally:
         cf.use_build(None)
         cf.kernel(type("AotSaxpy", (), dict(vars(aot_kernels.AotSaxpy.__wrapped__))))  # restore the registry's entry

@@ -39,17 +39,17 @@ def test_a_vector_array_renders_as_the_cuda_vector_type_and_compiles():
 
 
 def test_the_launch_rule_counts_vectors_and_the_last_dimension_is_checked():
-    c = _launch.check_and_pack(Saxpy4, (2.0, vec4(1000), vec4(1000, 0x7F0000100000), 1000), {}, None, None, 0, None)
+    c = _launch.check_and_pack(Saxpy4._plan, (2.0, vec4(1000), vec4(1000, 0x7F0000100000), 1000), {}, None, None, 0, None)
     assert c.grid == (4, 1, 1)  # 1000 float4s in blocks of 256, not 4000 floats
     assert [arg.shape for _, arg in c.arrays] == [(1000,), (1000,)]
     with pytest.raises(cf.ArgumentTypeError, match=r"argument 'x' expects In\[float32x4\] \(float4\), got shape \(1000, 3\); "
                                                    r"its last dimension must be 4"):  # fmt: skip
-        _launch.check_and_pack(Saxpy4, (2.0, FakeCAI("<f4", (1000, 3), None, False, 0x7F0000000000), vec4(1000), 1000),
+        _launch.check_and_pack(Saxpy4._plan, (2.0, FakeCAI("<f4", (1000, 3), None, False, 0x7F0000000000), vec4(1000), 1000),
                                {}, None, None, 0, None)  # fmt: skip
     with pytest.raises(cf.ArgumentTypeError, match=r"got memory at 0x7f0000000004, which is not aligned to 16 bytes"):
-        _launch.check_and_pack(Saxpy4, (2.0, vec4(10, 0x7F0000000004), vec4(10), 10), {}, None, None, 0, None)
+        _launch.check_and_pack(Saxpy4._plan, (2.0, vec4(10, 0x7F0000000004), vec4(10), 10), {}, None, None, 0, None)
     with pytest.raises(cf.ArgumentTypeError, match=r"expects In\[float32x4\], got a float64 array"):
-        _launch.check_and_pack(Saxpy4, (2.0, np.zeros((10, 4)), vec4(10), 10), {}, None, None, 0, None)
+        _launch.check_and_pack(Saxpy4._plan, (2.0, np.zeros((10, 4)), vec4(10), 10), {}, None, None, 0, None)
 
 
 def test_vector_types_are_array_elements_only_and_known_ones_only():
@@ -95,13 +95,13 @@ def test_eight_lane_arrays_are_checked_for_shape_dtype_and_alignment():
         return FakeCAI(typestr, shape, None, False, ptr)
 
     y8 = fake_device_array((512, 8), cf.bfloat16)
-    c = _launch.check_and_pack(Scale8, (h8((512, 8)), y8, 512), {}, None, None, 0, None)
+    c = _launch.check_and_pack(Scale8._plan, (h8((512, 8)), y8, 512), {}, None, None, 0, None)
     assert c.grid == (2, 1, 1) and [arg.shape for _, arg in c.arrays] == [(512,), (512,)]
     with pytest.raises(cf.ArgumentTypeError, match=r"argument 'x' expects In\[float16x8\] \(cuforge::float16x8\), got "
                                                    r"shape \(512, 4\); its last dimension must be 8"):  # fmt: skip
-        _launch.check_and_pack(Scale8, (h8((512, 4)), y8, 512), {}, None, None, 0, None)
+        _launch.check_and_pack(Scale8._plan, (h8((512, 4)), y8, 512), {}, None, None, 0, None)
     with pytest.raises(cf.ArgumentTypeError, match=r"got memory at 0x7f0000000008, which is not aligned to 16 bytes as "
                                                    r"a cuforge::float16x8 must be"):  # fmt: skip
-        _launch.check_and_pack(Scale8, (h8((512, 8), 0x7F0000000008), y8, 512), {}, None, None, 0, None)
+        _launch.check_and_pack(Scale8._plan, (h8((512, 8), 0x7F0000000008), y8, 512), {}, None, None, 0, None)
     with pytest.raises(cf.ArgumentTypeError, match=r"expects In\[float16x8\], got a float32 array"):
-        _launch.check_and_pack(Scale8, (h8((512, 8), typestr="<f4"), y8, 512), {}, None, None, 0, None)
+        _launch.check_and_pack(Scale8._plan, (h8((512, 8), typestr="<f4"), y8, 512), {}, None, None, 0, None)

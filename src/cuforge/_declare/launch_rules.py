@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..errors import ArgumentError, DeclarationError
@@ -139,7 +139,7 @@ class GridRule:
             self.source = -2
             self.function = _grid_function(kernel, rule, names, template_args or {})
 
-    def __call__(self, args: tuple[Any, ...], arrays: list[tuple[int, Shaped]], block: tuple[int, int, int]) -> Any:
+    def __call__(self, args: tuple[Any, ...], arrays: Sequence[tuple[int, Shaped]], block: tuple[int, int, int]) -> Any:
         """The grid, or None when the sizing count is 0 (nothing to launch)."""
         if self.function is not None:
             return self.function(args, block)

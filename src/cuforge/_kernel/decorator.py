@@ -6,14 +6,17 @@ It sits above the modules it ties together: ``_decl`` reads the class, ``_kernel
 
 from __future__ import annotations
 
+import copyreg
 from typing import Any
 
 from .._declare.declaration import _Decl
 from ..errors import DeclarationError
 from ..options import CompileOptions
+from . import pickling as _pickling
 from .family import Family
-from .kernel import CompiledKernel, Kernel, KernelTemplate
+from .kernel import CompiledKernel, Kernel
 from .registry import registry
+from .template import KernelTemplate
 
 __all__ = ["CompiledKernel", "Kernel", "KernelTemplate", "kernel"]
 
@@ -102,3 +105,24 @@ def _module_class() -> type:
     from .._runtime.module import Module
 
     return Module
+
+
+def _declared(name: str, qualname: str, module: str, ns: dict[str, Any]) -> Any:
+    """Unpickle by declaration: declare the class again in this process (see ``pickling``)."""
+    cls = type(name, (), {**ns, "__module__": module})
+    cls.__qualname__ = qualname
+    return kernel(cls)
+
+
+def _reduce_kernel(k: Kernel) -> tuple[Any, ...]:
+    return _pickling.reduce_kernel(k, _declared)
+
+
+def _reduce_family(f: Family) -> tuple[Any, ...]:
+    return _pickling.reduce_family(f, _declared)
+
+
+# Kernel and Family pickle through these (pickle, copy and cloudpickle read copyreg's table
+# before __reduce_ex__): the reductions need the decorator, which sits above both classes.
+copyreg.pickle(Kernel, _reduce_kernel)
+copyreg.pickle(Family, _reduce_family)

@@ -450,7 +450,7 @@ class Family:
         return self._instance(self._values(types, {}))
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        return _launch.bind(self[()], args, kwargs)
+        return _launch.bind(self[()]._plan, args, kwargs)
 
     def _infer(self, t: TypeParam, bound: tuple[Any, ...]) -> DType:
         """The first allowed dtype (in declaration order) that every array bound to ``t`` can
@@ -647,12 +647,6 @@ class Family:
         from ..integrations.torch import custom_op
 
         return custom_op(self, name, **options)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """By reference where the class can be imported, else by its class namespace (see _pickling)."""
-        from . import pickling as _pickling
-
-        return _pickling.reduce_family(self)
 
     def __repr__(self) -> str:
         tps = ", ".join(f"{t.name} in ({', '.join(spell_value(v) for v in t.values)})" for t in self.template_params)

@@ -9,36 +9,32 @@ takes the common calls, and the general path (``_launch``, ``_checks``) takes th
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import _config
 from .._compile import cache as _cache
 from .._compile.nvrtc import CompiledKernel
-from .._declare import kinds as _kinds
 from .._declare import launch_rules as _launch_rules
-from .._declare import render as _render
 from .._declare import rules as _rules
 from .._declare.declaration import _Decl, _substitute
-from .._declare.dtypes import DType
 from .._declare.instantiations import resolve
-from .._declare.render import CppBool
 from .._declare.signature import Param, Signature, param_specs
 from .._launch import general as _launch
-from .._launch.checks import checker
+from .._launch import prepared as _prepared
+from .._launch import resources as _resources
+from .._launch.claunch import c_launcher
+from .._launch.plan import LaunchPlan
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
-from .._version import __version__
-from ..errors import ArgumentError, ArgumentTypeError, CuforgeError, DeclarationError, NoDeviceError, SignatureMismatchError
+from ..errors import CuforgeError, NoDeviceError
 from ..options import CompileOptions
+from .loader import Loader
+from .source import KernelSource
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from .._launch.general import PreparedLaunch
-
-__all__ = ["CompiledKernel", "Kernel", "KernelTemplate"]
+__all__ = ["CompiledKernel", "Kernel"]
 
 
 class _PythonCall:
@@ -46,13 +42,15 @@ class _PythonCall:
     call takes the general path (see docs/guide/types.md, "Without a C compiler")."""
 
     label: str  # set by Kernel
+    _plan: LaunchPlan
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:  # fmt: skip
-        checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
+        plan = self._plan
+        checked = _launch.check_and_pack(plan, args, kwargs, grid, block, shared_mem, stream)
         if checked is not None:  # None: the sizing array is empty, nothing to do
             try:
-                _launch.launch_checked(self, checked)
+                _launch.launch_checked(plan, checked)
             except NoDeviceError as exc:
                 raise _cuda.no_device_for(self.label, exc) from None
 
@@ -141,29 +139,22 @@ class Kernel(_KernelBase):
         self.signature = Signature(
             tuple(Param(n, i, _substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
         )
-        # What both launch paths read, built once: see _launch and _csrc/.
-        self._specs = param_specs(self.signature)
-        self._block = _launch_rules.dims(resolve(decl.block, decl.block_function, self.template_args), "block", self.label,
+        specs = param_specs(self.signature)
+        block = _launch_rules.dims(resolve(decl.block, decl.block_function, self.template_args), "block", self.label,
                                    _launch_rules.BLOCK_LIMIT)  # fmt: skip
-        self._launch_bounds = None if decl.launch_bounds is None else _rules.bounds(
+        bounds = None if decl.launch_bounds is None else _rules.bounds(
             resolve(decl.launch_bounds, decl.bounds_function, self.template_args))  # fmt: skip
-        self._grid = _launch_rules.GridRule(self.label, decl.grid, self._specs, self.template_args)
-        # the last grid= and block= objects a call passed, with their dims (see check_and_pack)
-        self._seen_grid: tuple[Any, tuple[int, int, int] | None] = (None, None)
-        self._seen_block: tuple[Any, tuple[int, int, int] | None] = (None, None)
-        self._smem = (None if decl.shared_mem is None
-                      else _launch_rules.SharedMemRule(self.label, decl.shared_mem, self._specs, self.template_args))  # fmt: skip
-        self._checks = tuple(checker(self.label, s) for s in self._specs)
-        self._packer = _launch.Packer(self._specs)
+        smem = (None if decl.shared_mem is None
+                else _launch_rules.SharedMemRule(self.label, decl.shared_mem, specs, self.template_args))  # fmt: skip
+        self._source = KernelSource(decl, self.label, self.signature, self.template_args, self.name_expression, bounds)
+        # what both launch paths read, built once (see _launch and _csrc/)
+        self._plan = LaunchPlan(self.label, self.signature, specs, block=block, smem=smem, kind=decl.launch_kind,
+                                grid=_launch_rules.GridRule(self.label, decl.grid, specs, self.template_args),
+                                module=decl.module, load=self._function)  # fmt: skip
+        self._loader = Loader(self, self._plan)
         self._family: Any = None  # the Family this is an instantiation of (set by it)
-        self._kind = decl.launch_kind  # cooperative, clustered or plain (see _kinds)
-        self._attrs: bytes | None = None  # cuLaunchKernelEx's launch attributes of a plain launch
-        self._grid_sync = False  # the source syncs the grid: found when it is first loaded
-        self._pieces_cache: tuple[str, str, dict[str, str]] | None = None
-        self._by_device: dict[int, _limits.Loaded] = {}
-        self._load_lock = threading.Lock()
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
-        self._fast = _launch.c_launcher(self)
+        self._fast = c_launcher(self._plan)
         if decl.source is not None and decl.module is None:
             _cache.note_source_kernel(self)  # compiled with the other kernels of its source
 
@@ -181,14 +172,8 @@ class Kernel(_KernelBase):
         TemplateError
             Where the body, preamble or template does not render.
         """
-        prelude, unit, _ = self._pieces()
+        prelude, unit, _ = self._source.pieces()
         return prelude + unit
-
-    def _prebuilt(self, what: str) -> CuforgeError:
-        return CuforgeError(
-            f"{self.label}.{what}: the kernel is prebuilt (module={self._decl.module!r}, entry {self.name!r}); "
-            f"it has no source to render or compile"
-        )
 
     @property
     def source(self) -> str:
@@ -219,89 +204,17 @@ class Kernel(_KernelBase):
             raise CuforgeError(f"{self.label} is not compiled yet; call .compile(arch='sm_90') or launch it first")
         return next(reversed(self._compiled.values())).lowered_name
 
-    def _context(self) -> dict[str, Any]:
-        values = {k: CppBool(v) if isinstance(v, bool) else v for k, v in self.template_args.items()}
-        return {"name": self.name, "params": {p.name: p for p in self.signature.params}, **values}
-
     def _pieces(self) -> tuple[str, str, dict[str, str]]:
-        """(prelude, unit, #line sources): a program holds one prelude and the units of the
-        kernels compiled in it; kernels of one family share their prelude."""
-        if self._pieces_cache is not None:
-            return self._pieces_cache
-        decl, sig = self._decl, self.signature
-        if decl.module is not None:
-            raise self._prebuilt("render()")
-        line_sources: dict[str, str] = {}
-        if decl.source is not None:
-            prelude, unit = decl.source, ""
-            # A family's name expressions spell its template arguments: the headers of those
-            # types (cuforge::complex's) come first, for every instantiation alike (they share
-            # the prelude), and #line keeps the user's line numbers.
-            if decl.tparams and decl.headers:
-                source_file = f"{decl.name}.source"
-                prelude = f'{_render.includes(decl.headers)}#line 1 "{source_file}"\n{decl.source}'
-                line_sources[source_file] = decl.source
-        elif decl.template is not None:
-            ctx = {
-                **self._context(),
-                "params_cpp": sig.cpp(),
-                "signature": f"__global__ void {self.name}({sig.cpp()})",
-                "includes": _render.includes(decl.headers),
-            }
-            prelude, unit = "", _render.render_file(self.name, decl.template, decl.template_dirs, ctx)
-        else:
-            assert decl.body is not None
-            body = decl.body.render(self._context())
-            body_file = f"{self.label}.body"
-            line_sources[body_file] = body
-            preamble = ""
-            if decl.preamble is not None:
-                preamble = decl.preamble.render({"name": self.name, "params": self._context()["params"]})
-                line_sources[decl.preamble.line_file] = preamble
-            generic = Signature(tuple(Param(n, i, ann) for i, (n, ann) in enumerate(decl.params)))
-            prelude, unit = _render.assemble(
-                name=self.name,
-                template_params=", ".join(f"{t.cpp_kind} {t.name}" for t in decl.tparams),
-                generic_params_cpp=generic.cpp(),
-                params_cpp=sig.cpp(),
-                specialization=", ".join(t.spell(v) for t, v in zip(decl.tparams, self.template_args.values())),
-                aliases="".join(
-                    f"using {t.name} = {t.spell(v)}; " if t.kind == "type"
-                    else f"[[maybe_unused]] constexpr {t.cpp_kind} {t.name} = {t.spell(v)}; "
-                    for t, v in zip(decl.tparams, self.template_args.values())
-                ),
-                headers=decl.headers,
-                body=body,
-                body_file=body_file,
-                preamble=preamble,
-                preamble_file=decl.preamble.line_file if decl.preamble else "",
-                launch_bounds=_rules.spell_bounds(self._launch_bounds),
-                comment=f"generated by cuforge {__version__} for {self.qualname}",
-            )
-        self._pieces_cache = (prelude, unit, line_sources)
-        return self._pieces_cache
+        return self._source.pieces()
 
     def _headers(self) -> dict[str, str]:
-        """Headers included from the kernel's template directories, passed to NVRTC in memory."""
-        prelude, unit, _ = self._pieces()
-        return _cache.template_headers(prelude + unit, (*self._decl.template_dirs, _render.PACKAGE_TEMPLATES))
+        return self._source.headers()
 
     def _inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
-        """The kernel's own inputs to a compile with ``flags`` (``_cache.compile_inputs``): what
-        its cache key and an ahead-of-time build's entry both hold. Needs no NVRTC."""
-        prelude, unit, _ = self._pieces()
-        return _cache.compile_inputs(
-            source=prelude + unit,
-            name_expression=self.name_expression,
-            flags=flags,
-            headers=self._headers(),
-            include_digest=_cache.include_dirs_digest(options.include_dirs),
-            links=tuple(i.digest if not isinstance(i, str) else i for i in self._decl.link),
-        )
+        return self._source.inputs(flags, options)
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
-        linked = bool(self._decl.link) or "-rdc=true" in flags
-        return _cache.cache_key(self._inputs(flags, options), flags, _cache.toolchain(linked=linked))
+        return self._source.key(flags, options)
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile with NVRTC, or read the compiled kernel from the caches.
@@ -337,7 +250,7 @@ class Kernel(_KernelBase):
         ('_Z5TwicePf', 'cubin')
         """
         if self._decl.module is not None:
-            raise self._prebuilt("compile()")
+            raise self._source.prebuilt("compile()")
         return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
 
     def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
@@ -372,53 +285,12 @@ class Kernel(_KernelBase):
         return _parallel.in_background(self.compile, arch, options=options)
 
     def _function(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
-        """The kernel on ``device``: compiled (or read from the caches) and loaded on its first
-        launch there, with its limits (see ``_kinds``). One thread does it while the others
-        wait, so that threads launching for the first time at once do the work once."""
-        found = self._by_device.get(device.id)
-        if found is None:
-            with self._load_lock:
-                found = self._by_device.get(device.id)
-                if found is None:
-                    found = self._load(device)
-        return found
-
-    def _load(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
-        module = self._decl.module
-        if module is not None:  # prebuilt: its entry point, checked against the annotations
-            handle = module._kernel(self, self.name)
-            self._check_compiled_params(handle)
-            return self._loaded(handle, module, device)
-        if _config.build_dir():  # an ahead-of-time build: its fatbin, no NVRTC
-            from .._compile import build as _build  # (imported where a build is in use: start-up)
-
-            build = _build.current()
-            served = build.module_for(self) if build is not None and build.serves(device.cc) else None
-            if served is not None:
-                return self._loaded(served[0]._kernel(self, served[1]), served[0], device)
-            if not _build.nvrtc_available():
-                raise _build.missing(self, build)
-        ck = self.compile(_cache.device_target(device.cc))
-        handle = ck._kernel_handle()
-        if self._decl.body is None:
-            self._check_compiled_params(handle)
-        if _kinds.uses_grid_sync(ck.source) and not self._grid_sync:
-            self._grid_sync = True
-            self._fast = None  # the general path refuses it without cooperative=True, before the launch
-        return self._loaded(handle, ck, device)
-
-    def _loaded(self, handle: int, origin: Any, device: _cuda.DeviceInfo) -> _limits.Loaded:
-        """Record ``handle`` (a CUkernel, from ``origin``: a CompiledKernel or a Module) as
-        loaded on ``device``, with its limits there."""
-        loaded = self._by_device[device.id] = _limits.Loaded(handle, origin, *_limits.load_limits(handle, device), device)
-        return loaded
+        """The kernel on ``device``, compiled and loaded on its first launch there."""
+        return self._loader.function(device)
 
     def _forget_loads(self) -> None:
-        """Its module was unloaded: drop every loaded function, and the C launcher's memory of
-        them; the next call reaches the general path, which raises (see Module.unload)."""
-        with self._load_lock:
-            self._by_device.clear()
-            self._fast = _launch.c_launcher(self)
+        """Its module was unloaded (see Module.unload)."""
+        self._loader.forget()
 
     @property
     @_names_the_kernel
@@ -435,15 +307,7 @@ class Kernel(_KernelBase):
         NoDeviceError
             Where there is no GPU (``compile(...).resources()`` reads a cubin without one).
         """
-        loaded = self._function(_cuda.current_device())
-        return _limits.KernelAttributes(
-            registers=_cuda.kernel_attribute(loaded.handle, "NUM_REGS", loaded.device.id),
-            local_bytes=_cuda.kernel_attribute(loaded.handle, "LOCAL_SIZE_BYTES", loaded.device.id),
-            static_shared_bytes=loaded.static_shared,
-            max_threads_per_block=loaded.max_threads,
-            max_dynamic_shared_bytes=loaded.max_shared,
-            device=loaded.device.id,
-        )
+        return _resources.attributes(self._plan)
 
     @_names_the_kernel
     def occupancy(self, block: Any = None, shared_mem: int = 0) -> int:
@@ -472,50 +336,24 @@ class Kernel(_KernelBase):
         >>> Saxpy.occupancy(block=256) >= 1  # doctest: +GPU
         True
         """
-        blk = self._block if block is None else _launch_rules.dims(block, "block", self.label, _launch_rules.BLOCK_LIMIT)
-        if shared_mem.__class__ is not int or shared_mem < 0:
-            raise ArgumentError(f"{self.label}.occupancy(): shared_mem expects an int >= 0 (bytes), got {shared_mem!r}")
-        loaded = self._function(_cuda.current_device())
-        return _limits.blocks_per_sm(loaded, blk[0] * blk[1] * blk[2], shared_mem)
-
-    def _check_compiled_params(self, handle: int) -> None:
-        """A source= or template kernel's compiled parameters must match the annotations."""
-        info = _cuda.kernel_param_sizes(handle)
-        params = self.signature.params
-        for i, size in enumerate(info):
-            if i >= len(params):
-                raise SignatureMismatchError(
-                    f"{self.label}: the compiled kernel has {len(info)} parameters but {len(params)} are "
-                    f"annotated; parameter {i} ({size} bytes) has no annotation; add it to the class"
-                )
-            if size != params[i].size:
-                raise SignatureMismatchError(
-                    f"{self.label}: parameter {i} '{params[i].name}' is annotated {params[i].type_name} "
-                    f"({params[i].size} bytes), but the compiled kernel's parameter {i} takes {size} bytes; "
-                    f"fix the annotation or the C++ signature"
-                )
-        if len(info) < len(params):
-            missing = params[len(info)]
-            raise SignatureMismatchError(
-                f"{self.label}: parameter '{missing.name}' is annotated but the compiled kernel has only "
-                f"{len(info)} parameters; remove the annotation or add the parameter in C++"
-            )
+        return _resources.occupancy(self._plan, block, shared_mem)
 
     # ------------------------------------------------------------ launching
 
     def _launch_general(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
                         shared_mem: Any, stream: Any) -> None:  # fmt: skip
         """Every call the C launcher declines: bind, check (raising on bad input), launch."""
-        checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
+        plan = self._plan
+        checked = _launch.check_and_pack(plan, args, kwargs, grid, block, shared_mem, stream)
         if checked is not None:  # None: the sizing array is empty, nothing to do
             try:
-                _launch.launch_checked(self, checked)
+                _launch.launch_checked(plan, checked)
             except NoDeviceError as exc:
                 raise _cuda.no_device_for(self.label, exc) from None
 
     @_names_the_kernel
     def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                stream: Any = None, **kwargs: Any) -> PreparedLaunch:  # fmt: skip
+                stream: Any = None, **kwargs: Any) -> _prepared.PreparedLaunch:  # fmt: skip
         """Check and pack a launch once; calling the result launches it again with no per-call
         work but the driver call (the fastest path, for loops that repeat one launch).
 
@@ -547,18 +385,7 @@ class Kernel(_KernelBase):
         >>> y.to_numpy()  # doctest: +GPU
         array([8., 8., 8., 8.], dtype=float32)
         """
-        checked = _launch.check_and_pack(self, args, kwargs, grid, block, shared_mem, stream)
-        if checked is None:
-            raise ArgumentError(f"{self.label}.prepare(): the arrays are empty, so there is nothing to launch")
-        with _cuda.on_device(_launch.target_device(self, checked)) as info:
-            checked, handle, sh, staged = _launch.place(self, checked, info)
-        if staged:
-            names = ", ".join(repr(self._specs[i].name) for i, arg in checked.arrays if arg.origin == "numpy")
-            raise ArgumentTypeError(
-                f"{self.label}.prepare(): argument(s) {names} are host NumPy arrays; pass device arrays "
-                f"(cf.to_device, CuPy, PyTorch) to prepare a launch"
-            )
-        return _launch.PreparedLaunch(self, checked, handle, sh, stream)
+        return _prepared.prepare(self._plan, args, kwargs, grid, block, shared_mem, stream)
 
     @_names_the_kernel
     def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
@@ -592,9 +419,9 @@ class Kernel(_KernelBase):
         ...     body = "x[threadIdx.x] *= factor;"
         >>> Scaled.set_global("factor", np.array([3.0], np.float32))  # doctest: +GPU
         """
-        from .._launch import globals as _globals
+        from .._launch import globals as _globals  # (off the launch path: imported on first use)
 
-        _globals.set_global(self, name, value, stream=stream, device=device)
+        _globals.set_global(self._plan, name, value, stream=stream, device=device)
 
     @_names_the_kernel
     def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
@@ -625,7 +452,7 @@ class Kernel(_KernelBase):
         """
         from .._launch import globals as _globals
 
-        return _globals.get_global(self, name, dtype, device=device)
+        return _globals.get_global(self._plan, name, dtype, device=device)
 
     def torch_op(self, name: str, **options: Any) -> Any:
         """Register this kernel as a PyTorch operator (imports PyTorch).
@@ -656,12 +483,6 @@ class Kernel(_KernelBase):
 
         return custom_op(self, name, **options)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """By reference where the class can be imported, else by declaration (see _pickling)."""
-        from . import pickling as _pickling
-
-        return _pickling.reduce_kernel(self)
-
     def __repr__(self) -> str:
         return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
 
@@ -669,70 +490,3 @@ class Kernel(_KernelBase):
         from .display import kernel_html
 
         return kernel_html(self)
-
-
-class KernelTemplate:
-    """A templated ``%%cuda`` kernel (kept here, not in the IPython adapter, so that a worker
-    without IPython can unpickle one): index it by its template arguments (``k[cf.float32, 256]``
-    or ``k["float", 256]``); call it directly when it has one instantiation.
-
-    Examples
-    --------
-    A cell ``%%cuda --instantiate 'scale<float>' --instantiate 'scale<double>'`` binds one:
-
-    >>> scale[cf.float64]  # doctest: +SKIP
-    <cuforge.Kernel scale<double>(x: Array[float64], a: float64, n: int32)>
-    """
-
-    __module__ = "cuforge"
-
-    def __init__(self, name: str, instances: dict[tuple[str, ...], Kernel]):
-        self.name = name
-        self.instances = instances
-
-    def __getitem__(self, args: Any) -> Kernel:
-        """One instantiation the cell made.
-
-        Parameters
-        ----------
-        args : DType, str or int, or a tuple of them
-            The template arguments (``cf.float32``, ``"float"``, ``256``).
-
-        Returns
-        -------
-        Kernel
-
-        Raises
-        ------
-        DeclarationError
-            For arguments the cell did not instantiate; it lists those it did.
-        """
-        args = args if isinstance(args, tuple) else (args,)
-        spelled = tuple(a.cpp if isinstance(a, DType) else str(a) for a in args)
-        found = self.instances.get(spelled)
-        if found is None:
-            have = ", ".join(f"{self.name}<{', '.join(k)}>" for k in self.instances)
-            raise DeclarationError(f"{self.name}<{', '.join(spelled)}> was not instantiated; the cell made {have}")
-        return found
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        """Launch the only instantiation.
-
-        Parameters
-        ----------
-        *args, **kwargs
-            As for a [`Kernel`][cuforge.Kernel] call.
-
-        Raises
-        ------
-        DeclarationError
-            Where the cell made more than one instantiation: index it instead.
-        """
-        if len(self.instances) != 1:
-            raise DeclarationError(
-                f"{self.name} has {len(self.instances)} instantiations; index it, e.g. {self.name}[cf.float32, 256]"
-            )
-        next(iter(self.instances.values()))(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<cuforge.KernelTemplate {self.name}: {', '.join(k.name_expression for k in self.instances.values())}>"

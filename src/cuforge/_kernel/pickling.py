@@ -15,10 +15,12 @@ from __future__ import annotations
 import importlib
 import operator
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .._declare.declaration import _CLASS_KEYS
 from .._declare.params import TemplateParam
+from ..errors import DeclarationError
 
 
 def _find(module: str, qualname: str) -> Any:
@@ -33,8 +35,6 @@ def _import(module: str, qualname: str) -> Any:
     importlib.import_module(module)
     found = _find(module, qualname)
     if found is None:
-        from ..errors import DeclarationError
-
         raise DeclarationError(f"unpickling a cuforge kernel: {module}.{qualname} is not there; is the same code installed?")
     return found
 
@@ -48,36 +48,28 @@ def _by_reference(obj: Any) -> tuple[Any, ...] | None:
     return (_import, (cls.__module__, cls.__qualname__))
 
 
-def _declared(name: str, qualname: str, module: str, ns: dict[str, Any]) -> Any:
-    """Unpickle by declaration: declare the class again in this process. (The decorator sits
-    above this module, which Kernel and Family use: imported here, when a worker unpickles.)"""
-    from .decorator import kernel
-
-    cls = type(name, (), {**ns, "__module__": module})
-    cls.__qualname__ = qualname
-    return kernel(cls)
-
-
 def _plain(fn: Any) -> Any:
     return fn.__func__ if isinstance(fn, (staticmethod, classmethod)) else fn
 
 
-def reduce_kernel(k: Any) -> tuple[Any, ...]:
-    """Kernel.__reduce__."""
+def reduce_kernel(k: Any, declared: Callable[..., Any]) -> tuple[Any, ...]:
+    """How a Kernel pickles; ``declared(name, qualname, module, namespace)`` declares a class
+    again where it unpickles (the decorator's, which registers this with copyreg)."""
     decl = k._decl
     if k._family is not None:
         return (operator.getitem, (k._family, tuple(k.template_args.values())))
     found = _by_reference(k)
     if found is not None:
         return found
+    plan = k._plan
     ns: dict[str, Any] = {
         "__annotations__": {p.name: p.type for p in k.signature.params},
         "name": k.name_expression if decl.module is None else decl.name,
         "options": k.options,
-        "block": k._block,
-        "cooperative": k._kind.cooperative,
-        "cluster": k._kind.cluster,
-        "non_portable_cluster": k._kind.non_portable_cluster,
+        "block": plan.block,
+        "cooperative": plan.kind.cooperative,
+        "cluster": plan.kind.cluster,
+        "non_portable_cluster": plan.kind.non_portable_cluster,
     }
     if decl.module is not None:
         ns["module"] = decl.module
@@ -89,15 +81,15 @@ def reduce_kernel(k: Any) -> tuple[Any, ...]:
         ns["grid"] = _plain(decl.grid) if callable(_plain(decl.grid)) else decl.grid
         if callable(ns["grid"]):
             ns["grid"] = staticmethod(ns["grid"])
-    return (_declared, (decl.cls.__name__, decl.cls.__qualname__, decl.cls.__module__, ns))
+    return (declared, (decl.cls.__name__, decl.cls.__qualname__, decl.cls.__module__, ns))
 
 
-def reduce_family(f: Any) -> tuple[Any, ...]:
-    """Family.__reduce__."""
+def reduce_family(f: Any, declared: Callable[..., Any]) -> tuple[Any, ...]:
+    """How a Family pickles (see `reduce_kernel`)."""
     found = _by_reference(f)
     if found is not None:
         return found
     cls = f._decl.cls
     kept = (*_CLASS_KEYS, "__annotations__")
     ns = {k: v for k, v in vars(cls).items() if k in kept or isinstance(v, TemplateParam)}
-    return (_declared, (cls.__name__, cls.__qualname__, cls.__module__, ns))
+    return (declared, (cls.__name__, cls.__qualname__, cls.__module__, ns))

@@ -1,32 +1,29 @@
-"""The general launch path, launch configuration, and the launch itself.
+"""The general launch path: binding, checks, the launch configuration and the launch itself.
 
 A kernel call goes first to the C launcher (``_csrc/``), which accepts the common cases
 and launches them. Whatever it declines comes here (and every call does where the extension
 is not built): `check_and_pack` binds and checks the arguments with the per-parameter
 checkers of ``_checks`` (no CUDA call), and `launch_checked` finds the device, stages
-host NumPy arrays, picks the stream and makes the one driver call. The rules that both paths
-follow — the grid/block limits, the default grid, the default stream — are defined here,
-once; the C launcher reads their data from here.
+host NumPy arrays, picks the stream and makes the one driver call. Each takes the kernel's
+`LaunchPlan`. The rules that both paths follow (the default stream here, the grid/block
+limits and the default grid in ``_declare.launch_rules``) are defined once; the C launcher
+reads their data (``claunch``).
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import struct
-import threading
 from typing import Any, NamedTuple
 
 from .._declare import kinds as _kinds
-from .._declare.dtypes import _BY_NUMPY
-from .._declare.launch_rules import _DIMS, BLOCK_LIMIT, CALL_OPTIONS, GRID_LIMIT, SHARED_MEM_MAX, dims, exact_ints
-from .._declare.signature import ParamSpec
+from .._declare.launch_rules import BLOCK_LIMIT, CALL_OPTIONS, GRID_LIMIT, SHARED_MEM_MAX, dims, exact_ints
 from .._declare.spelling import describe
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
-from .._runtime.arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
+from .._runtime.arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg
 from ..errors import ArgumentError, ArgumentTypeError, GraphCaptureError, LaunchError
-from .checks import scalar_to_bytes
+from .plan import LaunchPlan, Packer
+
+__all__ = ["Checked", "LaunchPlan", "Packer", "check_and_pack", "launch_checked"]
 
 # ---------------------------------------------------------------- streams
 
@@ -63,66 +60,6 @@ def default_stream(arrays: list[tuple[int, ArrayArg]], device: int) -> int:
     return 0
 
 
-# ---------------------------------------------------------------- packing
-
-
-class Packer:
-    """Packs checked values into a per-thread C-ABI parameter buffer.
-
-    The driver copies the parameters when it is called, so one buffer per thread is reused by
-    every launch of the kernel from that thread.
-    """
-
-    __slots__ = ("_tls", "complex_at", "offsets", "size", "struct")
-
-    def __init__(self, specs: tuple[ParamSpec, ...]):
-        fmt, pos = "=", 0
-        for s in specs:
-            fmt += "x" * (s.offset - pos) + s.pack
-            pos = s.offset + s.size
-        self.struct = struct.Struct(fmt)
-        self.offsets = tuple(s.offset for s in specs)
-        self.size = max(self.struct.size, 8)
-        self.complex_at = tuple(s.index for s in specs if s.dtype.is_complex and not s.is_array)
-        self._tls = threading.local()
-
-    def _new_buffer(self) -> tuple[Any, Any, int]:
-        """(parameter buffer, void* array pointing at each parameter in it, that array's address)."""
-        buf = ctypes.create_string_buffer(self.size)
-        base = ctypes.addressof(buf)
-        n = max(len(self.offsets), 1)
-        ptrs = (ctypes.c_void_p * n)(*[base + o for o in self.offsets] or [base])
-        return buf, ptrs, ctypes.addressof(ptrs)
-
-    def standalone(self, values: list[Any]) -> tuple[Any, Any, int]:
-        """A buffer of its own holding ``values``: (buffer, void* array, its address)."""
-        buf, ptrs, addr = self._new_buffer()
-        self.struct.pack_into(buf, 0, *self._flat(values))
-        return buf, ptrs, addr
-
-    def _flat(self, values: list[Any]) -> list[Any]:
-        if not self.complex_at:
-            return values
-        flat: list[Any] = []
-        for i, v in enumerate(values):
-            flat += (v.real, v.imag) if i in self.complex_at else (v,)
-        return flat
-
-    def to_bytes(self, values: list[Any]) -> bytes:
-        """The packed parameters (what the C launcher's check_and_pack reports, for tests)."""
-        return self.struct.pack(*self._flat(values))
-
-    def pack(self, values: list[Any]) -> int:
-        """Pack ``values`` into this thread's buffer and return the address for ``kernelParams``."""
-        bufs = getattr(self._tls, "bufs", None)
-        if bufs is None:
-            bufs = self._tls.bufs = self._new_buffer()
-        if self.complex_at:
-            values = self._flat(values)
-        self.struct.pack_into(bufs[0], 0, *values)
-        return bufs[2]  # type: ignore[no-any-return]
-
-
 # ---------------------------------------------------------------- the general path
 
 
@@ -140,10 +77,10 @@ class Checked(NamedTuple):
     device: int | None  # device=: where to launch (None: where the arrays are)
 
 
-def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """Arguments by position and by name, in parameter order."""
-    names = [s.name for s in kernel._specs]
-    label = kernel.label
+    names = [s.name for s in plan.specs]
+    label = plan.label
     if len(args) > len(names):
         raise ArgumentError(f"{label}: takes {len(names)} arguments ({', '.join(names)}), got {len(args)} positional")
     bound = dict(zip(names, args))
@@ -157,66 +94,66 @@ def bind(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[An
             raise ArgumentError(f"{label}: argument '{key}' given twice (by position and by name)")
         bound[key] = value
     if len(bound) < len(names):  # only a call that leaves some out pays for this
-        for spec in kernel._specs:  # an Optional array left out is None
+        for spec in plan.specs:  # an Optional array left out is None
             if spec.optional and spec.name not in bound:
                 bound[spec.name] = None
         missing = [n for n in names if n not in bound]
         if missing:
             raise ArgumentError(
                 f"{label}: missing argument{'s' if len(missing) > 1 else ''} "
-                f"{', '.join(repr(m) for m in missing)}; the signature is {kernel.signature.describe(label)}"
+                f"{', '.join(repr(m) for m in missing)}; the signature is {plan.signature.describe(label)}"
             )
     return tuple(bound[n] for n in names)
 
 
-def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
+def check_and_pack(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
                    shared_mem: Any, stream: Any) -> Checked | None:  # fmt: skip
     """Bind and check a call (raising on bad input, no CUDA call); None when the sizing
     array is empty, so there is nothing to launch."""
-    kind, device = kernel._kind, None
+    kind, device = plan.kind, None
     if kwargs and not kwargs.keys().isdisjoint(CALL_OPTIONS):
         if "device" in kwargs:
             kwargs = dict(kwargs)
             device = kwargs.pop("device")
             if device.__class__ is not int or device < 0:
-                raise ArgumentError(f"{kernel.label}: device expects a device ordinal (an int >= 0), got {device!r}")
-        kind, kwargs = _kinds.from_call(kernel.label, kind, kwargs)
-    if kwargs or len(args) != len(kernel._checks):
-        args = bind(kernel, args, kwargs)
+                raise ArgumentError(f"{plan.label}: device expects a device ordinal (an int >= 0), got {device!r}")
+        kind, kwargs = _kinds.from_call(plan.label, kind, kwargs)
+    if kwargs or len(args) != len(plan.checks):
+        args = bind(plan, args, kwargs)
     arrays: list[tuple[int, ArrayArg]] = []  # filled by the array checks
-    values = [check(a, arrays) for check, a in zip(kernel._checks, args)]
-    label = kernel.label
+    values = [check(a, arrays) for check, a in zip(plan.checks, args)]
+    label = plan.label
     if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_MEM_MAX:
         raise ArgumentError(f"{label}: shared_mem expects an int from 0 to {SHARED_MEM_MAX} (bytes), got {shared_mem!r}")
     sh = None if stream is None else stream_handle(stream, label)
     # A loop passes the same grid= and block= objects on every call, so the last ones are kept
     # with their checked dims and an identity test stands for dims(): a tuple of exact ints
     # cannot change, and holding it keeps its id from being reused. Every call takes this path
-    # where the C extension is not built; the test costs a tenth of dims()'s memo lookup.
+    # where the C extension is not built.
     if block is None:
-        blk = kernel._block
+        blk = plan.block
     else:
-        seen = kernel._seen_block
+        seen = plan.seen_block
         if seen[0] is block:
             blk = seen[1]
         else:
             blk = dims(block, "block", label, BLOCK_LIMIT)
             if exact_ints(block):
-                kernel._seen_block = (block, blk)
+                plan.seen_block = (block, blk)
     if grid is None:
-        grd = kernel._grid(args, arrays, blk)
-        if kind.cooperative and kernel._grid.source == -1 and grd is not None:
+        grd = plan.grid(args, arrays, blk)
+        if kind.cooperative and plan.grid.source == -1 and grd is not None:
             grd = _kinds.FITS  # as many blocks as fit at once: check_loaded fills it in
     else:
-        seen = kernel._seen_grid
+        seen = plan.seen_grid
         if seen[0] is grid:
             grd = seen[1]
         else:
             grd = dims(grid, "grid", label, GRID_LIMIT)
             if exact_ints(grid):
-                kernel._seen_grid = (grid, grd)
-    if shared_mem == 0 and kernel._smem is not None:  # the class's rule, where the call passes none
-        shared_mem = kernel._smem(args, blk)
+                plan.seen_grid = (grid, grd)
+    if shared_mem == 0 and plan.smem is not None:  # the class's rule, where the call passes none
+        shared_mem = plan.smem(args, blk)
     if grd is None:
         return None  # every option was checked all the same
     if kind.cluster is not None:
@@ -225,53 +162,53 @@ def check_and_pack(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g
     return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh, kind, device))
 
 
-def launch_checked(kernel: Any, c: Checked) -> None:
+def launch_checked(plan: LaunchPlan, c: Checked) -> None:
     """Launch a checked call: on the device its arrays are on (or ``device=``), staging host
     NumPy arrays (copy in, launch, copy back, wait).
 
     The common case (every array on this thread's device, whose context is current) is spelled
     out here: where the C extension is not built, every launch runs this."""
     if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-        return _cuda._tls.capture.launch(kernel, c)  # type: ignore[no-any-return]
+        return _cuda._tls.capture.launch(plan, c)  # type: ignore[no-any-return]
     _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
     info = getattr(_cuda._tls, "device", None) or _cuda.current_device()
     did = info.id
     if device is not None and device != did:
-        return launch_elsewhere(kernel, c)
+        return launch_elsewhere(plan, c)
     for _, arg in arrays:
         if arg.device != did:  # host arrays to stage, memory elsewhere or of unknown device
-            return launch_elsewhere(kernel, c)
+            return launch_elsewhere(plan, c)
     if _cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(did):  # CuPy's `with Device(n)`
-        return launch_elsewhere(kernel, c)
-    loaded = kernel._by_device.get(did) or kernel._function(info)
+        return launch_elsewhere(plan, c)
+    loaded = plan.loaded.get(did) or plan.load(info)
     handle, _, max_threads, max_shared = loaded[:4]
-    if kind is not _kinds.PLAIN or kernel._grid_sync or shared_mem > max_shared or block[0] * block[1] * block[2] > max_threads:
-        grid = check_loaded(kernel, loaded, c).grid
+    if kind is not _kinds.PLAIN or plan.grid_sync or shared_mem > max_shared or block[0] * block[1] * block[2] > max_threads:
+        grid = check_loaded(plan, loaded, c).grid
     if stream is None:
         stream = default_stream(arrays, did)
-    label = kernel.label
+    label = plan.label
     _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
-    attrs = kernel._attrs if kind is _kinds.PLAIN else _cuda.kind_attributes(kind)
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, kernel._packer.pack(values), attrs)
+    attrs = plan.attrs if kind is _kinds.PLAIN else _cuda.kind_attributes(kind)
+    err = _cuda.launch(handle, grid, block, shared_mem, stream, plan.packer.pack(values), attrs)
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
     return None
 
 
-def launch_elsewhere(kernel: Any, c: Checked) -> None:
+def launch_elsewhere(plan: LaunchPlan, c: Checked) -> None:
     """A launch on another device than the thread's (its context made current for the
     launch, then the thread's restored), or with host arrays to stage."""
-    with _cuda.on_device(target_device(kernel, c)) as info:
-        c, handle, stream, staged = place(kernel, c, info)
+    with _cuda.on_device(target_device(plan, c)) as info:
+        c, handle, stream, staged = place(plan, c, info)
         if staged:
-            stage_and_launch(kernel, c, handle, stream)
+            stage_and_launch(plan, c, handle, stream)
         else:
-            _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
-            launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), kernel.label,
-                       attributes_of(kernel, c))  # fmt: skip
+            _cuda.note_launch(plan.label, c.grid, c.block, c.shared_mem)
+            launch_raw(handle, c.grid, c.block, c.shared_mem, stream, plan.packer.pack(c.values), plan.label,
+                       attributes_of(plan, c))  # fmt: skip
 
 
-def target_device(kernel: Any, c: Checked) -> int:
+def target_device(plan: LaunchPlan, c: Checked) -> int:
     """Where a call launches: ``device=``, else the one device its arrays are on, else the
     thread's device (``cf.set_device``). Arrays on several devices are refused."""
     where: dict[int, list[str]] = {}
@@ -281,17 +218,17 @@ def target_device(kernel: Any, c: Checked) -> int:
             found = _cuda.pointer_device(arg.ptr) if arg.ptr else None
             if found is None and arg.ptr:
                 raise ArgumentTypeError(
-                    f"{kernel.label}: argument '{kernel._specs[i].name}' expects device memory, but CUDA does not know "
+                    f"{plan.label}: argument '{plan.specs[i].name}' expects device memory, but CUDA does not know "
                     f"pointer {arg.ptr:#x} ({arg.origin}); pass memory allocated by CUDA"
                 )
             d = HOST if found is None else found  # a null pointer (an empty array) is on no device
         if d != HOST:
-            where.setdefault(d, []).append(repr(kernel._specs[i].name))
+            where.setdefault(d, []).append(repr(plan.specs[i].name))
     if len(where) > 1 or (c.device is not None and where and c.device not in where):
         on = "; ".join(f"{', '.join(names)} on device {d}" for d, names in sorted(where.items()))
         asked = f"device={c.device} was asked, but " if c.device is not None else ""
         raise ArgumentTypeError(
-            f"{kernel.label}: {asked}the arrays are on different devices ({on}); a launch runs on one device: "
+            f"{plan.label}: {asked}the arrays are on different devices ({on}); a launch runs on one device: "
             f"copy them to one device first"
         )
     if c.device is not None:
@@ -301,44 +238,44 @@ def target_device(kernel: Any, c: Checked) -> int:
     return _cuda.current_device().id
 
 
-def place(kernel: Any, c: Checked, info: Any) -> tuple[Checked, int, int, bool]:
+def place(plan: LaunchPlan, c: Checked, info: Any) -> tuple[Checked, int, int, bool]:
     """The CUDA part of a launch on ``info``'s device (its context current) before the call:
     (the call with its grid filled in, function handle, stream, whether host NumPy arrays must
     be staged); raises if the launch asks what the loaded kernel cannot do (see ``_kinds``)."""
-    loaded = kernel._by_device.get(info.id) or kernel._function(info)
-    c = check_loaded(kernel, loaded, c)
+    loaded = plan.loaded.get(info.id) or plan.load(info)
+    c = check_loaded(plan, loaded, c)
     staged = any(arg.device == HOST for _, arg in c.arrays)
     stream = c.stream if c.stream is not None else default_stream(c.arrays, info.id)
     return c, loaded[0], stream, staged
 
 
-def check_loaded(kernel: Any, loaded: Any, c: Checked) -> Checked:
+def check_loaded(plan: LaunchPlan, loaded: _limits.Loaded, c: Checked) -> Checked:
     """What only the loaded kernel tells: a grid sync launched without the cooperative flag
     (a sticky fault otherwise), its block and shared-memory limits, the kind's own checks.
     Returns the call with a cooperative default grid (``_kinds.FITS``) filled in: as many
     blocks as fit at once."""
-    if kernel._grid_sync and not c.kind.cooperative:
+    if plan.grid_sync and not c.kind.cooperative:
         raise ArgumentError(
-            f"{kernel.label}: the kernel's source syncs the whole grid (a grid group's sync()), which "
+            f"{plan.label}: the kernel's source syncs the whole grid (a grid group's sync()), which "
             f"needs a cooperative launch; set cooperative = True on the class or pass cooperative=True"
         )
     if c.grid is _kinds.FITS:
         c = c._replace(grid=_limits.fitting_grid(loaded, c.kind, c.block, c.shared_mem))
-    _limits.check_on_device(kernel.label, loaded, c.kind, c.grid, c.block, c.shared_mem)
+    _limits.check_on_device(plan.label, loaded, c.kind, c.grid, c.block, c.shared_mem)
     return c
 
 
-def attributes_of(kernel: Any, c: Checked) -> bytes | None:
+def attributes_of(plan: LaunchPlan, c: Checked) -> bytes | None:
     """The launch attributes of a checked call: its kind's, else the kernel's own."""
-    return kernel._attrs if c.kind is _kinds.PLAIN else _cuda.kind_attributes(c.kind)
+    return plan.attrs if c.kind is _kinds.PLAIN else _cuda.kind_attributes(c.kind)
 
 
-def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
+def stage_and_launch(plan: LaunchPlan, c: Checked, handle: int, stream: int) -> None:
     driver = _cuda._driver()
     if capturing(stream):  # torch.cuda.graph, CuPy's begin_capture: the copies and the wait would end it
-        names = ", ".join(repr(kernel._specs[i].name) for i, arg in c.arrays if arg.device == HOST)
+        names = ", ".join(repr(plan.specs[i].name) for i, arg in c.arrays if arg.device == HOST)
         raise GraphCaptureError(
-            f"{kernel.label}: argument(s) {names} are host NumPy arrays, which a launch copies in and out and waits "
+            f"{plan.label}: argument(s) {names} are host NumPy arrays, which a launch copies in and out and waits "
             f"for, but a CUDA graph is being captured (stream {stream:#x}), which cannot hold that; pass device arrays"
         )
     values = list(c.values)
@@ -353,11 +290,11 @@ def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
             if nbytes:
                 _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arg.ptr, nbytes, stream), "cuMemcpyHtoDAsync")
             values[i] = int(ptr)
-        _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
-        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(values), kernel.label,
-                   attributes_of(kernel, c))  # fmt: skip
+        _cuda.note_launch(plan.label, c.grid, c.block, c.shared_mem)
+        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, plan.packer.pack(values), plan.label,
+                   attributes_of(plan, c))  # fmt: skip
         for i, ptr, nbytes in staged:
-            if kernel._specs[i].writes and nbytes:
+            if plan.specs[i].writes and nbytes:
                 _cuda.check(driver.cuMemcpyDtoHAsync(c.args[i].ctypes.data, ptr, nbytes, stream), "cuMemcpyDtoHAsync")
         _cuda.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")
     finally:
@@ -394,72 +331,3 @@ def raise_launch_error(err: Any, grid: Any, block: Any, shared_mem: int, kernel:
     raise LaunchError(
         f"{kernel}: the launch (grid={grid}, block={block}, shared_mem={shared_mem}) failed: {_cuda.error_text(err)}"
     )
-
-
-class PreparedLaunch:
-    """One launch, checked and packed once: calling it is a single driver call.
-
-    Made by [`Kernel.prepare`][cuforge.Kernel.prepare]. It keeps the arguments and the stream alive and owns its
-    parameter buffer, so it can be called from any thread that has the device's context current.
-
-    Examples
-    --------
-    >>> @cf.kernel
-    ... class Inc:
-    ...     x: cf.Array[cf.int32]
-    ...     body = "x[threadIdx.x] += 1;"
-    >>> x = cf.zeros(32, cf.int32)  # doctest: +GPU
-    >>> step = Inc.prepare(x)  # doctest: +GPU
-    >>> step(); step()  # doctest: +GPU
-    >>> int(x.to_numpy()[0])  # doctest: +GPU
-    2
-    """
-
-    __module__ = "cuforge"
-    __slots__ = ("_buf", "_call", "_keep", "_module", "_ptrs", "block", "grid", "kernel", "shared_mem", "stream")
-
-    def __init__(self, kernel: Any, c: Checked, handle: int, stream: int, stream_object: Any = None) -> None:
-        self._buf, self._ptrs, addr = kernel._packer.standalone(c.values)
-        self._keep = (c.args, stream_object)  # a CuPy or PyTorch stream destroys its handle when collected
-        self._module = kernel._decl.module  # a prebuilt kernel's Module: refuse to launch once it is unloaded
-        self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel.label, c.grid, c.block, c.shared_mem, stream
-        self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr,
-                                       attributes_of(kernel, c))  # fmt: skip
-
-    def __call__(self) -> None:
-        if self._module is not None:
-            self._module._check_loaded(self.kernel)
-        if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-            _cuda._tls.capture.prepared(self)
-        err = self._call()
-        if err:
-            raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)
-
-    def __repr__(self) -> str:
-        return f"<cuforge.PreparedLaunch {self.kernel} grid={self.grid} block={self.block} stream={self.stream:#x}>"
-
-
-# ---------------------------------------------------------------- the C launcher
-
-_claunch = _cuda._claunch
-if _claunch is not None:
-    _claunch.configure(_cuda, _BY_NUMPY, _torch_dtypes, DeviceArray, array_arg, dims, _DIMS, GRID_LIMIT, BLOCK_LIMIT,
-                       stream_handle)  # fmt: skip
-    _claunch.set_error_handler(raise_launch_error)
-
-
-def c_launcher(kernel: Any) -> Any:
-    """The kernel's Launcher in the C extension, or None where the extension is not built,
-    the signature is past its limits (``_claunch.MAX_PARAMS``, ``MAX_PARAM_BYTES``) or the
-    class declares a cooperative or clustered launch: the general path then takes every call."""
-    if _claunch is None or len(kernel._specs) > _claunch.MAX_PARAMS or kernel._packer.size > _claunch.MAX_PARAM_BYTES:
-        return None
-    if kernel._kind is not _kinds.PLAIN:  # cooperative or clustered: checked against the device on every call
-        return None
-    smem = kernel._smem
-    if smem is not None and smem.fixed is None:  # shared_mem from the arguments: the general path computes it
-        return None
-    grid = kernel._grid
-    converters = tuple(None if s.is_array else scalar_to_bytes(check, s) for check, s in zip(kernel._checks, kernel._specs))
-    return _claunch.Launcher(kernel.label, kernel._specs, converters, kernel._by_device, grid.source, grid.function,
-                             kernel._block, kernel._attrs, smem.fixed if smem is not None else 0)  # fmt: skip

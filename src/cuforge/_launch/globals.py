@@ -18,35 +18,36 @@ import numpy as np
 from .._runtime import cuda as _cuda
 from ..errors import ArgumentError, ArgumentTypeError
 from .general import stream_handle
+from .plan import LaunchPlan
 
 __all__ = ["get_global", "set_global"]
 
 
-def _address(kernel: Any, name: str, info: _cuda.DeviceInfo, who: str) -> tuple[int, int]:
-    """(device pointer, bytes) of variable ``name`` in ``kernel``'s module on ``info``'s device,
+def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> tuple[int, int]:
+    """(device pointer, bytes) of variable ``name`` in the plan's kernel's module on ``info``'s device,
     whose context is current."""
-    loaded = kernel._by_device.get(info.id) or kernel._function(info)
+    loaded = plan.loaded.get(info.id) or plan.load(info)
     library = loaded.compiled._loaded_library()  # a CompiledKernel's program, or a prebuilt Module
     err, ptr, size = _cuda._driver().cuLibraryGetGlobal(library, name.encode())
     if int(err) != 0:
         raise ArgumentError(
-            f"{who}: the module of {kernel.label} has no variable {name!r} ({_cuda.error_text(err)}); declare it at "
+            f"{who}: the module of {plan.label} has no variable {name!r} ({_cuda.error_text(err)}); declare it at "
             f"namespace scope, outside any C++ namespace, e.g. `__constant__ float {name}[16];` in the preamble"
         )
     return int(ptr), int(size)
 
 
-def set_global(kernel: Any, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
+def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
     """Copy host data ``value`` (a NumPy array or anything ``numpy.asarray`` takes) into the
     module variable ``name`` on ``device`` (default: the thread's), on ``stream`` (default:
     the legacy default stream). Its size must be the variable's, exactly."""
-    who = f"{kernel.label}.set_global({name!r})"
+    who = f"{plan.label}.set_global({name!r})"
     data = np.ascontiguousarray(value)
     if data.dtype.hasobject or data.dtype.kind not in "biufc":
         raise ArgumentTypeError(f"{who}: expects numbers (a NumPy array), got {data.dtype} ({type(value).__name__})")
     handle = 0 if stream is None else stream_handle(stream, who)
     with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
-        ptr, size = _address(kernel, name, info, who)
+        ptr, size = _address(plan, name, info, who)
         if data.nbytes != size:
             raise ArgumentTypeError(
                 f"{who}: the variable holds {size} bytes; got {data.nbytes} ({data.dtype}, shape {data.shape}); pass "
@@ -56,13 +57,13 @@ def set_global(kernel: Any, name: str, value: Any, *, stream: Any = None, device
         _cuda.check(_cuda._driver().cuMemcpyHtoDAsync(ptr, data.ctypes.data, size, handle), "cuMemcpyHtoDAsync")
 
 
-def get_global(kernel: Any, name: str, dtype: Any = np.uint8, *, device: int | None = None) -> np.ndarray:
+def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: int | None = None) -> np.ndarray:
     """The module variable ``name`` on ``device``, copied to a host array of ``dtype`` (its size
     must divide by the itemsize), after the device's work so far (``cuCtxSynchronize``)."""
-    who = f"{kernel.label}.get_global({name!r})"
+    who = f"{plan.label}.get_global({name!r})"
     dt = np.dtype(dtype)
     with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
-        ptr, size = _address(kernel, name, info, who)
+        ptr, size = _address(plan, name, info, who)
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
         out = np.empty(size // dt.itemsize, dt)

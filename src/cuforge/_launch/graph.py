@@ -24,6 +24,7 @@ from .._runtime import cuda as _cuda
 from .._runtime.arrays import HOST
 from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError
 from . import general as _launch
+from .plan import LaunchPlan
 
 __all__ = ["Graph", "graph"]
 
@@ -109,32 +110,32 @@ class _Capture:
             _end_capture(self.stream)
         return self.failed
 
-    def launch(self, kernel: Any, c: Any) -> None:
+    def launch(self, plan: LaunchPlan, c: Any) -> None:
         """Record a checked call (see ``_launch.Checked``) in the graph."""
-        label = kernel.label
+        label = plan.label
         if self.failed is not None:
             raise GraphCaptureError(f"{label}: this cf.graph() capture already failed: {self.failed}")
-        host = [repr(kernel._specs[i].name) for i, arg in c.arrays if arg.device == HOST]
+        host = [repr(plan.specs[i].name) for i, arg in c.arrays if arg.device == HOST]
         if host:
             raise self.refuse(
                 f"{label}: argument(s) {', '.join(host)} are host NumPy arrays, which a launch copies in and out "
                 f"and waits for, and a CUDA graph cannot hold that; pass device arrays (cf.to_device, CuPy, PyTorch)"
             )
-        device = _launch.target_device(kernel, c)
+        device = _launch.target_device(plan, c)
         if device != self.device:
             raise self.refuse(
                 f"{label}: the launch runs on device {device}, but this graph captures on device {self.device}; "
                 f"open the capture there (cf.graph(device={device})) or move the arrays"
             )
-        loaded = kernel._by_device.get(device) or kernel._function(_cuda.device_info(device))
-        c = _launch.check_loaded(kernel, loaded, c)
+        loaded = plan.loaded.get(device) or plan.load(_cuda.device_info(device))
+        c = _launch.check_loaded(plan, loaded, c)
         stream = self.stream if c.stream is None else self._joined(c.stream, label)
         self.keep.append((c.args, loaded))
-        if kernel._decl.module is not None:
-            self.modules.add(kernel._decl.module)
+        if plan.module is not None:
+            self.modules.add(plan.module)
         self.launches.append((label, c.kind.cooperative))
-        _launch.launch_raw(loaded[0], c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), label,
-                           _launch.attributes_of(kernel, c))  # fmt: skip
+        _launch.launch_raw(loaded[0], c.grid, c.block, c.shared_mem, stream, plan.packer.pack(c.values), label,
+                           _launch.attributes_of(plan, c))  # fmt: skip
 
     def prepared(self, launch: Any) -> None:
         """A PreparedLaunch called in the block: its stream must be part of the capture."""

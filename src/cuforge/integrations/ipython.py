@@ -23,7 +23,7 @@ from .._declare import cparse as _cparse
 from .._declare import render as _render
 from .._declare.dtypes import _BY_NAME
 from .._kernel.decorator import Kernel, kernel
-from .._kernel.kernel import KernelTemplate
+from .._kernel.template import KernelTemplate
 from .._runtime import cuda as _cuda
 from ..errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
 from ..options import CompileOptions, check_arch

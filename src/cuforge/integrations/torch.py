@@ -81,13 +81,12 @@ class _OpSpec:
     kernel's declaration when the operator is registered."""
 
     def __init__(self, kernel: Any, name: str, outputs: Mapping[str, Any], sizes: Mapping[str, Callable[..., int]]):
-        from .._kernel.decorator import Kernel
-        from .._kernel.family import Family
-
-        if isinstance(kernel, Kernel):
+        # told apart by what each has (the core's classes are not imported here: they import this
+        # module for their torch_op): a Kernel its signature, a Family its template parameters
+        if hasattr(kernel, "signature") and hasattr(kernel, "template_args"):
             params = [(p.name, p.type) for p in kernel.signature.params]
             self.label = kernel.label
-        elif isinstance(kernel, Family):
+        elif hasattr(kernel, "template_params") and hasattr(kernel, "instantiations"):
             params = list(kernel._decl.params)
             self.label = kernel._decl.label
         else:

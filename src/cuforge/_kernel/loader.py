@@ -1,0 +1,100 @@
+"""`Loader`: one kernel's functions on each device, compiled (or read from the caches, or
+from an ahead-of-time build, or a prebuilt module's entry point) and loaded on the first
+launch there, with the device's limits for it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .. import _config
+from .._compile import cache as _cache
+from .._declare import kinds as _kinds
+from .._launch.claunch import c_launcher
+from .._launch.plan import LaunchPlan
+from .._runtime import cuda as _cuda
+from .._runtime import limits as _limits
+from ..errors import SignatureMismatchError
+
+
+class Loader:
+    """Loads ``kernel`` on devices into ``plan.loaded`` (the dict both launch paths read).
+    One thread loads while the others wait, so that threads launching for the first time at
+    once do the work once."""
+
+    __slots__ = ("kernel", "lock", "plan")
+
+    def __init__(self, kernel: Any, plan: LaunchPlan) -> None:
+        self.kernel, self.plan = kernel, plan
+        self.lock = threading.Lock()
+
+    def function(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
+        """The kernel on ``device``, loaded there on first use."""
+        found = self.plan.loaded.get(device.id)
+        if found is None:
+            with self.lock:
+                found = self.plan.loaded.get(device.id)
+                if found is None:
+                    found = self.load(device)
+        return found
+
+    def load(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
+        kernel = self.kernel
+        module = kernel._decl.module
+        if module is not None:  # prebuilt: its entry point, checked against the annotations
+            handle = module._kernel(kernel, kernel.name)
+            self.check_compiled_params(handle)
+            return self._loaded(handle, module, device)
+        if _config.build_dir():  # an ahead-of-time build: its fatbin, no NVRTC
+            from .._compile import build as _build  # (imported where a build is in use: start-up)
+
+            build = _build.current()
+            served = build.module_for(kernel) if build is not None and build.serves(device.cc) else None
+            if served is not None:
+                return self._loaded(served[0]._kernel(kernel, served[1]), served[0], device)
+            if not _build.nvrtc_available():
+                raise _build.missing(kernel, build)
+        ck = kernel.compile(_cache.device_target(device.cc))
+        handle = ck._kernel_handle()
+        if kernel._decl.body is None:
+            self.check_compiled_params(handle)
+        if _kinds.uses_grid_sync(ck.source) and not self.plan.grid_sync:
+            self.plan.grid_sync = True
+            kernel._fast = None  # the general path refuses it without cooperative=True, before the launch
+        return self._loaded(handle, ck, device)
+
+    def _loaded(self, handle: int, origin: Any, device: _cuda.DeviceInfo) -> _limits.Loaded:
+        """Record ``handle`` (a CUkernel, from ``origin``: a CompiledKernel or a Module) as
+        loaded on ``device``, with its limits there."""
+        loaded = self.plan.loaded[device.id] = _limits.Loaded(handle, origin, *_limits.load_limits(handle, device), device)
+        return loaded
+
+    def forget(self) -> None:
+        """The module was unloaded: drop every loaded function, and the C launcher's memory of
+        them; the next call reaches the general path, which raises (see Module.unload)."""
+        with self.lock:
+            self.plan.loaded.clear()
+            self.kernel._fast = c_launcher(self.plan)
+
+    def check_compiled_params(self, handle: int) -> None:
+        """A source= or template kernel's compiled parameters must match the annotations."""
+        info = _cuda.kernel_param_sizes(handle)
+        label, params = self.plan.label, self.plan.signature.params
+        for i, size in enumerate(info):
+            if i >= len(params):
+                raise SignatureMismatchError(
+                    f"{label}: the compiled kernel has {len(info)} parameters but {len(params)} are "
+                    f"annotated; parameter {i} ({size} bytes) has no annotation; add it to the class"
+                )
+            if size != params[i].size:
+                raise SignatureMismatchError(
+                    f"{label}: parameter {i} '{params[i].name}' is annotated {params[i].type_name} "
+                    f"({params[i].size} bytes), but the compiled kernel's parameter {i} takes {size} bytes; "
+                    f"fix the annotation or the C++ signature"
+                )
+        if len(info) < len(params):
+            missing = params[len(info)]
+            raise SignatureMismatchError(
+                f"{label}: parameter '{missing.name}' is annotated but the compiled kernel has only "
+                f"{len(info)} parameters; remove the annotation or add the parameter in C++"
+            )
