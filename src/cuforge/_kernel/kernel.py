@@ -15,7 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _config
 from .._compile import cache as _cache
+from .._compile import identity as _identity
+from .._compile.headers import template_headers
 from .._compile.nvrtc import CompiledKernel
+from .._compile.targets import default_arch, device_target
+from .._compile.unit import CompileUnit
 from .._declare import kinds as _kinds
 from .._declare import launch_rules as _launch_rules
 from .._declare import render as _render
@@ -163,7 +167,7 @@ class Kernel(_KernelBase):
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = _launch.c_launcher(self)
         if decl.source is not None and decl.module is None:
-            _cache.note_source_kernel(self)  # compiled with the other kernels of its source
+            _cache.note_source_kernel(decl.source, self)  # compiled with the other kernels of its source
 
     # ------------------------------------------------------------ rendering and compiling
 
@@ -282,24 +286,33 @@ class Kernel(_KernelBase):
     def _headers(self) -> dict[str, str]:
         """Headers included from the kernel's template directories, passed to NVRTC in memory."""
         prelude, unit, _ = self._pieces()
-        return _cache.template_headers(prelude + unit, (*self._decl.template_dirs, _render.PACKAGE_TEMPLATES))
+        return template_headers(prelude + unit, (*self._decl.template_dirs, _render.PACKAGE_TEMPLATES))
+
+    def compile_unit(self) -> CompileUnit:
+        """What compiling this kernel takes: its rendered pieces, headers, options and links.
+
+        Returns
+        -------
+        CompileUnit
+        """
+        prelude, unit, line_sources = self._pieces()
+        decl = self._decl
+        return CompileUnit(
+            label=self.label, name=self.name, qualname=self.qualname, name_expression=self.name_expression,
+            prelude=prelude, unit=unit, line_sources=line_sources, headers=self._headers(), options=self.options,
+            links=tuple(decl.link), source_text=decl.source, declaration=id(decl), family=bool(decl.tparams),
+            on_compiled=self._keep_compiled,
+        )  # fmt: skip
+
+    def _keep_compiled(self, ck: CompiledKernel) -> None:
+        self._compiled[ck.arch, ck.flags] = ck
 
     def _inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
-        """The kernel's own inputs to a compile with ``flags`` (``_cache.compile_inputs``): what
-        its cache key and an ahead-of-time build's entry both hold. Needs no NVRTC."""
-        prelude, unit, _ = self._pieces()
-        return _cache.compile_inputs(
-            source=prelude + unit,
-            name_expression=self.name_expression,
-            flags=flags,
-            headers=self._headers(),
-            include_digest=_cache.include_dirs_digest(options.include_dirs),
-            links=tuple(i.digest if not isinstance(i, str) else i for i in self._decl.link),
-        )
+        """The kernel's own inputs to a compile with ``flags`` (``identity.inputs_of``)."""
+        return _identity.inputs_of(self.compile_unit(), flags, options)
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
-        linked = bool(self._decl.link) or "-rdc=true" in flags
-        return _cache.cache_key(self._inputs(flags, options), flags, _cache.toolchain(linked=linked))
+        return _identity.key_of(self.compile_unit(), flags, options)
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile with NVRTC, or read the compiled kernel from the caches.
@@ -336,7 +349,9 @@ class Kernel(_KernelBase):
         """
         if self._decl.module is not None:
             raise self._prebuilt("compile()")
-        return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
+        who = f"{self.label}.compile()"
+        arch = default_arch(who, current_cc) if arch is None else arch
+        return _cache.compile_together([self], arch, options, who=who, guard=refuse_compile_in_capture)[0]
 
     def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
         """[`compile`][cuforge.Kernel.compile] on cuforge's compile thread, so that a notebook or a server goes on
@@ -391,12 +406,12 @@ class Kernel(_KernelBase):
             from .._compile import build as _build  # (imported where a build is in use: start-up)
 
             build = _build.current()
-            served = build.module_for(self) if build is not None and build.serves(device.cc) else None
-            if served is not None:
-                return self._loaded(served[0]._kernel(self, served[1]), served[0], device)
+            if build is not None and build.serves(device.cc) and (served := build.image_for(self)) is not None:
+                module = build.loaded(served[0], _image_module)
+                return self._loaded(module._kernel(self, served[1]), module, device)
             if not _build.nvrtc_available():
                 raise _build.missing(self, build)
-        ck = self.compile(_cache.device_target(device.cc))
+        ck = self.compile(device_target(device.cc))
         handle = ck._kernel_handle()
         if self._decl.body is None:
             self._check_compiled_params(handle)
@@ -734,3 +749,28 @@ class KernelTemplate:
 
     def __repr__(self) -> str:
         return f"<cuforge.KernelTemplate {self.name}: {', '.join(k.name_expression for k in self.instances.values())}>"
+
+
+def current_cc() -> int:
+    """The current GPU's compute capability (NoDeviceError without one): what a compile with
+    no arch given is for."""
+    return _cuda.current_device().cc
+
+
+def refuse_compile_in_capture(label: str) -> None:
+    """Refuse a first compile (NVRTC) inside cf.graph(): it is asked for before NVRTC runs."""
+    from .._launch import graph as _graph  # (imported by the first compile, not at start-up)
+
+    capture = _graph.capture_in_thread()
+    if capture is not None:
+        raise capture.refuse(
+            f"{label}: its first compile (NVRTC) would run inside cf.graph(); compile before the capture: "
+            f"launch it once, or call .compile() (Family.precompile() for a family), then open the capture"
+        )
+
+
+def _image_module(image: Any) -> Any:
+    """A build's fatbin (``_compile.build.Image``) as a Module, loaded on first use."""
+    from .._runtime.module import Module
+
+    return Module(image.path, code_type=image.code_type)
