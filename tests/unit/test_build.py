@@ -68,11 +68,11 @@ def linked_build(tmp_path_factory):
 def test_a_build_entry_is_stale_when_any_compile_input_changed(linked_build, edit, named):
     build = _build.Build(str(linked_build))
     same = declare(LINKED, "linked_kernels")["Scaled"]
-    assert build.module_for(same) is not None  # the inputs it was built from: served
+    assert build.image_for(same) is not None  # the inputs it was built from: served
     edited = declare(LINKED.replace(*edit), "linked_kernels")["Scaled"]
     # NVRTC is present: the stale entry is not served, with a warning naming what changed
     with pytest.warns(cf.StaleBuildWarning, match=rf"the build's entry for Scaled was made with {named}"):
-        assert build.module_for(edited) is None
+        assert build.image_for(edited) is None
     # where NVRTC is absent, the error says the same
     with pytest.raises(cf.CompileError, match=rf"Scaled: NVRTC is not available .*made with {named}"):
         raise _build.missing(edited, build)

@@ -7,7 +7,9 @@ import threading
 import pytest
 
 import cuforge as cf
-from cuforge._compile import nvrtc as _compile
+from cuforge._compile import headers as _headers
+from cuforge._compile import targets as _targets
+from cuforge._compile import toolchain as _toolchain
 
 from ..conftest import gpu_missing_reason
 
@@ -74,7 +76,7 @@ class AllTypes:
 
 
 def test_half_bfloat16_and_complex_headers_are_found_without_a_toolkit():
-    assert _compile.cuda_include_dir() is not None
+    assert _headers.cuda_include_dir() is not None
     ck = AllTypes.compile(arch="sm_90")
     assert ck.lowered_name.startswith("_Z8AllTypes6__half13__nv_bfloat16")
 
@@ -84,9 +86,9 @@ def test_the_header_directories_found_without_pathfinder_are_pathfinders():
     cuda.pathfinder (20-70 ms): the same directories, or a cache key would change."""
     from cuda.pathfinder import find_nvidia_header_directory
 
-    assert _compile._headers("cudart", "cu13/include", "cuda_runtime_api.h") == find_nvidia_header_directory("cudart")
-    assert _compile._headers("cccl", "cu13/include/cccl", "cuda/version") == find_nvidia_header_directory("cccl")
-    assert _compile.include_dirs() == (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl"))
+    assert _headers._headers("cudart", "cu13/include", "cuda_runtime_api.h") == find_nvidia_header_directory("cudart")
+    assert _headers._headers("cccl", "cu13/include/cccl", "cuda/version") == find_nvidia_header_directory("cccl")
+    assert _headers.include_dirs() == (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl"))
 
 
 def test_extern_c_and_templated_source_kernels():
@@ -161,11 +163,11 @@ def test_compile_without_arch_and_without_gpu_says_how(saxpy):
 
 
 def test_target_for_prefers_cubin_and_falls_back_to_ptx():
-    archs = _compile.supported_archs()
-    assert _compile.target_for(90) == "sm_90"
-    assert _compile.target_for(max(archs) + 1) == f"compute_{max(archs)}"
+    archs = _toolchain.supported_archs()
+    assert _targets.target_for(90) == "sm_90"
+    assert _targets.target_for(max(archs) + 1) == f"compute_{max(archs)}"
     with pytest.raises(cf.NoDeviceError, match=r"none of which runs on a compute capability 1.0 device"):
-        _compile.target_for(10)
+        _targets.target_for(10)
 
 
 def test_nvrtc_outputs_never_write_into_shared_bytes_objects():

@@ -16,7 +16,8 @@ import cuforge as cf
 from cuforge import _config
 from cuforge._compile import cache as _cache
 from cuforge._compile import disk as _disk
-from cuforge._compile import nvrtc as _compile
+from cuforge._compile import headers as _headers
+from cuforge._compile import identity as _identity
 from cuforge._version import __version__
 
 BASE = {
@@ -34,7 +35,7 @@ def _base_key(**change) -> str:
     """The cache key of BASE and TOOLS with ``change`` (a name of either)."""
     given = {**BASE, **{k: v for k, v in change.items() if k in BASE}}
     tools = {**TOOLS, **{k: v for k, v in change.items() if k not in BASE}}
-    return _cache.cache_key(_cache.compile_inputs(**given), given["flags"], tools)
+    return _identity.cache_key(_identity.compile_inputs(**given), given["flags"], tools)
 
 
 @pytest.mark.parametrize(
@@ -62,10 +63,10 @@ def test_every_input_changes_the_key(change):
 
 def test_the_schema_and_the_cuforge_version_change_the_key(monkeypatch):
     before = _base_key()
-    monkeypatch.setattr(_cache, "__version__", "0.0.0+other")
+    monkeypatch.setattr(_identity, "__version__", "0.0.0+other")
     assert _base_key() != before
     monkeypatch.undo()
-    monkeypatch.setattr(_cache, "KEY_SCHEMA", _cache.KEY_SCHEMA + 1)
+    monkeypatch.setattr(_identity, "KEY_SCHEMA", _identity.KEY_SCHEMA + 1)
     assert _base_key() != before
 
 
@@ -77,7 +78,7 @@ def _declare(body: str = "x[0] = 1;", **ns) -> cf.Kernel:
 
 def _key(k: cf.Kernel, arch: str = "sm_90", options: cf.CompileOptions | None = None) -> str:
     opts = options or k.options
-    return k._key(cf.options.to_flags(opts, arch, _compile.include_dirs()), opts)
+    return k._key(cf.options.to_flags(opts, arch, _headers.include_dirs()), opts)
 
 
 def test_re_rendering_the_same_inputs_gives_the_same_key():

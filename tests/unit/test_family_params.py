@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
-from cuforge._compile import nvrtc as _compile
+from cuforge._compile import headers as _headers
 
 TILE_BODY = """
 __shared__ float tile[BLOCK * ITEMS];
@@ -225,7 +225,7 @@ class CubScan:
     """
 
 
-@pytest.mark.skipif(_compile.cccl_include_dir() is None, reason="needs the CCCL headers (nvidia-cuda-cccl)")
+@pytest.mark.skipif(_headers.cccl_include_dir() is None, reason="needs the CCCL headers (nvidia-cuda-cccl)")
 def test_cub_block_scan_algorithms_as_a_family_compile():
     compiled = CubScan.precompile(arch="sm_90")
     assert [c.name_expression for c in compiled] == [

@@ -13,7 +13,7 @@ from IPython.core.error import UsageError  # noqa: E402
 from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 import cuforge as cf  # noqa: E402
-from cuforge._compile import nvrtc as _compile  # noqa: E402
+from cuforge._compile import toolchain as _toolchain  # noqa: E402
 
 SAXPY = """
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* y, long long n) {
@@ -178,7 +178,7 @@ def test_cuda_info(shell, capsys):
     out = capsys.readouterr().out
     assert "device:" in out and "NVRTC:" in out and "cache:" in out and "counters:" in out
     nvrtc = next(line for line in out.splitlines() if line.startswith("NVRTC:"))
-    version = ".".join(map(str, _compile.nvrtc_version()))
+    version = ".".join(map(str, _toolchain.nvrtc_version()))
     assert re.fullmatch(rf"NVRTC:   {re.escape(version)} \((wheel: /\S+libnvrtc\S*|the system's CUDA toolkit)\)", nvrtc), nvrtc
 
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from cuforge._compile import nvrtc as _compile
+from cuforge._compile import headers as _headers
 from cuforge._runtime import libcuda as _libcuda
 
 HANDLES = {"CUcontext", "CUlibrary", "CUkernel"}  # typedef struct ... *: a pointer
@@ -20,7 +20,7 @@ EIGHT_BYTES = {"size_t", "cuuint64_t", "CUdeviceptr"}
 
 
 def _declarations() -> dict[str, list[str]]:
-    include = _compile.cuda_include_dir()
+    include = _headers.cuda_include_dir()
     if include is None or not os.path.exists(os.path.join(include, "cuda.h")):
         pytest.fail("cuda.h not found: the nvidia-cuda-runtime wheel is a dependency of cuforge")
     with open(os.path.join(include, "cuda.h")) as f:

@@ -123,16 +123,17 @@ def test_the_cache_key_covers_every_linked_input():
 
 
 def test_modules_of_lto_ir_and_relocatable_code_are_linked():
+    from cuforge._compile import headers as _headers
     from cuforge._compile import nvrtc as _compile
 
-    flags = cf.options.to_flags(cf.CompileOptions(lto=True), "sm_90", _compile.include_dirs())
+    flags = cf.options.to_flags(cf.CompileOptions(lto=True), "sm_90", _headers.include_dirs())
     ir = _compile.compile_program(TWICE, program_name="twice.cu", name_expressions=(), flags=flags, kernel="twice")
     assert ir.code_type == "ltoir" and _prebuilt.sniff(ir.code) == "ltoir"
     ck = _linked([cf.Module(ir.code)]).compile("sm_90")
     assert ck.code_type == "cubin" and len(_elf.cubin_entries(ck.code)) == 1
     ptx = _linked([cf.Module(ir.code)]).compile("compute_90")  # nvJitLink emits PTX from LTO-IR
     assert ptx.code_type == "ptx" and ".entry" in ptx.ptx
-    flags = cf.options.to_flags(cf.CompileOptions(relocatable=True), "sm_90", _compile.include_dirs())
+    flags = cf.options.to_flags(cf.CompileOptions(relocatable=True), "sm_90", _headers.include_dirs())
     reloc = _compile.compile_program(TWICE, program_name="twice.cu", name_expressions=(), flags=flags, kernel="twice")
     assert _linked([cf.Module(reloc.code)], lto=False).compile("sm_90").code_type == "cubin"
 
@@ -202,16 +203,16 @@ def test_a_build_serves_only_the_source_it_was_built_from(aot, monkeypatch):
 
     build = _build.Build(str(aot / "build"))
     assert build.serves(90) and build.serves(89) and build.serves(100) and not build.serves(75)
-    module, symbol = build.module_for(aot_kernels.AotFill[cf.float64])
+    module, symbol = build.image_for(aot_kernels.AotFill[cf.float64])
     assert symbol == "_Z7AotFillIdEvPT_S0_x" and module.code_type == "fatbin"
-    assert build.module_for(aot_kernels.AotSaxpy) is not None
+    assert build.image_for(aot_kernels.AotSaxpy) is not None
     edited = cf.kernel(type("AotSaxpy", (), {
         "__module__": "aot_kernels",
         "__annotations__": {"y": cf.Array[cf.float32]},
         "body": "y[0] = 1.0f;",
     }))  # fmt: skip
     with pytest.warns(cf.StaleBuildWarning, match=r"the build's entry for AotSaxpy was made with other source"):
-        assert build.module_for(edited) is None  # the same name, other source: compiled, never the stale binary
+        assert build.image_for(edited) is None  # the same name, other source: compiled, never the stale binary
     cf.kernel(type("AotSaxpy", (), dict(vars(aot_kernels.AotSaxpy.__wrapped__))))  # restore the registry's entry
 
 

@@ -9,7 +9,7 @@ text, as one process compiles them, so that what shares its module variables in-
 
 ``manifest.json`` lists, per instantiation: the qualified name, template arguments, name
 expression, lowered name, signature, archs, fatbin, and ``inputs``: the compile's identity
-less the arch and the toolchain (``_cache.compile_inputs``: cuforge's version, digests of
+less the arch and the toolchain (``identity.compile_inputs``: cuforge's version, digests of
 the source, headers, include directories' files and linked inputs, the options and the
 defines), the same record the compile cache keys by. The toolchain (NVRTC, CUDA headers,
 nvJitLink) is recorded once for the build and not checked: a build made with another NVRTC
@@ -17,6 +17,9 @@ is served where there is none. At run time a kernel is served from the build whe
 expression and inputs match an entry and the build covers the device. A stale entry is never
 served: the kernel compiles where NVRTC is present (with a `StaleBuildWarning`
 naming the inputs that changed), and raises a ``CompileError`` saying so where it is not.
+
+This module reads and checks the manifest and says which fatbin (an `Image`) serves a kernel;
+loading it is the caller's (the kernel layer's), once per image of a build (`Build.loaded`).
 """
 
 from __future__ import annotations
@@ -26,20 +29,21 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from .. import _config
-from .._runtime.module import Module
 from ..errors import CompileError, ConfigError
 from ..options import arch_number, to_flags
-from . import cache as _cache
-from . import nvrtc as _compile
+from . import identity as _identity
+from .toolchain import nvrtc_version
+from .unit import Compilable
 
 MANIFEST = "manifest.json"
 SCHEMA = 2
 
-# What a message calls each of _cache.compile_inputs' names.
+# What a message calls each of identity.compile_inputs' names.
 _SAID = {"cuforge": "another cuforge version", "source": "other source", "name_expression": "another name expression",
          "options": "other options", "defines": "other defines=", "headers": "other header contents",
          "include_dirs": "other include_dirs= contents", "link": "other link= inputs"}  # fmt: skip
@@ -51,11 +55,12 @@ class StaleBuildWarning(UserWarning):
     __module__ = "cuforge"
 
 
-def inputs_of(kernel: Any, arch: str) -> dict[str, str]:
-    """The kernel's compile inputs (``Kernel._inputs``) with its class's options, as the build
-    records them for its entry and a serving process checks them (no NVRTC call)."""
-    opts = _cache.resolve_options(kernel, None, kernel.label)
-    return kernel._inputs(to_flags(opts, arch), opts)
+def inputs_of(kernel: Compilable, arch: str) -> dict[str, str]:
+    """The kernel's compile inputs (``identity.inputs_of``) with its class's options, as the
+    build records them for its entry and a serving process checks them (no NVRTC call)."""
+    unit = kernel.compile_unit()
+    opts = _identity.resolve_options(unit, None, unit.label)
+    return _identity.inputs_of(unit, to_flags(opts, arch), opts)
 
 
 def changes(kernel: Any, entry: dict[str, Any]) -> str:
@@ -76,6 +81,16 @@ def changes(kernel: Any, entry: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- using a build
 
 
+class Image(NamedTuple):
+    """A build's fatbin: its file, to load."""
+
+    path: str
+    code_type: str  # "fatbin"
+
+
+T = TypeVar("T")
+
+
 class Build:
     """A build directory, read: its manifest's entries by (qualified name, name expression)."""
 
@@ -94,7 +109,7 @@ class Build:
             raise ConfigError(f"{path}: schema {manifest.get('schema')!r}, expected {SCHEMA}; rebuild it")
         self.archs: list[str] = manifest["archs"]
         self.entries = {(e["qualname"], e["name_expression"]): e for e in manifest["kernels"]}
-        self._modules: dict[str, Module] = {}
+        self._loaded: dict[str, Any] = {}  # image path -> what the caller loaded from it
         self._lock = threading.Lock()
 
     def serves(self, cc: int) -> bool:
@@ -105,8 +120,9 @@ class Build:
                 return True
         return False
 
-    def module_for(self, kernel: Any) -> tuple[Module, str] | None:
-        """(the fatbin's Module, the lowered name) serving ``kernel``, or None."""
+    def image_for(self, kernel: Any) -> tuple[Image, str] | None:
+        """(the fatbin, the lowered name) serving ``kernel``, or None (warning where its entry
+        is stale and NVRTC can compile it instead)."""
         entry = self.entries.get((kernel.qualname, kernel.name_expression))
         if entry is None:
             return None
@@ -116,11 +132,16 @@ class Build:
                 warnings.warn(f"{stale}; compiling it instead (rebuild with python -m cuforge build)", StaleBuildWarning,
                               stacklevel=_user_stacklevel())  # fmt: skip
             return None
+        return Image(os.path.join(self.root, entry["fatbin"]), "fatbin"), entry["lowered_name"]
+
+    def loaded(self, image: Image, load: Callable[[Image], T]) -> T:
+        """``load(image)``, called once per image of this build: the kernels of one program
+        share what it loads (and so their module variables)."""
         with self._lock:
-            module = self._modules.get(entry["fatbin"])
-            if module is None:
-                module = self._modules[entry["fatbin"]] = Module(os.path.join(self.root, entry["fatbin"]), code_type="fatbin")
-        return module, entry["lowered_name"]
+            found = self._loaded.get(image.path)
+            if found is None:
+                found = self._loaded[image.path] = load(image)
+        return found  # type: ignore[no-any-return]
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -184,7 +205,7 @@ def use_build(path: str | os.PathLike[str] | None) -> None:
 
 def nvrtc_available() -> bool:
     try:
-        _compile.nvrtc_version()
+        nvrtc_version()
     except Exception:
         return False
     return True

@@ -1,11 +1,10 @@
 """The persistent compile cache: compiled kernels that survive the process.
 
 Storage is a directory of files, one per entry, each written atomically (to ``tmp/``,
-fsync, rename into ``entries/``) and evicted least-recently-read past a size cap. (It was
-cuda.core's ``FileStreamProgramCache``, which works the same way; but importing it imports
-all of cuda.core, some 100 ms that a warm start, which needs only to read two files, should
-not pay, and finding an entry's file meant calling its private ``_path_for_key``.) It
-stores bytes and nothing else, so each kernel takes two entries:
+fsync, rename into ``entries/``: ``files.FileStore``) and evicted least-recently-read past a
+size cap. Importing cuda.core's ``FileStreamProgramCache``, which works the same way, would
+import all of cuda.core, which a warm start, needing only to read two files, should not do.
+It stores bytes and nothing else, so each kernel takes two entries:
 
 - ``code:<sha256>``: the cubin or PTX exactly as NVRTC produced it (content-addressed, so
   a family compiled in one program is stored, and loaded, once; ``cuobjdump`` reads it);
@@ -23,10 +22,10 @@ writable by group or others is refused with one warning per process, and the pro
 keeps its kernels in memory only: another user who created the path first (under /tmp, say)
 cannot plant a cubin and a matching checksum record there.
 
-Keys are cuforge's own SHA-256 of the program's inputs (see ``_cache.cache_key``), not
+Keys are cuforge's own SHA-256 of the program's inputs (``identity.cache_key``), not
 cuda.core's ``make_program_cache_key``: that one keys cuda.core ``Program`` inputs (we
-compile through cuda.bindings, with in-memory headers it cannot see) and took about 7 ms
-per call in a fresh process, which alone would exceed the warm-start budget.
+compile through cuda.bindings, with in-memory headers it cannot see), and is slow for a warm
+start. `DiskCache` is a ``store.Store`` of ``CompileResult`` (``get``, ``put``).
 
 Across processes a per-key lock file (``fcntl.flock``, released by the kernel when its
 process dies, so a killed compiler leaves no stale lock) keeps N processes that want the
@@ -37,7 +36,6 @@ anyway.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
@@ -49,13 +47,15 @@ from typing import Any
 
 from .. import _config
 from .._version import __version__
+from .files import FileStore, UntrustedCacheError, untrusted_reason
+from .files import digest as _digest
 from .nvrtc import CompileResult
 from .stats import counters
 
 
 def _debug(message: str, *args: Any) -> None:
-    """Log to the ``cuforge.cache`` logger (logging is imported when there is something to say:
-    2.5 ms of start-up)."""
+    """Log to the ``cuforge.cache`` logger (logging is imported when there is something to say,
+    not at start-up)."""
     import logging
 
     logging.getLogger("cuforge.cache").debug(message, *args)
@@ -77,87 +77,13 @@ def _warn_once(what: str, message: str) -> None:
     if what not in _warned:
         _warned.add(what)
         warnings.warn(message, CacheWriteWarning, stacklevel=4)
+
+
 ENTRY_SCHEMA = 1
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-class UntrustedCacheError(OSError):
-    """A cache directory another user could have planted code in."""
-
-
-def untrusted_reason(path: Path) -> str | None:
-    """Why ``path`` cannot be trusted with executable code, or None: as OpenSSH treats
-    ~/.ssh, it must be owned by this user and writable by no one else."""
-    if not hasattr(os, "getuid"):  # Windows: ACLs, not modes; the user's profile dir is private
-        return None
-    st = path.stat()
-    if st.st_uid != os.getuid():
-        return f"{path} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by group or others (mode {st.st_mode & 0o777:o})"
-    return None
-
-
-class FileStore:
-    """Bytes by name, one file each under ``<root>/entries`` (``<2 hex>/<62 hex>`` of the
-    name's SHA-256), written through ``<root>/tmp`` and renamed into place, so that a reader
-    sees a whole entry or none. Mapping-like: ``store[name]`` raises KeyError when missing
-    and OSError when unreadable."""
-
-    def __init__(self, root: Path):
-        self.entries, self.tmp = root / "entries", root / "tmp"
-
-    def path_for(self, name: str) -> Path:
-        h = _digest(name.encode())
-        return self.entries / h[:2] / h[2:]
-
-    def __getitem__(self, name: str) -> bytes:
-        try:
-            with open(self.path_for(name), "rb") as fh:
-                return fh.read()
-        except FileNotFoundError:
-            raise KeyError(name) from None
-
-    def __setitem__(self, name: str, data: bytes) -> None:
-        import tempfile  # with shutil, some 5 ms of import that a warm start, which only reads, skips
-
-        path = self.path_for(name)
-        _config.ensure_dir(path.parent)
-        _config.ensure_dir(self.tmp)  # (a hand-cleaned cache may have lost it)
-        fd, tmp = tempfile.mkstemp(dir=self.tmp)  # 0600
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-    def __delitem__(self, name: str) -> None:
-        try:
-            os.unlink(self.path_for(name))
-        except FileNotFoundError:
-            raise KeyError(name) from None
-
-    def clear(self) -> None:
-        import shutil
-
-        for sub in list(self.entries.iterdir()):
-            if sub.is_dir() and not sub.is_symlink():
-                shutil.rmtree(sub, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    sub.unlink()
 
 
 class DiskCache:
@@ -193,7 +119,7 @@ class DiskCache:
 
     # ------------------------------------------------------------ kernels
 
-    def load(self, key: str, *, recheck: bool = False) -> CompileResult | None:
+    def get(self, key: str, *, recheck: bool = False) -> CompileResult | None:
         """The stored program for ``key``, verified; None on a miss or any damage.
 
         ``recheck``: a second look (after waiting for another process's compile) whose
@@ -235,7 +161,7 @@ class DiskCache:
         counters.add(disk_hits=1)
         return result
 
-    def store(self, key: str, result: CompileResult) -> None:
+    def put(self, key: str, result: CompileResult) -> None:
         """Write ``result`` under ``key``; a failure is logged and counted, never raised."""
         digest = _digest(result.code)
         meta = {
@@ -303,7 +229,7 @@ class DiskCache:
             counters.add(disk_errors=1)
             _debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
             return
-        if not raising:  # a kernel's metadata is accounted with its code in store()
+        if not raising:  # a kernel's metadata is accounted with its code in put()
             self._wrote(len(data))
 
     # ------------------------------------------------------------ cross-process locks

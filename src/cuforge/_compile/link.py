@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import CompileError
 from . import nvrtc as _compile
+from .unit import CompileUnit
 
 
 def object_code(item: Any) -> Any:
@@ -46,9 +47,9 @@ def link(inputs: list[Any], arch: str, *, lto: bool, who: str = "link") -> Any:
         ) from None
 
 
-def link_result(result: Any, kernel: Any, arch: str, flags: tuple[str, ...]) -> Any:
+def link_result(result: Any, kernel: CompileUnit, arch: str, flags: tuple[str, ...]) -> Any:
     """The loadable result of a relocatable or LTO compile: its code linked with the
-    kernel's ``link`` inputs (Modules as they are; sources compiled with the same flags)."""
+    kernel's ``links`` (Modules as they are; sources compiled with the same flags)."""
     from cuda.core import ObjectCode  # imported on first use: `import cuforge` stays free of cuda.core
 
     lto = "-dlto" in flags
@@ -58,7 +59,7 @@ def link_result(result: Any, kernel: Any, arch: str, flags: tuple[str, ...]) -> 
             log="", source="", options=flags,
         )  # fmt: skip
     inputs: list[Any] = [ObjectCode.from_ltoir(result.code) if lto else ObjectCode.from_cubin(result.code)]
-    for i, item in enumerate(kernel._decl.link):
+    for i, item in enumerate(kernel.links):
         if isinstance(item, str):
             part = _compile.compile_program(item, program_name=f"{kernel.name}.link{i}.cu", name_expressions=(),
                                             flags=flags, kernel=f"{kernel.label} (link[{i}])")  # fmt: skip

@@ -1,10 +1,10 @@
 """How the instantiations a compile needs are split into NVRTC programs, and where those run.
 
 NVRTC compiles one program at a time in a process (two threads, even calling it with the GIL
-released, took as long as one after the other), so compiling in parallel takes processes. A
-process costs its start (about half a second to import cuforge and load NVRTC), which only
-heavy programs repay, while batching many small instantiations in one program is what makes
-a small family fast (12 saxpy instantiations: 48 ms batched against 424 ms one by one). So:
+released, take as long as one after the other), so compiling in parallel takes processes. A
+process costs its start (importing cuforge and loading NVRTC), which only heavy programs
+repay, while batching many small instantiations in one program is what makes a small family
+fast (each program pays NVRTC's fixed cost once). So:
 
 - a family whose source is small (one instantiation's under ``LARGE`` characters, with no
   ``#pragma unroll``) is one program, in this process;
@@ -37,38 +37,40 @@ from ..errors import CompileError
 from . import nvrtc as _compile
 from . import pch as _pch
 from .stats import counters
+from .unit import CompileUnit
 
-if TYPE_CHECKING:  # multiprocessing and concurrent.futures.process cost `import cuforge` 20 ms: imported on use
+if TYPE_CHECKING:  # multiprocessing and concurrent.futures.process slow `import cuforge`: imported on use
     from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 
 __all__ = ["compile_groups", "fell_back", "in_background", "progress_line"]
 
 LARGE = 2000  # characters of rendered source past which a family may be split
-_pace: dict[int, float] = {}  # id(declaration) -> seconds per instantiation, measured
+_pace: dict[int, float] = {}  # CompileUnit.declaration -> seconds per instantiation, measured
 _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
 _background: ThreadPoolExecutor | None = None
 
 
-def compile_groups(todo: list[Any], flags: tuple[str, ...], spec_of: Callable[[list[Any]], dict[str, Any]],
-                   decl: Any) -> list[tuple[list[Any], _compile.CompileResult]]:  # fmt: skip
-    """Compile the kernels ``todo`` (instantiations of ``decl``), as the module docstring
-    says: [(kernels, the result of the one program that compiled them)]."""
+def compile_groups(todo: list[CompileUnit], flags: tuple[str, ...], spec_of: Callable[[list[CompileUnit]], dict[str, Any]]
+                   ) -> list[tuple[list[CompileUnit], _compile.CompileResult]]:  # fmt: skip
+    """Compile the units ``todo`` (of one declaration, with its siblings), as the module
+    docstring says: [(units, the result of the one program that compiled them)]."""
+    lead = todo[0]
     workers = _config.compile_workers()
     alone = spec_of(todo[:1])  # one instantiation's program: what is judged, and what is timed
     if len(todo) == 1:
         return [(todo, _compile.compile_program(**alone))]
-    if decl.tparams and _VARIABLE.search(alone["source"]):
+    if lead.family and _VARIABLE.search(alone["source"]):
         # module variables (__constant__, __device__): each instantiation gets its own module, and so its own
         return [([k], _compile.compile_program(**spec_of([k]))) for k in todo]
     if workers < 2 or not _may_split(alone["source"]):
         return _batched(todo, spec_of)
-    pace = _pace.get(id(decl))
+    pace = _pace.get(lead.declaration)
     done: list[tuple[list[Any], _compile.CompileResult]] = []
     rest = todo
     if pace is None:  # time one instantiation, here
         first = _compile.compile_program(**alone)
-        pace = _pace[id(decl)] = first.seconds
+        pace = _pace[lead.declaration] = first.seconds
         done.append((todo[:1], first))
         rest = todo[1:]
     if pace * len(rest) < _config.compile_split_seconds() or len(rest) < 2:

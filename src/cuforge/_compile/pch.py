@@ -2,12 +2,11 @@
 
 Including CUB, Thrust or libcu++ costs NVRTC seconds of parsing. With automatic precompiled
 headers (``--pch``), the first compile saves the parsed headers of its include prefix and
-every later compile in the process whose source starts with the same includes reuses them:
-on CI's machine a CUB BlockReduce kernel took 2.6 s, and 0.7 s with the PCH of another.
+every later compile in the process whose source starts with the same includes reuses them.
 
 NVRTC ties a PCH to the address of its PCH heap in the process that made it; elsewhere it
 warns ("incompatible precompiled header (PCH) heap allocation address") and parses again. A
-PCH therefore cannot serve another process, and at some 300 MB each it is not kept: the
+PCH therefore cannot serve another process, and, large as it is, it is not kept: the
 files live in a private directory (0700) that is removed when the process exits (and,
 should the process be killed, by the next process that makes one). What
 outlives the process is the compiled kernels, in the persistent cache.
@@ -18,7 +17,7 @@ compile any file in the directory that no longer matches its record (or has none
 deleted: NVRTC then makes it again.
 
 ``CUFORGE_PCH``: ``auto`` (the default) asks for a PCH where the source includes CCCL's
-headers, where it pays (creating one costs about a third more than a plain compile); ``1``
+headers, where it pays (creating one costs more than a plain compile); ``1``
 for any include; ``0`` never.
 """
 
@@ -101,7 +100,7 @@ def _directory() -> str:
 
 def _remove_orphans() -> None:
     """Remove the PCH directories of this user's processes that died without removing theirs
-    (killed, or crashed): some 300 MB each, in the temporary directory."""
+    (killed, or crashed), in the temporary directory."""
     import shutil
     import tempfile
 
@@ -151,7 +150,7 @@ def _record(directory: str) -> None:
 def _set_heap(size: int) -> None:
     from cuda.bindings import nvrtc
 
-    nvrtc.nvrtcSetPCHHeapSize(size)  # (the default, 256 MB, is too small for CUB's headers)
+    nvrtc.nvrtcSetPCHHeapSize(size)  # (NVRTC's default is too small for CUB's headers)
 
 
 def failed(log: str) -> bool:

@@ -1,5 +1,5 @@
 """The process-wide cache counters behind `cuforge.cache_stats` (NVRTC compiles are
-counted where they happen, in ``_compile``; hits and writes in ``_cache`` and ``_disk``)."""
+counted where they happen, in ``nvrtc``; hits and writes in ``store`` and ``disk``)."""
 
 from __future__ import annotations
 

@@ -17,10 +17,12 @@ from typing import Any
 
 from .._compile import cache as _cache
 from .._compile.build import MANIFEST, SCHEMA, inputs_of
+from .._compile.identity import toolchain
 from .._compile.parallel import progress_line
 from .._version import __version__
 from ..errors import ConfigError
 from .family import Family, spelled
+from .kernel import refuse_compile_in_capture
 from .registry import registry
 
 
@@ -68,7 +70,7 @@ def _programs(decls: list[Any]) -> list[list[Any]]:
         one = _representative(obj)
         for group in groups:
             other = _representative(group[0])
-            if one is not None and other is not None and _cache.same_program(one, other):
+            if one is not None and other is not None and _cache.same_program(one.compile_unit(), other.compile_unit()):
                 group.append(obj)
                 break
         else:
@@ -99,7 +101,8 @@ def build(modules: list[str], archs: list[str], out: str, *, progress: bool = Fa
         label = " + ".join(obj._decl.label for obj in group)
         images: dict[int, list[Any]] = {id(k): [] for k in kernels}
         for arch in archs:
-            compiled, errors = _cache.compile_each(kernels, arch, None, who=f"cuforge build {label}")
+            compiled, errors = _cache.compile_each(kernels, arch, None, who=f"cuforge build {label}",
+                                                   guard=refuse_compile_in_capture)  # fmt: skip
             for k, exc in errors:
                 failed.setdefault(id(k), {"kernel": spelled(k) if k._decl.tparams else k.label, "qualname": k.qualname,
                                           "name_expression": k.name_expression, "arch": arch, "error": str(exc)})  # fmt: skip
@@ -110,7 +113,7 @@ def build(modules: list[str], archs: list[str], out: str, *, progress: bool = Fa
                 progress_line(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
         built = [k for k in kernels if id(k) not in failed]
         entries += _write_fatbins(built, images, archs, group[0]._decl.qualname, out)
-    manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "toolchain": _cache.toolchain(linked=True),
+    manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "toolchain": toolchain(linked=True),
                 "kernels": entries, "failed": list(failed.values())}  # fmt: skip
     tmp = os.path.join(out, f".{MANIFEST}.{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:

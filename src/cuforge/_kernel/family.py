@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._compile import cache as _cache
 from .._compile import disk as _disk
 from .._compile.nvrtc import CompiledKernel
+from .._compile.targets import default_arch
 from .._declare.annotations import ArrayType
 from .._declare.declaration import _Decl
 from .._declare.dtypes import DType
@@ -32,7 +33,7 @@ from .._runtime import cuda as _cuda
 from .._runtime.arrays import array_arg, scratch_copy
 from ..errors import ArgumentTypeError, CompileError, DeclarationError, DeviceFaultError, NoDeviceError
 from ..options import CompileOptions
-from .kernel import Kernel
+from .kernel import Kernel, current_cc, refuse_compile_in_capture
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -372,7 +373,8 @@ class Family:
                 raise DeclarationError(f"{who}: {k!r} is not an instantiation of this family")
         if not chosen:
             return []
-        results, failed = _cache.compile_each(chosen, arch, options, who=who)
+        arch = default_arch(who, current_cc) if arch is None else arch
+        results, failed = _cache.compile_each(chosen, arch, options, who=who, guard=refuse_compile_in_capture)
         if failed:
             raise failed_instantiations(who, failed, len(chosen))
         return [ck for ck in results if ck is not None]

@@ -13,7 +13,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._compile import cache as _cache
+from .._compile import identity as _identity
 from .._compile.nvrtc import CompiledKernel
+from .._compile.targets import default_arch
+from .._compile.unit import CompileUnit
 from .._declare import launch_rules as _launch_rules
 from .._declare import rules as _rules
 from .._declare.declaration import _Decl, _substitute
@@ -156,7 +159,7 @@ class Kernel(_KernelBase):
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = c_launcher(self._plan)
         if decl.source is not None and decl.module is None:
-            _cache.note_source_kernel(self)  # compiled with the other kernels of its source
+            _cache.note_source_kernel(decl.source, self)  # compiled with the other kernels of its source
 
     # ------------------------------------------------------------ rendering and compiling
 
@@ -210,11 +213,31 @@ class Kernel(_KernelBase):
     def _headers(self) -> dict[str, str]:
         return self._source.headers()
 
+    def compile_unit(self) -> CompileUnit:
+        """What compiling this kernel takes: its rendered pieces, headers, options and links.
+
+        Returns
+        -------
+        CompileUnit
+        """
+        prelude, unit, line_sources = self._pieces()
+        decl = self._decl
+        return CompileUnit(
+            label=self.label, name=self.name, qualname=self.qualname, name_expression=self.name_expression,
+            prelude=prelude, unit=unit, line_sources=line_sources, headers=self._headers(), options=self.options,
+            links=tuple(decl.link), source_text=decl.source, declaration=id(decl), family=bool(decl.tparams),
+            on_compiled=self._keep_compiled,
+        )  # fmt: skip
+
+    def _keep_compiled(self, ck: CompiledKernel) -> None:
+        self._compiled[ck.arch, ck.flags] = ck
+
     def _inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
-        return self._source.inputs(flags, options)
+        """The kernel's own inputs to a compile with ``flags`` (``identity.inputs_of``)."""
+        return _identity.inputs_of(self.compile_unit(), flags, options)
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
-        return self._source.key(flags, options)
+        return _identity.key_of(self.compile_unit(), flags, options)
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile with NVRTC, or read the compiled kernel from the caches.
@@ -251,7 +274,9 @@ class Kernel(_KernelBase):
         """
         if self._decl.module is not None:
             raise self._source.prebuilt("compile()")
-        return _cache.compile_together([self], arch, options, who=f"{self.label}.compile()")[0]
+        who = f"{self.label}.compile()"
+        arch = default_arch(who, current_cc) if arch is None else arch
+        return _cache.compile_together([self], arch, options, who=who, guard=refuse_compile_in_capture)[0]
 
     def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
         """[`compile`][cuforge.Kernel.compile] on cuforge's compile thread, so that a notebook or a server goes on
@@ -490,3 +515,21 @@ class Kernel(_KernelBase):
         from .display import kernel_html
 
         return kernel_html(self)
+
+
+def current_cc() -> int:
+    """The current GPU's compute capability (NoDeviceError without one): what a compile with
+    no arch given is for."""
+    return _cuda.current_device().cc
+
+
+def refuse_compile_in_capture(label: str) -> None:
+    """Refuse a first compile (NVRTC) inside cf.graph(): it is asked for before NVRTC runs."""
+    from .._launch import graph as _graph  # (imported by the first compile, not at start-up)
+
+    capture = _graph.capture_in_thread()
+    if capture is not None:
+        raise capture.refuse(
+            f"{label}: its first compile (NVRTC) would run inside cf.graph(); compile before the capture: "
+            f"launch it once, or call .compile() (Family.precompile() for a family), then open the capture"
+        )

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from .. import _config
-from .._compile import cache as _cache
+from .._compile.targets import device_target
 from .._declare import kinds as _kinds
 from .._launch.claunch import c_launcher
 from .._launch.plan import LaunchPlan
@@ -49,12 +49,12 @@ class Loader:
             from .._compile import build as _build  # (imported where a build is in use: start-up)
 
             build = _build.current()
-            served = build.module_for(kernel) if build is not None and build.serves(device.cc) else None
-            if served is not None:
-                return self._loaded(served[0]._kernel(kernel, served[1]), served[0], device)
+            if build is not None and build.serves(device.cc) and (served := build.image_for(kernel)) is not None:
+                module = build.loaded(served[0], _image_module)
+                return self._loaded(module._kernel(kernel, served[1]), module, device)
             if not _build.nvrtc_available():
                 raise _build.missing(kernel, build)
-        ck = kernel.compile(_cache.device_target(device.cc))
+        ck = kernel.compile(device_target(device.cc))
         handle = ck._kernel_handle()
         if kernel._decl.body is None:
             self.check_compiled_params(handle)
@@ -98,3 +98,10 @@ class Loader:
                 f"{label}: parameter '{missing.name}' is annotated but the compiled kernel has only "
                 f"{len(info)} parameters; remove the annotation or add the parameter in C++"
             )
+
+
+def _image_module(image: Any) -> Any:
+    """A build's fatbin (``_compile.build.Image``) as a Module, loaded on first use."""
+    from .._runtime.module import Module
+
+    return Module(image.path, code_type=image.code_type)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._compile import cache as _cache
+from .._compile.headers import template_headers
 from .._declare import render as _render
 from .._declare import rules as _rules
 from .._declare.declaration import _Decl
@@ -17,7 +17,6 @@ from .._declare.render import CppBool
 from .._declare.signature import Param, Signature
 from .._version import __version__
 from ..errors import CuforgeError
-from ..options import CompileOptions
 
 
 class KernelSource:
@@ -110,21 +109,4 @@ class KernelSource:
     def headers(self) -> dict[str, str]:
         """Headers included from the kernel's template directories, passed to NVRTC in memory."""
         prelude, unit, _ = self.pieces()
-        return _cache.template_headers(prelude + unit, (*self.decl.template_dirs, _render.PACKAGE_TEMPLATES))
-
-    def inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
-        """The kernel's own inputs to a compile with ``flags`` (``_cache.compile_inputs``): what
-        its cache key and an ahead-of-time build's entry both hold."""
-        prelude, unit, _ = self.pieces()
-        return _cache.compile_inputs(
-            source=prelude + unit,
-            name_expression=self.name_expression,
-            flags=flags,
-            headers=self.headers(),
-            include_digest=_cache.include_dirs_digest(options.include_dirs),
-            links=tuple(i.digest if not isinstance(i, str) else i for i in self.decl.link),
-        )
-
-    def key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
-        linked = bool(self.decl.link) or "-rdc=true" in flags
-        return _cache.cache_key(self.inputs(flags, options), flags, _cache.toolchain(linked=linked))
+        return template_headers(prelude + unit, (*self.decl.template_dirs, _render.PACKAGE_TEMPLATES))

@@ -20,8 +20,8 @@ import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from .._compile import cache as _cache
 from .._compile import link as _link
+from .._compile import targets as _targets
 from .._compile.elf import cubin_entries
 from ..errors import DeclarationError, LaunchError, NoDeviceError
 from . import cuda as _cuda
@@ -176,7 +176,8 @@ class Module:
         if self.code_type == "cubin":
             return cubin_entries(self.code)
         if self.code_type == "ltoir":
-            return cubin_entries(_link.link([self], _cache.default_arch(f"{self.name}.functions()"), lto=True).code)
+            arch = _targets.default_arch(f"{self.name}.functions()", lambda: _cuda.current_device().cc)
+            return cubin_entries(_link.link([self], arch, lto=True).code)
         try:
             _cuda.current_device()
         except NoDeviceError as exc:
@@ -209,7 +210,7 @@ class Module:
             if self._library is None:
                 code, code_type = self.code, str(self.code_type)
                 if code_type == "ltoir":
-                    arch = _cache.device_target(_cuda.current_device().cc).replace("compute_", "sm_")
+                    arch = _targets.device_target(_cuda.current_device().cc).replace("compute_", "sm_")
                     linked = _link.link([self], arch, lto=True)
                     code, code_type = bytes(linked.code), "cubin"
                 self._library = _cuda.load_library(code, code_type)

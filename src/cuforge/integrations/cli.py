@@ -16,8 +16,8 @@ import argparse
 import sys
 
 from .. import _config
-from .._compile import cache as _cache
 from .._compile import disk as _disk
+from .._compile.targets import device_target
 from .._kernel import builder as _builder
 from .._kernel.registry import registry
 from .._runtime import cuda as _cuda
@@ -71,10 +71,10 @@ def _failures(failed: list[dict[str, str]], built: int) -> int:
 
 
 def _this_gpu() -> str:
-    """precompile's arch without --arch: this GPU's, else CUFORGE_ARCH (as ``_cache.default_arch``),
+    """precompile's arch without --arch: this GPU's, else CUFORGE_ARCH (as ``targets.default_arch``),
     else an error that names the flag."""
     try:
-        return _cache.device_target(_cuda.current_device().cc)
+        return device_target(_cuda.current_device().cc)
     except NoDeviceError as exc:
         if _config.arch():
             return _config.arch()

@@ -16,13 +16,15 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from .. import _config
 from .._compile import cache as _cache
 from .._compile import disk as _disk
-from .._compile import nvrtc as _compile
 from .._compile import parallel as _parallel
 from .._compile import stats as _stats
+from .._compile import toolchain as _toolchain
+from .._compile.targets import default_arch
 from .._declare import cparse as _cparse
 from .._declare import render as _render
 from .._declare.dtypes import _BY_NAME
 from .._kernel.decorator import Kernel, kernel
+from .._kernel.kernel import current_cc, refuse_compile_in_capture
 from .._kernel.template import KernelTemplate
 from .._runtime import cuda as _cuda
 from ..errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
@@ -34,7 +36,7 @@ __all__ = ["CellCompileError", "CudaMagics", "KernelTemplate", "load_ipython_ext
 def _default_arch() -> str:
     """The GPU's arch, else CUFORGE_ARCH; without either, a UsageError that says how to set one."""
     try:
-        return _cache.default_arch("%%cuda")
+        return default_arch("%%cuda", current_cc)
     except NoDeviceError:
         raise UsageError("%%cuda: no GPU to compile for; pass --arch sm_90 or set CUFORGE_ARCH=sm_90") from None
 
@@ -80,7 +82,7 @@ class CudaMagics(Magics):
         with _config.scope(cache="0") if args.no_cache else contextlib.nullcontext():
             kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
             try:  # every kernel of the cell in one NVRTC program: the cell is one source
-                compiled = _cache.compile_together(kernels, arch, None, who="%%cuda")
+                compiled = _cache.compile_together(kernels, arch, None, who="%%cuda", guard=refuse_compile_in_capture)
             except CompileError as exc:
                 raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
         if any(_parallel.fell_back(ck.log) for ck in compiled):  # this cell's results, not another thread's
@@ -194,9 +196,9 @@ class CudaMagics(Magics):
             print(f"driver:  CUDA {int(version) // 1000}.{int(version) % 1000 // 10}")
         except NoDeviceError as exc:
             print(f"device:  none ({exc})")
-        wheel = _compile.nvrtc_wheel_library()
+        wheel = _toolchain.nvrtc_wheel_library()
         where = f"wheel: {wheel}" if wheel is not None else "the system's CUDA toolkit"
-        print(f"NVRTC:   {'.'.join(map(str, _compile.nvrtc_version()))} ({where})")
+        print(f"NVRTC:   {'.'.join(map(str, _toolchain.nvrtc_version()))} ({where})")
         disk = _disk.current()
         if disk is None:
             print(f"cache:   disk cache off or unavailable ({_config.cache_dir()})")

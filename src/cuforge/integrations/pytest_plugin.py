@@ -329,9 +329,10 @@ class CompileItem(pytest.Item):
         arch = self.config.getoption("cuforge_arch")
         if arch:
             return str(arch)
-        from .._compile.cache import default_arch
+        from .._compile.targets import default_arch
+        from .._kernel.kernel import current_cc
 
-        return default_arch(f"compile {self.kernel.name_expression}")  # the GPU's, else CUFORGE_ARCH
+        return default_arch(f"compile {self.kernel.name_expression}", current_cc)  # the GPU's, else CUFORGE_ARCH
 
     def runtest(self) -> None:
         from .._kernel.family import Family

@@ -1,0 +1,150 @@
+"""THE identity of a compile: what makes two compiles the same, written once and used by
+every store (the memory cache, the disk cache) and by the ahead-of-time build.
+
+`compile_inputs` is the kernel's own part (no path, nothing of the machine), which a build
+records per entry; `cache_key` adds the exact flags and the machine's `toolchain`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from .._version import __version__
+from ..errors import DeclarationError
+from ..options import CompileOptions
+from . import toolchain as _toolchain
+from .headers import cuda_include_dir
+from .unit import CompileUnit
+
+KEY_SCHEMA = 2
+
+
+def compile_inputs(
+    *,
+    source: str,
+    name_expression: str,
+    flags: tuple[str, ...],
+    headers: Mapping[str, str],
+    include_digest: str = "",
+    links: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """What the kernel's own code decides about one compile, by name: THE identity of a
+    compile, less the arch and the machine's toolchain (see `cache_key`, which adds them).
+
+    An ahead-of-time build records this per entry, and a process serving the build recomputes
+    it (with no NVRTC call) to refuse a stale entry and name what changed. So it holds no
+    path and nothing of the toolkit: the flags less ``-arch`` and ``-I`` (include directories
+    count by their files' contents, ``include_digest``), split into ``defines`` (``-D``) and
+    ``options``; digests of the source, the in-memory ``headers`` and the ``links`` (what
+    the kernel is linked with: digests of modules, source strings); and cuforge's version.
+    """
+    kept = [f for f in flags if not f.startswith(("-arch=", "-I"))]
+    return {
+        "cuforge": __version__,
+        "source": _sha(source),
+        "name_expression": name_expression,
+        "options": shlex.join(f for f in kept if not f.startswith("-D")),
+        "defines": shlex.join(f for f in kept if f.startswith("-D")),
+        "headers": _sha(json.dumps(sorted(headers.items()), ensure_ascii=False)) if headers else "",
+        "include_dirs": include_digest,
+        "link": _sha(json.dumps(list(links), ensure_ascii=False)) if links else "",
+    }
+
+
+def toolchain(*, linked: bool) -> dict[str, str]:
+    """The machine's part of a compile's identity: the NVRTC library, the CUDA headers it is
+    given and, for a kernel that is linked, nvJitLink."""
+    found = {
+        "nvrtc": _toolchain.nvrtc_identity(),
+        "cuda_headers": _toolchain.cuda_headers_version(cuda_include_dir()),
+    }
+    if linked:
+        found["nvjitlink"] = _toolchain.nvjitlink_identity()
+    return found
+
+
+def cache_key(inputs: Mapping[str, str], flags: tuple[str, ...], tools: Mapping[str, str]) -> str:
+    """A hex digest of everything that changes one compile's binary (never of its outputs or
+    temp paths): ``inputs`` (`compile_inputs`), the exact ``flags`` (the arch, the
+    include paths) and the toolchain (`toolchain`). The memory and disk caches key by
+    it; an ahead-of-time build's manifest records ``inputs``."""
+    payload = [KEY_SCHEMA, sorted(inputs.items()), list(flags), sorted(tools.items())]
+    return _sha(json.dumps(payload, ensure_ascii=False))
+
+
+def inputs_of(unit: CompileUnit, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
+    """``unit``'s `compile_inputs` for a compile with ``flags`` and ``options``: what its
+    cache key and an ahead-of-time build's entry both hold. Needs no NVRTC."""
+    return compile_inputs(
+        source=unit.source,
+        name_expression=unit.name_expression,
+        flags=flags,
+        headers=unit.headers,
+        include_digest=include_dirs_digest(options.include_dirs),
+        links=tuple(i.digest if not isinstance(i, str) else i for i in unit.links),
+    )
+
+
+def key_of(unit: CompileUnit, flags: tuple[str, ...], options: CompileOptions) -> str:
+    """``unit``'s `cache_key` for a compile with ``flags`` and ``options``."""
+    linked = bool(unit.links) or "-rdc=true" in flags
+    return cache_key(inputs_of(unit, flags, options), flags, toolchain(linked=linked))
+
+
+def resolve_options(unit: CompileUnit, options: CompileOptions | None, who: str) -> CompileOptions:
+    """The options a compile of ``unit`` uses: ``options``, else the class's; relocatable
+    where it links (its extern __device__ functions resolve at the link)."""
+    opts = unit.options if options is None else options
+    if not isinstance(opts, CompileOptions):
+        raise DeclarationError(f"{who}: options must be a cuforge.CompileOptions, got {opts!r}")
+    if unit.links and not opts.relocatable:
+        opts = opts.replace(relocatable=True)
+    return opts
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+_dir_digests: dict[tuple[str, ...], tuple[tuple[Any, ...], str]] = {}
+
+
+def include_dirs_digest(dirs: tuple[str, ...]) -> str:
+    """SHA-256 over the relative paths and contents of every file in ``dirs``.
+
+    Re-hashed only when a file's (size, mtime) changes, so a compile() call that hits the
+    memory cache stats the files but reads none.
+    """
+    if not dirs:
+        return ""
+    files = []
+    for d in dirs:
+        for root, _, names in os.walk(d):
+            for name in sorted(names):
+                path = os.path.join(root, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                files.append((d, os.path.relpath(path, d), st.st_size, st.st_mtime_ns))
+    files.sort()
+    signature = tuple(files)
+    cached = _dir_digests.get(dirs)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    h = hashlib.sha256()
+    for d, rel, _, _ in files:
+        h.update(rel.encode() + b"\0")
+        try:
+            with open(os.path.join(d, rel), "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+        except OSError:
+            h.update(b"unreadable")
+    digest = h.hexdigest()
+    _dir_digests[dirs] = (signature, digest)
+    return digest
