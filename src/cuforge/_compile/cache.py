@@ -27,6 +27,7 @@ from ..errors import CompileError, DeclarationError, NoDeviceError
 from ..options import CompileOptions, check_arch, to_flags
 from . import disk as _disk
 from . import nvrtc as _compile
+from .artifact import CompiledKernel
 from .stats import counters
 
 KEY_SCHEMA = 2
@@ -245,7 +246,7 @@ def default_arch(who: str) -> str:
 
 def compile_together(
     kernels: list[Any], arch: str | None, options: CompileOptions | None, *, who: str
-) -> list[_compile.CompiledKernel]:
+) -> list[CompiledKernel]:
     """Compile kernels of one declaration (one prelude, one unit each, one name expression
     each), with the kernels declared over the same source= text: one NVRTC program, or
     several when a heavy family is split (``_parallel``); kernels already in the memory cache
@@ -273,7 +274,7 @@ def compile_together(
 
 
 def compile_each(kernels: list[Any], arch: str | None, options: CompileOptions | None, *,
-                 who: str) -> tuple[list[_compile.CompiledKernel | None], list[tuple[Any, CompileError]]]:  # fmt: skip
+                 who: str) -> tuple[list[CompiledKernel | None], list[tuple[Any, CompileError]]]:  # fmt: skip
     """`compile_together`, where one kernel that cannot compile (its source, or ptxas: too
     much shared memory) keeps none of the others from compiling: (the results, None for a
     failed kernel; the (kernel, error) of each failure). Where the program fails, each kernel is
@@ -283,7 +284,7 @@ def compile_each(kernels: list[Any], arch: str | None, options: CompileOptions |
     except CompileError as exc:
         if len(kernels) == 1:
             return [None], [(kernels[0], exc)]
-    results: list[_compile.CompiledKernel | None] = []
+    results: list[CompiledKernel | None] = []
     failed: list[tuple[Any, CompileError]] = []
     for k in kernels:
         try:
@@ -364,7 +365,7 @@ def _from_disk(kernels: list[Any], keys: list[str], arch: str, disk: _disk.DiskC
         if stored is None or k.name_expression not in stored.lowered:
             done = False
             continue
-        memory.put(key, _compile.CompiledKernel(k, arch, stored, k.name_expression, k.render()))
+        memory.put(key, CompiledKernel(k, arch, stored, k.name_expression, k.render()))
     return done
 
 
@@ -412,6 +413,6 @@ def _compile_missing(
             result = _link.link_result(result, group[0], arch, flags)
         for k in group:
             key = key_of[id(k)]
-            memory.put(key, _compile.CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
+            memory.put(key, CompiledKernel(k, arch, result, k.name_expression, prelude + k._pieces()[1]))
             if disk is not None:
                 disk.store(key, result)

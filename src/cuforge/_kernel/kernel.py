@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import _config
 from .._compile import cache as _cache
-from .._compile.nvrtc import CompiledKernel
+from .._compile.artifact import CompiledKernel
 from .._declare import kinds as _kinds
 from .._declare import launch_rules as _launch_rules
 from .._declare import render as _render
@@ -73,7 +73,7 @@ def _names_the_kernel(method: _Method) -> _Method:
 
 
 # With the extension, calls reach KernelBase's tp_call in C, with no Python frame between.
-_KernelBase: Any = _cuda._claunch.KernelBase if _cuda._claunch is not None else _PythonCall
+_KernelBase: Any = _cuda.claunch.KernelBase if _cuda.claunch is not None else _PythonCall
 
 
 class Kernel(_KernelBase):
@@ -397,7 +397,7 @@ class Kernel(_KernelBase):
             if not _build.nvrtc_available():
                 raise _build.missing(self, build)
         ck = self.compile(_cache.device_target(device.cc))
-        handle = ck._kernel_handle()
+        handle = _cuda.compiled.handle(ck)
         if self._decl.body is None:
             self._check_compiled_params(handle)
         if _kinds.uses_grid_sync(ck.source) and not self._grid_sync:

@@ -12,7 +12,6 @@ once; the C launcher reads their data from here.
 from __future__ import annotations
 
 import ctypes
-import functools
 import struct
 import threading
 from typing import Any, NamedTuple
@@ -25,6 +24,8 @@ from .._declare.types import _BY_NUMPY
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
 from .._runtime.arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg, DeviceArray, _torch_dtypes, array_arg
+from .._runtime.device import state as _state
+from .._runtime.launch import LaunchConfig, prepared
 from ..errors import ArgumentError, ArgumentTypeError, GraphCaptureError, LaunchError
 from .checks import scalar_to_bytes
 
@@ -231,17 +232,17 @@ def launch_checked(kernel: Any, c: Checked) -> None:
 
     The common case (every array on this thread's device, whose context is current) is spelled
     out here: where the C extension is not built, every launch runs this."""
-    if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-        return _cuda._tls.capture.launch(kernel, c)  # type: ignore[no-any-return]
+    if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see _graph
+        return _state.tls.capture.launch(kernel, c)  # type: ignore[no-any-return]
     _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
-    info = getattr(_cuda._tls, "device", None) or _cuda.current_device()
+    info = getattr(_state.tls, "device", None) or _cuda.current_device()
     did = info.id
     if device is not None and device != did:
         return launch_elsewhere(kernel, c)
     for _, arg in arrays:
         if arg.device != did:  # host arrays to stage, memory elsewhere or of unknown device
             return launch_elsewhere(kernel, c)
-    if _cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(did):  # CuPy's `with Device(n)`
+    if _state.multi_gpu and _cuda.current_context() != _state.contexts.get(did):  # CuPy's `with Device(n)`
         return launch_elsewhere(kernel, c)
     loaded = kernel._by_device.get(did) or kernel._function(info)
     handle, _, max_threads, max_shared = loaded[:4]
@@ -251,8 +252,7 @@ def launch_checked(kernel: Any, c: Checked) -> None:
         stream = default_stream(arrays, did)
     label = kernel.label
     _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
-    attrs = kernel._attrs if kind is _kinds.PLAIN else _cuda.kind_attributes(kind)
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, kernel._packer.pack(values), attrs)
+    err = _state.launch(handle, LaunchConfig.of(grid, block, shared_mem, kind), stream, kernel._packer.pack(values))
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
     return None
@@ -267,8 +267,7 @@ def launch_elsewhere(kernel: Any, c: Checked) -> None:
             stage_and_launch(kernel, c, handle, stream)
         else:
             _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
-            launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(c.values), kernel.label,
-                       attributes_of(kernel, c))  # fmt: skip
+            launch_raw(handle, config_of(c), stream, kernel._packer.pack(c.values), kernel.label)
 
 
 def target_device(kernel: Any, c: Checked) -> int:
@@ -328,13 +327,13 @@ def check_loaded(kernel: Any, loaded: Any, c: Checked) -> Checked:
     return c
 
 
-def attributes_of(kernel: Any, c: Checked) -> bytes | None:
-    """The launch attributes of a checked call: its kind's, else the kernel's own."""
-    return kernel._attrs if c.kind is _kinds.PLAIN else _cuda.kind_attributes(c.kind)
+def config_of(c: Checked) -> LaunchConfig:
+    """The launch configuration of a checked call."""
+    return LaunchConfig.of(c.grid, c.block, c.shared_mem, c.kind)
 
 
 def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
-    driver = _cuda._driver()
+    driver = _cuda.bindings()
     if capturing(stream):  # torch.cuda.graph, CuPy's begin_capture: the copies and the wait would end it
         names = ", ".join(repr(kernel._specs[i].name) for i, arg in c.arrays if arg.device == HOST)
         raise GraphCaptureError(
@@ -354,8 +353,7 @@ def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
                 _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arg.ptr, nbytes, stream), "cuMemcpyHtoDAsync")
             values[i] = int(ptr)
         _cuda.note_launch(kernel.label, c.grid, c.block, c.shared_mem)
-        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, kernel._packer.pack(values), kernel.label,
-                   attributes_of(kernel, c))  # fmt: skip
+        launch_raw(handle, config_of(c), stream, kernel._packer.pack(values), kernel.label)
         for i, ptr, nbytes in staged:
             if kernel._specs[i].writes and nbytes:
                 _cuda.check(driver.cuMemcpyDtoHAsync(c.args[i].ctypes.data, ptr, nbytes, stream), "cuMemcpyDtoHAsync")
@@ -365,17 +363,16 @@ def stage_and_launch(kernel: Any, c: Checked, handle: int, stream: int) -> None:
             driver.cuMemFree(ptr)
 
 
-def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
-               stream: int, params_addr: int, kernel: str, attrs: bytes | None = None) -> None:  # fmt: skip
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, params_addr, attrs)
+def launch_raw(handle: int, config: LaunchConfig, stream: int, params_addr: int, kernel: str) -> None:
+    err = _state.launch(handle, config, stream, params_addr)
     if err:  # a CUresult: CUDA_SUCCESS is 0
-        raise_launch_error(err, grid, block, shared_mem, kernel)
+        raise_launch_error(err, config.grid, config.block, config.shared_mem, kernel)
 
 
 def capturing(stream: int) -> bool:
     """Whether ``stream`` is capturing a CUDA graph (or CUDA cannot say, which it does for the
     legacy default stream while another stream captures)."""
-    err, status = _cuda._driver().cuStreamIsCapturing(stream)
+    err, status = _cuda.bindings().cuStreamIsCapturing(stream)
     return int(err) != 0 or int(status) != 0
 
 
@@ -423,14 +420,13 @@ class PreparedLaunch:
         self._keep = (c.args, stream_object)  # a CuPy or PyTorch stream destroys its handle when collected
         self._module = kernel._decl.module  # a prebuilt kernel's Module: refuse to launch once it is unloaded
         self.kernel, self.grid, self.block, self.shared_mem, self.stream = kernel.label, c.grid, c.block, c.shared_mem, stream
-        self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr,
-                                       attributes_of(kernel, c))  # fmt: skip
+        self._call = prepared(_state.launch, handle, config_of(c), stream, addr)
 
     def __call__(self) -> None:
         if self._module is not None:
             self._module._check_loaded(self.kernel)
-        if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-            _cuda._tls.capture.prepared(self)
+        if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see _graph
+            _state.tls.capture.prepared(self)
         err = self._call()
         if err:
             raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)
@@ -441,7 +437,7 @@ class PreparedLaunch:
 
 # ---------------------------------------------------------------- the C launcher
 
-_claunch = _cuda._claunch
+_claunch = _cuda.claunch
 if _claunch is not None:
     _claunch.configure(_cuda, _BY_NUMPY, _torch_dtypes, DeviceArray, array_arg, dims, _DIMS, GRID_LIMIT, BLOCK_LIMIT,
                        stream_handle)  # fmt: skip
