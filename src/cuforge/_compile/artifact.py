@@ -179,12 +179,23 @@ class CompiledKernel:
     @property
     def program(self) -> CompileResult:
         """What the NVRTC program it was compiled in produced, shared by every kernel compiled
-        in that program (which is loaded once, however many of its kernels are used)."""
+        in that program (which is loaded once, however many of its kernels are used).
+
+        Returns
+        -------
+        CompileResult
+        """
         return self._result
 
     @classmethod
     def use_runtime(cls, runtime: Runtime) -> None:
-        """Set what loads compiled kernels (the runtime layer calls it when imported)."""
+        """Set what loads compiled kernels (the runtime layer calls it when imported).
+
+        Parameters
+        ----------
+        runtime : Runtime
+            What loads a compiled kernel and reads its resources from the driver.
+        """
         cls.runtime = runtime
 
     def _repr_html_(self) -> str:
