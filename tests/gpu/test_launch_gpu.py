@@ -253,8 +253,8 @@ def test_both_launchers_launch_and_refuse_what_the_kernel_cannot_do(saxpy, kind)
     x = cf.to_device(np.arange(256, dtype=np.float32))
     y = cf.zeros(256, cf.float32)
     try:
-        _cuda.bind_launcher(kind)
-        assert _cuda.launcher == kind
+        _cuda.state.bind_launcher(kind)
+        assert _cuda.state.launcher == kind
         saxpy(2.0, x, y, 256)  # the C launcher (declining everything under "bindings")
         saxpy(2.0, x, y, n=256)  # by name
         saxpy.prepare(2.0, x, y, 256)()  # a prepared launch
@@ -264,7 +264,7 @@ def test_both_launchers_launch_and_refuse_what_the_kernel_cannot_do(saxpy, kind)
                                                    r"dynamic shared memory a block can have on device 0"):  # fmt: skip
             saxpy(2.0, x, y, 256, grid=1, block=32, shared_mem=1 << 20)
     finally:
-        _cuda.bind_launcher()
+        _cuda.state.bind_launcher()
     np.testing.assert_array_equal(y.to_numpy(), 6 * np.arange(256, dtype=np.float32))
 
 
@@ -276,7 +276,7 @@ def test_unknown_launcher_setting_is_refused():
         _config.scope(launcher="cython"),
         pytest.raises(cf.ConfigError, match=r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
     ):
-        _cuda.bind_launcher()
+        _cuda.state.bind_launcher()
 
 
 def test_c_launcher_and_general_path_agree_on_device_arrays(saxpy):
@@ -363,7 +363,7 @@ def test_c_launcher_launches_a_blocks_grid():
         MarkBlocks(marks, 0)
 
 
-def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
+def test_launch_attributes_reach_cuLaunchKernelEx(saxpy, monkeypatch):
     """The attribute list reaches the driver: a cooperative launch of more blocks than fit on
     the GPU at once is refused (a plain launch of the same grid runs), from the C launcher,
     the general path and a prepared launch alike."""
@@ -375,7 +375,9 @@ def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
     x, y = cp.ones(n, cp.float32), cp.zeros(n, cp.float32)
     saxpy(1.0, x, y, n, block=1024)  # 4096 blocks of 1024 threads: far more than can be resident at once
     cp.cuda.runtime.deviceSynchronize()
-    saxpy._plan.attrs = _cuda.launch_attributes(cooperative=True)
+    saxpy._plan.attrs = _cuda.LaunchConfig((1, 1, 1), (1, 1, 1), cooperative=True).attributes()  # the C launcher's
+    cooperative = classmethod(lambda cls, grid, block, shared_mem, kind: cls(grid, block, shared_mem, cooperative=True))
+    monkeypatch.setattr(_cuda.LaunchConfig, "of", cooperative)  # the general path's
     saxpy._fast = c_launcher(saxpy._plan)
     too_large = r"the launch \(grid=\(4096, 1, 1\), block=\(1024, 1, 1\), shared_mem=0\) failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
     try:
@@ -385,16 +387,17 @@ def test_launch_attributes_reach_cuLaunchKernelEx(saxpy):
             saxpy(1.0, x, y, n=n, block=1024)  # by name: still the C launcher
         with pytest.raises(cf.LaunchError, match=too_large):
             saxpy.prepare(1.0, x, y, n, block=1024)()
-        _cuda.bind_launcher("bindings")  # the general path, through cuda.bindings' cuLaunchKernelEx
+        _cuda.state.bind_launcher("bindings")  # the general path, through cuda.bindings' cuLaunchKernelEx
         try:
             with pytest.raises(cf.LaunchError, match=too_large):
                 saxpy(1.0, x, y, n, block=1024)
         finally:
-            _cuda.bind_launcher()
+            _cuda.state.bind_launcher()
         saxpy(1.0, x, y, n, grid=4, block=1024)  # a cooperative grid that fits runs
         cp.cuda.runtime.deviceSynchronize()
     finally:
         saxpy._plan.attrs = None
+        monkeypatch.undo()
         saxpy._fast = c_launcher(saxpy._plan)
     out = cp.asnumpy(y)
     assert (out[: 4 * 1024] == 2.0).all() and (out[4 * 1024 :] == 1.0).all()
@@ -424,7 +427,7 @@ x, y = cf.to_device(np.arange(1000, dtype=np.float32)), cf.zeros(1000, cf.float3
 for _ in range(3):
     Saxpy(2.0, x, y, 1000)
 Saxpy(2.0, x, y, n=1000, grid=(4,), block=(256,))
-assert _cuda.launcher == "bindings" and _cuda.last_launch() == ("Saxpy", (4, 1, 1), (256, 1, 1), 0)
+assert _cuda.state.launcher == "bindings" and _cuda.last_launch() == ("Saxpy", (4, 1, 1), (256, 1, 1), 0)
 np.testing.assert_array_equal(y.to_numpy(), 8 * np.arange(1000, dtype=np.float32))
 print("ok")
 """
@@ -455,7 +458,7 @@ y = cf.to_device(np.ones(4096, np.float32))
 for _ in range(3):
     Scale(2.0, y, 4096, stream=0)
 Scale(2.0, y, 4096, stream=0)
-assert _cuda.launcher == "c"
+assert _cuda.state.launcher == "c"
 np.testing.assert_array_equal(y.to_numpy(), np.full(4096, 16.0, np.float32))
 print("ok")
 """

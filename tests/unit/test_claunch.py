@@ -48,7 +48,7 @@ import numpy as np
 import cuforge as cf
 from cuforge._runtime import cuda as _cuda
 from cuforge._kernel.kernel import _PythonCall
-assert _cuda._claunch is None and cf.Kernel.__bases__ == (_PythonCall,)
+assert _cuda.claunch is None and cf.Kernel.__bases__ == (_PythonCall,)
 
 @cf.kernel
 class Saxpy:
@@ -95,8 +95,8 @@ def test_the_c_launcher_exports_its_limits():
 def test_launch_attributes_are_cuLaunchKernelEx_records():
     from cuforge._runtime import cuda as _cuda
 
-    assert _cuda.launch_attributes() is None
-    attrs = _cuda.launch_attributes(cooperative=True, cluster=(2, 1, 1), programmatic_serialization=True)
+    assert _cuda.LaunchConfig((1, 1, 1), (1, 1, 1)).attributes() is None
+    attrs = _cuda.LaunchConfig((1, 1, 1), (1, 1, 1), cooperative=True, cluster=(2, 1, 1), programmatic_serialization=True).attributes()
     assert len(attrs) == 3 * 72  # sizeof(CUlaunchAttribute)
     assert attrs[:4] == (2).to_bytes(4, "little") and attrs[8:12] == (1).to_bytes(4, "little")  # COOPERATIVE = 1
     assert attrs[72:76] == (4).to_bytes(4, "little") and attrs[80:92] == b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"

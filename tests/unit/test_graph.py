@@ -46,7 +46,7 @@ def test_error_tree():
 
 def test_no_capture_state_outside_a_block():
     assert _graph.capture_in_thread() is None
-    assert _cuda.capturing == 0
+    assert _cuda.state.captures_open == 0
 
 
 def test_opening_a_capture_without_a_gpu_leaves_nothing_behind():
@@ -55,7 +55,7 @@ def test_opening_a_capture_without_a_gpu_leaves_nothing_behind():
     with pytest.raises(cf.NoDeviceError):
         with cf.graph():
             pass  # pragma: no cover
-    assert _graph.capture_in_thread() is None and _cuda.capturing == 0
+    assert _graph.capture_in_thread() is None and _cuda.state.captures_open == 0
 
 
 def test_launch_descriptions():

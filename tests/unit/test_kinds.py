@@ -24,10 +24,10 @@ def declare(**ns):
 def test_class_keys_make_the_kind_and_its_launch_attributes():
     assert kk.GridSum._plan.kind == _kinds.LaunchKind(cooperative=True)
     assert kk.ClusterSwap._plan.kind.cluster == (2, 1, 1)
-    assert kk.BigShared._plan.kind is _kinds.PLAIN and _cuda.kind_attributes(_kinds.PLAIN) is None
+    assert kk.BigShared._plan.kind is _kinds.PLAIN and _cuda.LaunchConfig.of((1, 1, 1), (1, 1, 1), 0, _kinds.PLAIN).attributes() is None
     # CUlaunchAttribute records: id 2 (cooperative) with value 1; id 4 (cluster) with its dims
-    assert _cuda.kind_attributes(kk.GridSum._plan.kind) == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
-    assert _cuda.kind_attributes(kk.ClusterSwap._plan.kind)[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
+    assert _cuda.LaunchConfig.of((1, 1, 1), (1, 1, 1), 0, kk.GridSum._plan.kind).attributes() == (2).to_bytes(4, "little") + bytes(4) + (1).to_bytes(4, "little") + bytes(60)
+    assert _cuda.LaunchConfig.of((1, 1, 1), (1, 1, 1), 0, kk.ClusterSwap._plan.kind).attributes()[:20] == b"\x04\0\0\0" + bytes(4) + b"\x02\0\0\0\x01\0\0\0\x01\0\0\0"
     # cooperative and clustered kernels get no C launcher: their checks need the device on every call
     assert kk.GridSum._fast is None and kk.ClusterSwap._fast is None
 
@@ -90,7 +90,7 @@ def test_an_explicit_grid_must_be_divisible_by_the_cluster():
 def test_the_call_can_ask_for_a_kind():
     k = declare()
     c = _launch.check_and_pack(k._plan, (cai(64),), {"cooperative": True}, 2, None, 0, None)
-    assert c.kind.cooperative and _cuda.kind_attributes(c.kind) is not None and c.grid == (2, 1, 1)
+    assert c.kind.cooperative and _cuda.LaunchConfig.of((1, 1, 1), (1, 1, 1), 0, c.kind).attributes() is not None and c.grid == (2, 1, 1)
     c = _launch.check_and_pack(k._plan, (), {"y": cai(64), "cluster": 2}, 4, 32, 0, None)
     assert c.kind.cluster == (2, 1, 1)
     with pytest.raises(cf.ArgumentError, match=r"K: cluster=\(3, 3, 1\) has 9 blocks"):

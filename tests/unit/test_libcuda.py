@@ -75,8 +75,8 @@ def test_a_machine_without_the_driver_gets_no_device_error(monkeypatch):
 
     monkeypatch.setattr(_libcuda, "_library_name", lambda: "libcuda-absent.so.1")
     monkeypatch.setattr(_libcuda, "_proc_address", None)
-    monkeypatch.setattr(_cuda, "_failure", None)
-    monkeypatch.setattr(_cuda, "_devices", {})
+    monkeypatch.setattr(_cuda.state, "failure", None)
+    monkeypatch.setattr(_cuda.state, "devices", {})
     with pytest.raises(cf.NoDeviceError, match=r"no CUDA device is available \(OSError: libcuda-absent"):
-        _cuda._open(0)
+        _cuda.state.open(0)
     assert _cuda.error_text(700) == "CUresult 700 (unknown)"  # an error text without a driver to ask

@@ -171,7 +171,7 @@ def test_startup_and_collection_do_not_touch_cuda(pytester):
         import sys
         def pytest_collection_finish(session):
             from cuforge._runtime import cuda as _cuda
-            print("CUDA-STATE", "cuda.core" in sys.modules, bool(_cuda._devices))
+            print("CUDA-STATE", "cuda.core" in sys.modules, bool(_cuda.state.devices))
         """
     )
     pytester.makepyfile(KERNELS + "\nimport pytest\n@pytest.mark.gpu\ndef test_g():\n    pass\n")

@@ -3,6 +3,7 @@ import pytest
 
 import cuforge as cf
 from cuforge._declare.dtypes import SCALAR_TYPES, dtype_of
+from cuforge._runtime import cuda as _cuda
 
 
 def test_every_scalar_type_knows_cpp_numpy_and_size():
@@ -78,4 +79,4 @@ def test_a_compiled_kernel_pickles_as_its_binary(saxpy_sm90):
     back = pickle.loads(pickle.dumps(saxpy_sm90))
     assert (back.cubin, back.lowered_name, back.source, back.arch, back.flags) == (
         saxpy_sm90.cubin, saxpy_sm90.lowered_name, saxpy_sm90.source, saxpy_sm90.arch, saxpy_sm90.flags)
-    assert back.resources() == saxpy_sm90.resources() and back._handle is None
+    assert back.resources() == saxpy_sm90.resources() and _cuda.compiled.loaded_handle(back) is None

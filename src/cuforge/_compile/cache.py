@@ -19,7 +19,7 @@ from .. import _config
 from ..errors import CompileError
 from ..options import CompileOptions, check_arch, to_flags
 from . import disk as _disk
-from . import nvrtc as _compile
+from .artifact import CompiledKernel
 from .headers import include_dirs
 from .identity import key_of, resolve_options
 from .store import memory
@@ -31,7 +31,7 @@ Guard = Callable[[str], None]  # called with a kernel's label before NVRTC runs 
 
 
 def compile_together(kernels: Sequence[Compilable], arch: str, options: CompileOptions | None, *, who: str,
-                     guard: Guard | None = None) -> list[_compile.CompiledKernel]:  # fmt: skip
+                     guard: Guard | None = None) -> list[CompiledKernel]:  # fmt: skip
     """Compile kernels of one declaration (one prelude, one unit each, one name expression
     each), with the kernels declared over the same source= text: one NVRTC program, or
     several when a heavy family is split (``parallel``); kernels already in the memory cache
@@ -58,7 +58,7 @@ def compile_together(kernels: Sequence[Compilable], arch: str, options: CompileO
     return results
 
 
-Compiled = _compile.CompiledKernel
+Compiled = CompiledKernel
 
 
 def compile_each(kernels: Sequence[Compilable], arch: str, options: CompileOptions | None, *, who: str,
@@ -152,7 +152,7 @@ def _from_disk(units: list[CompileUnit], keys: list[str], arch: str, disk: _disk
         if stored is None or u.name_expression not in stored.lowered:
             done = False
             continue
-        memory.put(key, _compile.CompiledKernel(u, arch, stored, u.name_expression, u.source))
+        memory.put(key, CompiledKernel(u, arch, stored, u.name_expression, u.source))
     return done
 
 
@@ -174,7 +174,7 @@ def _compile_missing(units: list[CompileUnit], keys: list[str], arch: str, flags
             result = _link.link_result(result, group[0], arch, flags)
         for u in group:
             key = key_of_unit[id(u)]
-            memory.put(key, _compile.CompiledKernel(u, arch, result, u.name_expression, first.prelude + u.unit))
+            memory.put(key, CompiledKernel(u, arch, result, u.name_expression, first.prelude + u.unit))
             if disk is not None:
                 disk.put(key, result)
 

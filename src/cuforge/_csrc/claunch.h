@@ -37,7 +37,7 @@ enum { CUDA_ERROR_NOT_INITIALIZED = 3, CUDA_ERROR_NOT_SUPPORTED = 801 };
 /* ------------------------------------------------------------------ driver.c */
 
 /* One launch: grid, block, dynamic shared memory, stream, and the launch attributes
- * (CUlaunchAttribute records, 72 bytes each, built by _cuda.launch_attributes). */
+ * (CUlaunchAttribute records, 72 bytes each, built by LaunchConfig.attributes in _runtime/launch.py). */
 typedef struct {
     unsigned int grid[3], block[3], smem;
     void *stream;

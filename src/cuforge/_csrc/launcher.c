@@ -23,7 +23,7 @@
 #define THREAD_LOCAL _Thread_local
 #endif
 
-/* The device this thread launches on (-1: none made current yet), mirroring _cuda._tls.device,
+/* The device this thread launches on (-1: none made current yet), mirroring _runtime.device.state.tls.device,
  * and that device's primary context, which must be current for the C launcher to launch. */
 static THREAD_LOCAL long long thread_device = -1;
 static THREAD_LOCAL void *thread_ctx = NULL;

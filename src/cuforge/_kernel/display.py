@@ -9,58 +9,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-_STYLE = "font-family:monospace;border-collapse:collapse"
-_CELL = "border:1px solid #ccc;padding:2px 6px;text-align:left"
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> str:
-    th = "".join(f'<th style="{_CELL}">{escape(h)}</th>' for h in head)
-    body = "".join("<tr>" + "".join(f'<td style="{_CELL}">{escape(str(c))}</td>' for c in row) + "</tr>" for row in rows)
-    return f'<table style="{_STYLE}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def resources(ck: Any) -> dict[str, Any]:
-    """Registers, shared, local memory of a CompiledKernel: from the driver if it is loaded
-    and this thread has a device, else from the cubin."""
-    from .._runtime import cuda as _cuda
-
-    info = getattr(_cuda._tls, "device", None)
-    if ck._handle is not None and info is not None:
-        return {
-            "registers": _cuda.kernel_attribute(ck._handle, "NUM_REGS", info.id),
-            "shared_bytes": _cuda.kernel_attribute(ck._handle, "SHARED_SIZE_BYTES", info.id),
-            "local_bytes": _cuda.kernel_attribute(ck._handle, "LOCAL_SIZE_BYTES", info.id),
-            "source": "GPU",
-        }
-    res = ck.resources()
-    return {
-        "registers": res.get("registers", "?"),
-        "shared_bytes": res.get("shared_bytes", "?"),
-        "local_bytes": res.get("frame_bytes", "?"),
-        "source": "cubin" if res else "n/a (PTX)",
-    }
-
-
-def compiled_rows(cks: list[Any]) -> list[list[Any]]:
-    rows = []
-    for ck in cks:
-        r = resources(ck)
-        rows.append(
-            [
-                ck.name_expression,
-                ck.arch,
-                ck.code_type,
-                r["registers"],
-                r["shared_bytes"],
-                r["local_bytes"],
-                f"{ck.compile_seconds * 1e3:.1f} ms",
-                "disk cache" if ck.from_cache else "NVRTC",
-            ]
-        )
-    return rows
-
-
-_COMPILED_HEAD = ["instantiation", "arch", "code", "registers", "shared B", "local B", "compile", "from"]
+from .._compile.html import COMPILED_HEAD as _COMPILED_HEAD
+from .._compile.html import compiled_rows
+from .._compile.html import table as _table
 
 
 def kernel_html(k: Any) -> str:
@@ -96,12 +47,4 @@ def family_html(f: Any) -> str:
     return (
         f'<div class="cuforge-family"><p><b>cuforge.Family</b> <code>{escape(first.signature.describe(f.name))}</code> '
         f"({len(f.instantiations())} instantiations)</p>{tps}<p>compiled:</p>{done}{tuning}</div>"
-    )
-
-
-def compiled_html(ck: Any) -> str:
-    return (
-        f'<div class="cuforge-compiled"><p><b>cuforge.CompiledKernel</b> <code>{escape(ck.name_expression)}</code> '
-        f"symbol <code>{escape(ck.lowered_name)}</code>, {len(ck.code)} bytes</p>"
-        f"{_table(_COMPILED_HEAD, compiled_rows([ck]))}</div>"
     )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._compile import cache as _cache
 from .._compile import disk as _disk
-from .._compile.nvrtc import CompiledKernel
+from .._compile.artifact import CompiledKernel
 from .._compile.targets import default_arch
 from .._declare.annotations import ArrayType
 from .._declare.declaration import _Decl
@@ -589,7 +589,7 @@ class Family:
                 args.append(copy)
             else:
                 args.append(value)
-        driver = _cuda._driver()
+        driver = _cuda.bindings()
         start = _cuda.check(driver.cuEventCreate(0), "cuEventCreate")
         stop = _cuda.check(driver.cuEventCreate(0), "cuEventCreate")
         times = []

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._compile import cache as _cache
 from .._compile import identity as _identity
-from .._compile.nvrtc import CompiledKernel
+from .._compile.artifact import CompiledKernel
 from .._compile.targets import default_arch
 from .._compile.unit import CompileUnit
 from .._declare import launch_rules as _launch_rules
@@ -76,7 +76,7 @@ def _names_the_kernel(method: _Method) -> _Method:
 
 
 # With the extension, calls reach KernelBase's tp_call in C, with no Python frame between.
-_KernelBase: Any = _cuda._claunch.KernelBase if _cuda._claunch is not None else _PythonCall
+_KernelBase: Any = _cuda.claunch.KernelBase if _cuda.claunch is not None else _PythonCall
 
 
 class Kernel(_KernelBase):

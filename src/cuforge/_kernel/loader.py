@@ -55,7 +55,7 @@ class Loader:
             if not _build.nvrtc_available():
                 raise _build.missing(kernel, build)
         ck = kernel.compile(device_target(device.cc))
-        handle = ck._kernel_handle()
+        handle = _cuda.compiled.handle(ck)
         if kernel._decl.body is None:
             self.check_compiled_params(handle)
         if _kinds.uses_grid_sync(ck.source) and not self.plan.grid_sync:

@@ -16,7 +16,7 @@ from .plan import LaunchPlan
 
 __all__ = ["c_launcher"]
 
-_claunch = _cuda._claunch
+_claunch = _cuda.claunch
 if _claunch is not None:
     _claunch.configure(_cuda, _BY_NUMPY, _torch_dtypes, DeviceArray, array_arg, dims, _DIMS, GRID_LIMIT, BLOCK_LIMIT,
                        stream_handle)  # fmt: skip

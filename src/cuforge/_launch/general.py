@@ -20,6 +20,8 @@ from .._declare.spelling import describe
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
 from .._runtime.arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg
+from .._runtime.device import state as _state
+from .._runtime.launch import LaunchConfig
 from ..errors import ArgumentError, ArgumentTypeError, GraphCaptureError, LaunchError
 from .plan import LaunchPlan, Packer
 
@@ -168,17 +170,17 @@ def launch_checked(plan: LaunchPlan, c: Checked) -> None:
 
     The common case (every array on this thread's device, whose context is current) is spelled
     out here: where the C extension is not built, every launch runs this."""
-    if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-        return _cuda._tls.capture.launch(plan, c)  # type: ignore[no-any-return]
+    if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see _graph
+        return _state.tls.capture.launch(plan, c)  # type: ignore[no-any-return]
     _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
-    info = getattr(_cuda._tls, "device", None) or _cuda.current_device()
+    info = getattr(_state.tls, "device", None) or _cuda.current_device()
     did = info.id
     if device is not None and device != did:
         return launch_elsewhere(plan, c)
     for _, arg in arrays:
         if arg.device != did:  # host arrays to stage, memory elsewhere or of unknown device
             return launch_elsewhere(plan, c)
-    if _cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(did):  # CuPy's `with Device(n)`
+    if _state.multi_gpu and _cuda.current_context() != _state.contexts.get(did):  # CuPy's `with Device(n)`
         return launch_elsewhere(plan, c)
     loaded = plan.loaded.get(did) or plan.load(info)
     handle, _, max_threads, max_shared = loaded[:4]
@@ -188,8 +190,7 @@ def launch_checked(plan: LaunchPlan, c: Checked) -> None:
         stream = default_stream(arrays, did)
     label = plan.label
     _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
-    attrs = plan.attrs if kind is _kinds.PLAIN else _cuda.kind_attributes(kind)
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, plan.packer.pack(values), attrs)
+    err = _state.launch(handle, LaunchConfig.of(grid, block, shared_mem, kind), stream, plan.packer.pack(values))
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
     return None
@@ -204,8 +205,7 @@ def launch_elsewhere(plan: LaunchPlan, c: Checked) -> None:
             stage_and_launch(plan, c, handle, stream)
         else:
             _cuda.note_launch(plan.label, c.grid, c.block, c.shared_mem)
-            launch_raw(handle, c.grid, c.block, c.shared_mem, stream, plan.packer.pack(c.values), plan.label,
-                       attributes_of(plan, c))  # fmt: skip
+            launch_raw(handle, config_of(c), stream, plan.packer.pack(c.values), plan.label)
 
 
 def target_device(plan: LaunchPlan, c: Checked) -> int:
@@ -265,13 +265,13 @@ def check_loaded(plan: LaunchPlan, loaded: _limits.Loaded, c: Checked) -> Checke
     return c
 
 
-def attributes_of(plan: LaunchPlan, c: Checked) -> bytes | None:
-    """The launch attributes of a checked call: its kind's, else the kernel's own."""
-    return plan.attrs if c.kind is _kinds.PLAIN else _cuda.kind_attributes(c.kind)
+def config_of(c: Checked) -> LaunchConfig:
+    """The launch configuration of a checked call."""
+    return LaunchConfig.of(c.grid, c.block, c.shared_mem, c.kind)
 
 
 def stage_and_launch(plan: LaunchPlan, c: Checked, handle: int, stream: int) -> None:
-    driver = _cuda._driver()
+    driver = _cuda.bindings()
     if capturing(stream):  # torch.cuda.graph, CuPy's begin_capture: the copies and the wait would end it
         names = ", ".join(repr(plan.specs[i].name) for i, arg in c.arrays if arg.device == HOST)
         raise GraphCaptureError(
@@ -291,8 +291,7 @@ def stage_and_launch(plan: LaunchPlan, c: Checked, handle: int, stream: int) -> 
                 _cuda.check(driver.cuMemcpyHtoDAsync(ptr, arg.ptr, nbytes, stream), "cuMemcpyHtoDAsync")
             values[i] = int(ptr)
         _cuda.note_launch(plan.label, c.grid, c.block, c.shared_mem)
-        launch_raw(handle, c.grid, c.block, c.shared_mem, stream, plan.packer.pack(values), plan.label,
-                   attributes_of(plan, c))  # fmt: skip
+        launch_raw(handle, config_of(c), stream, plan.packer.pack(values), plan.label)
         for i, ptr, nbytes in staged:
             if plan.specs[i].writes and nbytes:
                 _cuda.check(driver.cuMemcpyDtoHAsync(c.args[i].ctypes.data, ptr, nbytes, stream), "cuMemcpyDtoHAsync")
@@ -302,17 +301,16 @@ def stage_and_launch(plan: LaunchPlan, c: Checked, handle: int, stream: int) -> 
             driver.cuMemFree(ptr)
 
 
-def launch_raw(handle: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int,
-               stream: int, params_addr: int, kernel: str, attrs: bytes | None = None) -> None:  # fmt: skip
-    err = _cuda.launch(handle, grid, block, shared_mem, stream, params_addr, attrs)
+def launch_raw(handle: int, config: LaunchConfig, stream: int, params_addr: int, kernel: str) -> None:
+    err = _state.launch(handle, config, stream, params_addr)
     if err:  # a CUresult: CUDA_SUCCESS is 0
-        raise_launch_error(err, grid, block, shared_mem, kernel)
+        raise_launch_error(err, config.grid, config.block, config.shared_mem, kernel)
 
 
 def capturing(stream: int) -> bool:
     """Whether ``stream`` is capturing a CUDA graph (or CUDA cannot say, which it does for the
     legacy default stream while another stream captures)."""
-    err, status = _cuda._driver().cuStreamIsCapturing(stream)
+    err, status = _cuda.bindings().cuStreamIsCapturing(stream)
     return int(err) != 0 or int(status) != 0
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._runtime import cuda as _cuda
+from .._runtime.module import library_of
 from ..errors import ArgumentError, ArgumentTypeError
 from .general import stream_handle
 from .plan import LaunchPlan
@@ -27,8 +28,8 @@ def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> t
     """(device pointer, bytes) of variable ``name`` in the plan's kernel's module on ``info``'s device,
     whose context is current."""
     loaded = plan.loaded.get(info.id) or plan.load(info)
-    library = loaded.compiled._loaded_library()  # a CompiledKernel's program, or a prebuilt Module
-    err, ptr, size = _cuda._driver().cuLibraryGetGlobal(library, name.encode())
+    library = library_of(loaded.compiled)  # a CompiledKernel's program, or a prebuilt Module
+    err, ptr, size = _cuda.bindings().cuLibraryGetGlobal(library, name.encode())
     if int(err) != 0:
         raise ArgumentError(
             f"{who}: the module of {plan.label} has no variable {name!r} ({_cuda.error_text(err)}); declare it at "
@@ -54,7 +55,7 @@ def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, d
                 f"exactly {size} bytes, e.g. {size // max(data.itemsize, 1)} values of {data.dtype}"
             )
         # from pageable memory the call returns once the data is staged: `data` may go at once
-        _cuda.check(_cuda._driver().cuMemcpyHtoDAsync(ptr, data.ctypes.data, size, handle), "cuMemcpyHtoDAsync")
+        _cuda.check(_cuda.bindings().cuMemcpyHtoDAsync(ptr, data.ctypes.data, size, handle), "cuMemcpyHtoDAsync")
 
 
 def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: int | None = None) -> np.ndarray:
@@ -67,7 +68,7 @@ def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: in
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
         out = np.empty(size // dt.itemsize, dt)
-        driver = _cuda._driver()
+        driver = _cuda.bindings()
         _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
         _cuda.check(driver.cuMemcpyDtoH(out.ctypes.data, ptr, size), "cuMemcpyDtoH")
         return out

@@ -16,7 +16,6 @@ capture that cuforge begins it must end, whatever happened inside.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from typing import Any
 
@@ -29,7 +28,6 @@ from .plan import LaunchPlan
 __all__ = ["Graph", "graph"]
 
 MODES = ("thread_local", "global", "relaxed")
-_counter_lock = threading.Lock()
 
 
 def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_local") -> Graph:
@@ -91,7 +89,7 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
 
 
 class _Capture:
-    """One capture under way in this thread (``_cuda._tls.capture``)."""
+    """One capture under way in this thread (``_cuda.state.tls.capture``)."""
 
     __slots__ = ("device", "failed", "id", "keep", "launches", "modules", "stream")
 
@@ -134,8 +132,7 @@ class _Capture:
         if plan.module is not None:
             self.modules.add(plan.module)
         self.launches.append((label, c.kind.cooperative))
-        _launch.launch_raw(loaded[0], c.grid, c.block, c.shared_mem, stream, plan.packer.pack(c.values), label,
-                           _launch.attributes_of(plan, c))  # fmt: skip
+        _launch.launch_raw(loaded[0], _launch.config_of(c), stream, plan.packer.pack(c.values), label)
 
     def prepared(self, launch: Any) -> None:
         """A PreparedLaunch called in the block: its stream must be part of the capture."""
@@ -151,7 +148,7 @@ class _Capture:
         """``stream`` if it captures into this graph (the capture stream, or one forked from it
         with an event), else a refusal: its launches would run now, outside the graph."""
         if stream != self.stream:
-            err, status, capture_id, *_ = _cuda._driver().cuStreamGetCaptureInfo(stream)
+            err, status, capture_id, *_ = _cuda.bindings().cuStreamGetCaptureInfo(stream)
             if int(err) != 0 or int(status) != 1 or int(capture_id) != self.id:  # 1: CU_STREAM_CAPTURE_STATUS_ACTIVE
                 raise self.refuse(
                     f"{label}: stream={stream:#x} is not part of this cf.graph() capture, so the launch would run now, "
@@ -163,7 +160,7 @@ class _Capture:
 
 def capture_in_thread() -> _Capture | None:
     """The capture under way in this thread, if any (one global read when there is none)."""
-    return getattr(_cuda._tls, "capture", None) if _cuda.capturing else None
+    return getattr(_cuda.state.tls, "capture", None) if _cuda.state.captures_open else None
 
 
 class Graph:
@@ -238,7 +235,7 @@ class Graph:
         return _Update(self)
 
     def _begin(self, updating: bool) -> None:
-        if getattr(_cuda._tls, "capture", None) is not None:
+        if getattr(_cuda.state.tls, "capture", None) is not None:
             raise GraphCaptureError(
                 "cf.graph(): this thread is already capturing a graph, and captures do not nest; "
                 "end the first `with` block before opening another"
@@ -247,7 +244,7 @@ class Graph:
             raise GraphCaptureError("cf.graph(): this graph was captured already; use `with g.update():` to capture it again")
         device = self.device if self.device is not None else _cuda.current_device().id
         info, self._restore = _cuda.enter_device(device)
-        driver = _cuda._driver()
+        driver = _cuda.bindings()
         try:
             if self._stream_arg is not None:
                 self._stream = self._replay = _launch.stream_handle(self._stream_arg, "cf.graph()")
@@ -270,11 +267,7 @@ class Graph:
             self._leave()
             raise
         self.device, self._updating = info.id, updating
-        _cuda._tls.capture = _Capture(info.id, self._stream, capture_id)
-        with _counter_lock:
-            _cuda.capturing += 1
-        if _cuda._claunch is not None:
-            _cuda._claunch.set_capturing(True)
+        _cuda.state.begin_capture(_Capture(info.id, self._stream, capture_id))
 
     def _leave(self) -> None:
         if self._restore is not None:
@@ -285,12 +278,7 @@ class Graph:
         """End the capture whatever happened in the block: the thread's capture state is
         cleared first, the stream's capture always ended, and a graph made only from a
         capture that CUDA ended cleanly and that raised nothing."""
-        cap: _Capture = _cuda._tls.capture
-        _cuda._tls.capture = None
-        with _counter_lock:
-            _cuda.capturing -= 1
-        if _cuda._claunch is not None:
-            _cuda._claunch.set_capturing(False)
+        cap: _Capture = _cuda.state.end_capture()
         try:
             err, captured = (0, None) if cap.failed is not None else _end_capture(cap.stream)
             if exc is not None or cap.failed is not None:
@@ -310,7 +298,7 @@ class Graph:
             self._leave()
 
     def _instantiate(self, captured: Any, cap: _Capture) -> None:
-        driver = _cuda._driver()
+        driver = _cuda.bindings()
         try:
             self._exec = _cuda.check(driver.cuGraphInstantiate(captured, 0), "cuGraphInstantiate")
         finally:
@@ -326,7 +314,7 @@ class Graph:
                     f"an update changes arrays, scalars, grids and blocks, not which kernels run or in what order: "
                     f"capture a new cf.graph() for that"
                 )
-            err = _cuda._driver().cuGraphExecUpdate(self._exec, captured)[0]
+            err = _cuda.bindings().cuGraphExecUpdate(self._exec, captured)[0]
             if int(err) != 0:
                 raise GraphUpdateError(
                     f"Graph.update(): CUDA refused to update the graph in place ({_cuda.error_text(err)}): work other "
@@ -368,13 +356,14 @@ class Graph:
             unloaded.
         """
         handle, device = self._ready("launch()", stream), self.device or 0  # set by the capture
-        info = getattr(_cuda._tls, "device", None)
+        state = _cuda.state
+        info = getattr(state.tls, "device", None)
         restore = None
-        if info is None or info.id != device or (_cuda.multi_gpu and _cuda.current_context() != _cuda._contexts.get(device)):
+        if info is None or info.id != device or (state.multi_gpu and _cuda.current_context() != state.contexts.get(device)):
             _, restore = _cuda.enter_device(device)
         try:
             _cuda.note_launch(self._label, (0, 0, 0), (0, 0, 0), 0)  # named if a later CUDA call reports a fault (no dims)
-            err = _cuda.driver.cuGraphLaunch(self._exec, handle)[0]
+            err = _cuda.bindings().cuGraphLaunch(self._exec, handle)[0]
         finally:
             if restore is not None:
                 _cuda.set_context(restore)
@@ -394,7 +383,7 @@ class Graph:
         """
         handle = self._ready("upload()", stream)
         with _cuda.on_device(self.device):  # type: ignore[arg-type]
-            _cuda.check(_cuda._driver().cuGraphUpload(self._exec, handle), "cuGraphUpload")
+            _cuda.check(_cuda.bindings().cuGraphUpload(self._exec, handle), "cuGraphUpload")
 
     def _ready(self, what: str, stream: Any) -> int:
         if self._exec is None:
@@ -412,12 +401,12 @@ class Graph:
         exec_, own = self._exec, self._own_stream
         self._exec = self._own_stream = None
         self._keep, self._modules = [], ()
-        if _cuda.driver is None or _cuda._failure is not None:
+        if _cuda.state.failure is not None or (exec_ is None and own is None):
             return
         if exec_ is not None:
-            _cuda.driver.cuGraphExecDestroy(exec_)
+            _cuda.bindings().cuGraphExecDestroy(exec_)
         if own is not None:
-            _cuda.driver.cuStreamDestroy(own)
+            _cuda.bindings().cuStreamDestroy(own)
 
     def __del__(self) -> None:
         try:
@@ -464,13 +453,13 @@ def invalidated(error: str, exc: BaseException | None = None) -> str:
 
 def _end_capture(stream: int) -> tuple[int, Any]:
     """End the capture on ``stream`` whatever state it is in: (CUresult, the CUgraph or None)."""
-    err, captured = _cuda._driver().cuStreamEndCapture(stream)
+    err, captured = _cuda.bindings().cuStreamEndCapture(stream)
     return int(err), captured
 
 
 def _destroy(captured: Any) -> None:
     if captured is not None and int(captured):
-        _cuda._driver().cuGraphDestroy(captured)
+        _cuda.bindings().cuGraphDestroy(captured)
 
 
 def _describe(labels: tuple[str, ...]) -> str:

@@ -3,12 +3,13 @@ driver call (`Kernel.prepare`)."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from .._runtime import cuda as _cuda
+from .._runtime.device import state as _state
+from .._runtime.launch import prepared
 from ..errors import ArgumentError, ArgumentTypeError
-from .general import Checked, attributes_of, check_and_pack, place, raise_launch_error, target_device
+from .general import Checked, check_and_pack, config_of, place, raise_launch_error, target_device
 from .plan import LaunchPlan
 
 __all__ = ["PreparedLaunch", "prepare"]
@@ -58,14 +59,13 @@ class PreparedLaunch:
         self._keep = (c.args, stream_object)  # a CuPy or PyTorch stream destroys its handle when collected
         self._module = plan.module  # a prebuilt kernel's Module: refuse to launch once it is unloaded
         self.kernel, self.grid, self.block, self.shared_mem, self.stream = plan.label, c.grid, c.block, c.shared_mem, stream
-        self._call = functools.partial(_cuda.launch, handle, c.grid, c.block, c.shared_mem, stream, addr,
-                                       attributes_of(plan, c))  # fmt: skip
+        self._call = prepared(_state.launch, handle, config_of(c), stream, addr)
 
     def __call__(self) -> None:
         if self._module is not None:
             self._module._check_loaded(self.kernel)
-        if _cuda.capturing and getattr(_cuda._tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-            _cuda._tls.capture.prepared(self)
+        if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see _graph
+            _state.tls.capture.prepared(self)
         err = self._call()
         if err:
             raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)

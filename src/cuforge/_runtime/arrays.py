@@ -133,8 +133,8 @@ class _Libraries:
     torch_stream: Callable[[int], int] | None = None  # torch._C._cuda_getCurrentRawStream
 
     def publish(self) -> None:
-        if _cuda._claunch is not None:
-            _cuda._claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
+        if _cuda.claunch is not None:
+            _cuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
 
 
 LIBRARIES = _Libraries()
@@ -252,7 +252,7 @@ class DeviceArray:
 
         out = np.empty(self.shape, dtype=self.dtype.numpy)
         if self.nbytes:
-            driver = _cuda._driver()
+            driver = _cuda.bindings()
             _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
             _cuda.check(driver.cuMemcpyDtoH(out.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
         return out
@@ -278,7 +278,7 @@ class DeviceArray:
                 f"DeviceArray.copy_from_host: expects {self.size} {self.dtype.name} values, got {host.size} {host.dtype}"
             )
         if self.nbytes:
-            driver = _cuda._driver()
+            driver = _cuda.bindings()
             _cuda.check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
             # From pageable memory the call may return before the DMA lands; wait, so a kernel
             # on any stream (non-blocking ones too) sees the data.
@@ -342,7 +342,7 @@ def zeros(shape: Any, dtype: Any) -> DeviceArray:
     """
     arr = DeviceArray(shape, dtype)
     if arr.nbytes:
-        _cuda.check(_cuda._driver().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
+        _cuda.check(_cuda.bindings().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
     return arr
 
 
@@ -397,7 +397,7 @@ def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
         raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
     copy = DeviceArray(arg.shape, dtype)
     if copy.nbytes:
-        driver = _cuda._driver()
+        driver = _cuda.bindings()
         _cuda.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
         _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
     return copy

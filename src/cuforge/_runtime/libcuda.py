@@ -1,17 +1,17 @@
-"""The driver calls on the way to a first launch, made through ctypes on libcuda.
+"""The driver calls on the way to a first launch, made through ctypes on libcuda; cuda.bindings'
+driver module for the others; the C extension, where it is built.
 
-Importing cuda.bindings' driver module costs 15-19 ms on the GPU machine: it builds a Python
-type for every struct and enum of the driver API. That is more than CuPy's whole warm start
-of a cached kernel (14 ms), so the few calls that opening a device and loading a cached
-kernel make (about 20 entry points, listed in `PROTOTYPES`) go through ctypes here, as
-Numba's driver layer does. NumPy has already imported ctypes. Every other driver call
-(streams, graphs, memory, module variables) stays with cuda.bindings, imported when first
+Importing cuda.bindings' driver module is slow (it builds a Python type for every struct and
+enum of the driver API), so the few calls that opening a device and loading a cached kernel
+make (the entry points listed in `PROTOTYPES`) go through ctypes here, as Numba's driver
+layer does. NumPy has already imported ctypes. Every other driver call (streams, graphs,
+memory, module variables) goes through `bindings`, which imports cuda.bindings when first
 needed.
 
 Each entry point comes from the driver's ``cuGetProcAddress`` at the CUDA version given
 beside it, so its ABI is the one that version's ``cuda.h`` declares and the prototype here
 matches it. Results look like cuda.bindings' results, ``(CUresult,)`` or ``(CUresult,
-value)``, so ``_cuda.check`` unwraps both alike.
+value)``, so ``faults.check`` unwraps both alike.
 """
 
 from __future__ import annotations
@@ -21,6 +21,12 @@ import sys
 import threading
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 from typing import Any
+
+claunch: Any  # the optional C launcher (setup.py), which has no type stubs
+try:
+    from .. import _claunch as claunch  # type: ignore[attr-defined,no-redef,unused-ignore]
+except ImportError:  # built where no C compiler was present: launches go through cuda.bindings
+    claunch = None
 
 _p = c_void_p  # a handle (CUcontext, CUlibrary, CUkernel, ...) or a pointer
 
@@ -120,3 +126,16 @@ def get(name: str, kind: Any, *args: Any) -> tuple[int, Any]:
     out = kind()
     err = function(name)(ctypes.byref(out), *args)
     return err, out.value if out.value is not None else 0
+
+
+driver: Any = None  # cuda.bindings.driver, once `bindings` imported it
+
+
+def bindings() -> Any:
+    """cuda.bindings' driver module (imported on first use)."""
+    global driver
+    if driver is None:
+        from cuda.bindings import driver as mod
+
+        driver = mod
+    return driver

@@ -56,7 +56,7 @@ def blocks_per_sm(loaded: Loaded, threads: int, shared_mem: int) -> int:
     key = (loaded.handle, threads, shared_mem)
     found = _occupancy.get(key)
     if found is None:
-        drv = _cuda._driver()  # the kernel's function in the current context (the device's)
+        drv = _cuda.bindings()  # the kernel's function in the current context (the device's)
         function = _cuda.check(drv.cuKernelGetFunction(drv.CUkernel(loaded.handle)), "cuKernelGetFunction")
         found = _occupancy[key] = int(_cuda.check(
             drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, shared_mem),

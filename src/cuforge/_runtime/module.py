@@ -34,6 +34,11 @@ _LTOIR_MAGIC = b"\xedCN\x7f"
 _PTX_ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$.][\w$.]*)")
 
 
+def library_of(origin: Any) -> int:
+    """The CUlibrary a loaded kernel came from: a prebuilt Module's, or its compiled program's."""
+    return origin._loaded_library() if isinstance(origin, Module) else _cuda.compiled.library(origin)  # type: ignore[no-any-return]
+
+
 def sniff(code: bytes) -> str | None:
     """The code type of an image from its first bytes (None: not recognised)."""
     if code[:4] == b"\x7fELF":
@@ -182,7 +187,7 @@ class Module:
             _cuda.current_device()
         except NoDeviceError as exc:
             raise NoDeviceError(f"{self.name}.functions(): listing a fatbin's kernels asks the driver: {exc}") from None
-        drv = _cuda._driver()
+        drv = _cuda.bindings()
         library = self._loaded_library()
         count = _cuda.check(drv.cuLibraryGetKernelCount(library), "cuLibraryGetKernelCount")
         kernels = _cuda.check(drv.cuLibraryEnumerateKernels(count, library), "cuLibraryEnumerateKernels")

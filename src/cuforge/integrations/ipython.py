@@ -191,7 +191,7 @@ class CudaMagics(Magics):
         """Print the device, driver, NVRTC version, and the cache's location and counters."""
         try:
             dev = _cuda.current_device()
-            version = _cuda.check(_cuda._driver().cuDriverGetVersion(), "cuDriverGetVersion")
+            version = _cuda.check(_cuda.bindings().cuDriverGetVersion(), "cuDriverGetVersion")
             print(f"device:  {dev.name} (device {dev.id}, compute capability {dev.cc // 10}.{dev.cc % 10})")
             print(f"driver:  CUDA {int(version) // 1000}.{int(version) % 1000 // 10}")
         except NoDeviceError as exc:

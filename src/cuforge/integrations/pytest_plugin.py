@@ -175,7 +175,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def _context_fault(item: pytest.Item) -> str | None:
     from .._runtime import cuda as _cuda
 
-    if not _cuda._devices:  # CUDA never started in this process
+    if not _cuda.state.devices:  # CUDA never started in this process
         return None
     err = _cuda.context_error()
     if not err:
