@@ -1,5 +1,5 @@
 /* Array arguments as the C launcher reads them: CuPy arrays, PyTorch tensors and cuforge
- * DeviceArrays directly (the types _arrays.py publishes when it first meets them), every
+ * DeviceArrays directly (the types _runtime/arrays.py publishes when it first meets them), every
  * other array through _arrays.array_arg, whose ArrayArg record this reads by field name.
  * The acceptance rule is the Python checks' (_checks.array_checker): the exact dtype, the
  * declared rank, C-contiguous, writable where the kernel writes, not host memory other than

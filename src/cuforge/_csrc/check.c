@@ -1,7 +1,7 @@
 /* check_and_pack(): one call's arguments checked against a kernel's parameters and packed
  * into its parameter buffer, with no CUDA call.
  *
- * The rules are the Python checks' (_checks.py), with their data (ranges, limits, ranks)
+ * The rules are the Python checks' (_launch/checks.py), with their data (ranges, limits, ranks)
  * read from the same ParamSpec records. This file takes the common scalars by itself (Python
  * int/float/bool in range) and hands every other scalar to the parameter's Python converter;
  * arrays.c reads the arrays. So what the Python checks accept, this accepts with the same
@@ -34,7 +34,7 @@ PyObject *py_configure(PyObject *module, PyObject *args) {
     PyObject **dst[6] = {&dims_fn, &dims_memo, &grid_limit, &block_limit, &stream_fn, &cuda_module};
     PyObject *src[6] = {a[5], a[6], a[7], a[8], a[9], a[0]};
     for (int i = 0; i < 6; i++) keep(dst[i], src[i]);
-    /* _launch.dims memoises valid values under (value, id(limit)) */
+    /* launch_rules.dims memoises valid values under (value, id(limit)) */
     SET(grid_key, PyLong_FromVoidPtr(grid_limit));
     SET(block_key, PyLong_FromVoidPtr(block_limit));
     grid_max = PyLong_AsUnsignedLongLong(PyTuple_GetItem(grid_limit, 0));
@@ -170,8 +170,8 @@ static int exact_ints(PyObject *arg) {
 }
 
 /* The checked 3 dims of a grid= or block= argument: 1 found, 0 declined. The last argument
- * seen is found by identity, others among the values _launch.dims memoised, the rest by
- * _launch.dims itself (which memoises them). */
+ * seen is found by identity, others among the values launch_rules.dims memoised, the rest by
+ * launch_rules.dims itself (which memoises them). */
 static int lookup_dims(Launcher *self, PyObject *arg, PyObject *what, PyObject *key, PyObject *limit, PyObject **last,
                        unsigned int cached[3], unsigned int out[3]) {
     if (arg != *last) {
@@ -179,7 +179,7 @@ static int lookup_dims(Launcher *self, PyObject *arg, PyObject *what, PyObject *
         if (k == NULL) return -1;
         PyObject *memo = PyDict_GetItemWithError(dims_memo, k); /* borrowed; fails for unhashable args */
         Py_DECREF(k);
-        if (memo != NULL && !exact_ints(arg)) memo = NULL; /* (256.0,) equals (256,): _launch.dims refuses it */
+        if (memo != NULL && !exact_ints(arg)) memo = NULL; /* (256.0,) equals (256,): launch_rules.dims refuses it */
         if (memo != NULL) {
             Py_INCREF(memo);
             found = memo;

@@ -133,6 +133,6 @@ PyObject *py_configure(PyObject *module, PyObject *args);
 PyObject *py_set_array_types(PyObject *module, PyObject *args);
 PyObject *current_stream(int origin, long long device); /* the arrays' library's current stream, as an int */
 
-extern PyObject *cuda_module; /* cuforge._cuda, for current_device() */
+extern PyObject *cuda_module; /* cuforge._runtime.cuda, for current_device() */
 
 #endif

@@ -1,6 +1,6 @@
 /* The driver's launch entry points, the raw launch, and the record of the latest launch.
  *
- * _cuda.py finds the entry point with cuGetProcAddress (so the legacy or per-thread default
+ * _runtime/launch.py finds the entry point with cuGetProcAddress (so the legacy or per-thread default
  * stream follows cuda.bindings' setting) and hands its address to set_entry(). Launches go
  * through cuLaunchKernelEx with a launch-attribute list, which is how the cooperative flag,
  * cluster dimensions and programmatic stream serialization reach the driver; a driver older
@@ -65,8 +65,8 @@ int launch_ex(void *function, const LaunchDims *d, void **params) {
 /* ------------------------------------------------------------------ a new thread's context
  *
  * A thread's first launch makes device 0's primary context current (the default device of a
- * thread that never called cuforge.set_device). _cuda.py does that the first time per
- * process (through ctypes, _libcuda.py) and then hands the context and the driver's
+ * thread that never called cuforge.set_device). _runtime/device.py does that the first time per
+ * process (through ctypes, _runtime/libcuda.py) and then hands the context and the driver's
  * cuCtxGetCurrent and cuCtxSetCurrent here, so that each further thread's first launch costs
  * two short driver calls instead of a trip through Python, whose driver calls each give up
  * the GIL (measured at 1.9 ms per new thread with 32 threads launching, through cuda.core and
