@@ -28,7 +28,7 @@
 static THREAD_LOCAL long long thread_device = -1;
 static THREAD_LOCAL void *thread_ctx = NULL;
 /* Set while this thread captures a cf.graph(): its launches then take the general path
- * (_graph.py), which sends them to the capture stream and refuses what a graph cannot hold. */
+ * (_launch/capture.py), which sends them to the capture stream and refuses what a graph cannot hold. */
 static THREAD_LOCAL int thread_capturing = 0;
 
 static PyObject *launcher_type, *zero, *s_launch_general, *s_current_device, *s_id, *on_error, *option_names[4];

@@ -517,9 +517,9 @@ class Family:
         record = store.get(record_key)
         origin = "disk"
         if record is None or record.get("choice") not in candidates:
-            from .._launch import graph as _graph
+            from .._launch.capture import capture_in_thread
 
-            capture = _graph.capture_in_thread()
+            capture = capture_in_thread()
             if capture is not None:
                 raise capture.refuse(
                     f"{self._decl.label}: autotuning would time {len(kernels)} candidates here, which a CUDA graph "

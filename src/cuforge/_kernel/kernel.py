@@ -525,9 +525,9 @@ def current_cc() -> int:
 
 def refuse_compile_in_capture(label: str) -> None:
     """Refuse a first compile (NVRTC) inside cf.graph(): it is asked for before NVRTC runs."""
-    from .._launch import graph as _graph  # (imported by the first compile, not at start-up)
+    from .._launch.capture import capture_in_thread  # (imported by the first compile, not at start-up)
 
-    capture = _graph.capture_in_thread()
+    capture = capture_in_thread()
     if capture is not None:
         raise capture.refuse(
             f"{label}: its first compile (NVRTC) would run inside cf.graph(); compile before the capture: "

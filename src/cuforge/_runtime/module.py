@@ -175,7 +175,7 @@ class Module:
         NoDeviceError
             For a fatbin or LTO-IR where no GPU and no ``CUFORGE_ARCH`` says which image.
         """
-        self._check_loaded(f"{self.name}.functions()")
+        self.check_loaded(f"{self.name}.functions()")
         if self.code_type == "ptx":
             return [m.decode() for m in _PTX_ENTRY.findall(self.code)]
         if self.code_type == "cubin":
@@ -205,7 +205,15 @@ class Module:
             if library is not None:
                 _cuda.unload_library(library)  # best effort: the kernels are already forgotten
 
-    def _check_loaded(self, who: str) -> None:
+    def check_loaded(self, who: str) -> None:
+        """Raise [`LaunchError`][cuforge.errors.LaunchError] if the module was unloaded: what
+        a launch of one of its kernels checks first.
+
+        Parameters
+        ----------
+        who : str
+            What the error names as refused (a kernel's label, ``"Graph.launch()"``).
+        """
         if self._unloaded:
             raise LaunchError(f"{who}: module {self.name} was unloaded (Module.unload()); load it again with cf.Module(...)")
 
@@ -221,10 +229,23 @@ class Module:
                 self._library = _cuda.load_library(code, code_type)
             return self._library
 
-    def _kernel(self, kernel: Any, name: str) -> int:
-        """The CUkernel handle of entry ``name`` (a lowered name, or a name expression in
-        ``symbols``), for a cuforge Kernel that binds it (forgotten again on unload)."""
-        self._check_loaded(kernel.label)
+    def kernel_handle(self, kernel: Any, name: str) -> int:
+        """The CUkernel handle of entry ``name``, for a cuforge Kernel that binds it: the
+        kernel forgets it again when the module is unloaded. Called when the kernel loads.
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel class bound to the entry point.
+        name : str
+            A lowered name, or a name expression in ``symbols``.
+
+        Returns
+        -------
+        int
+            The CUkernel handle.
+        """
+        self.check_loaded(kernel.label)
         symbol = self.symbols.get(name, name)
         try:
             handle = _cuda.library_kernel(self._loaded_library(), symbol)
