@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._declare.dtypes import _BY_NUMPY, DType, dtype_of
+from .._declare.dtypes import BY_NUMPY, DType, dtype_of
 from ..errors import ArgumentTypeError
 from . import cuda as _cuda
 
@@ -64,35 +64,35 @@ def _from_own(a: DeviceArray) -> ArrayArg:
 
 
 def _from_numpy(a: np.ndarray) -> ArrayArg:
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
     return _new(ArrayArg, (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy"))
 
 
 def _from_cupy(a: Any) -> ArrayArg:
     mem = a.data
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
     return _new(ArrayArg, (mem.ptr, dt, a.shape, a._c_contiguous, mem.device_id, False, "cupy"))
 
 
 def _from_cupy_like(a: Any) -> ArrayArg:  # a CuPy array type without ndarray's _c_contiguous
     mem = a.data
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
     return _new(ArrayArg, (mem.ptr, dt, a.shape, bool(a.flags.c_contiguous), mem.device_id, False, "cupy"))
 
 
-_torch_dtypes: dict[Any, DType] = {}
+BY_TORCH: dict[Any, DType] = {}
 
 
 def _from_torch(t: Any) -> ArrayArg:
-    if not _torch_dtypes:
+    if not BY_TORCH:
         import torch
 
         for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                      "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):  # fmt: skip
             if hasattr(torch, name):
-                _torch_dtypes[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
+                BY_TORCH[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
     device = t.get_device()
-    return _new(ArrayArg, (t.data_ptr(), _torch_dtypes.get(t.dtype), tuple(t.shape), t.is_contiguous(),
+    return _new(ArrayArg, (t.data_ptr(), BY_TORCH.get(t.dtype), tuple(t.shape), t.is_contiguous(),
                            device if device >= 0 else HOST, False, "torch"))  # fmt: skip
 
 
@@ -138,7 +138,7 @@ class _Libraries:
 
 
 LIBRARIES = _Libraries()
-_EXTRACTORS: dict[type, Callable[[Any], ArrayArg] | None] = {}
+EXTRACTORS: dict[type, Callable[[Any], ArrayArg] | None] = {}
 
 
 def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
@@ -166,14 +166,14 @@ def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
         found = _from_dlpack
     else:
         found = None
-    _EXTRACTORS[tp] = found
+    EXTRACTORS[tp] = found
     return found
 
 
 def array_arg(value: Any) -> ArrayArg | None:
     """What the checks see of an array-like value, or None for anything else."""
     tp = type(value)
-    ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
+    ext = EXTRACTORS[tp] if tp in EXTRACTORS else _extractor(tp)
     if ext is None and hasattr(value, "__cuda_array_interface__"):  # set on the instance
         ext = _from_cai
     return ext(value) if ext is not None else None
