@@ -9,7 +9,8 @@ from .._declare import kinds as _kinds
 from .._declare.dtypes import BY_NUMPY
 from .._declare.launch_rules import BLOCK_LIMIT, DIMS_MEMO, GRID_LIMIT, dims
 from .._runtime import cuda as _cuda
-from .._runtime.arrays import BY_TORCH, DeviceArray, array_arg
+from .._runtime.arrays import BY_TORCH, array_arg
+from .._runtime.device_array import DeviceArray
 from .checks import scalar_to_bytes
 from .general import raise_launch_error, stream_handle
 from .plan import LaunchPlan
