@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._declare.dtypes import BY_NUMPY, DType, dtype_of
 from ..errors import ArgumentTypeError
-from . import cuda as _cuda
+from . import faults as _faults
+from . import libcuda as _libcuda
 from .device_array import DeviceArray, to_device
 
 if TYPE_CHECKING:
@@ -132,8 +133,8 @@ class _Libraries:
     torch_stream: Callable[[int], int] | None = None  # torch._C._cuda_getCurrentRawStream
 
     def publish(self) -> None:
-        if _cuda.claunch is not None:
-            _cuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
+        if _libcuda.claunch is not None:
+            _libcuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
 
 
 LIBRARIES = _Libraries()
@@ -200,7 +201,7 @@ def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
         raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
     copy = DeviceArray(arg.shape, dtype)
     if copy.nbytes:
-        driver = _cuda.bindings()
-        _cuda.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
-        _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        driver = _libcuda.bindings()
+        _faults.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
+        _faults.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
     return copy

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._declare.dtypes import DType, dtype_of
 from ..errors import ArgumentTypeError
-from . import cuda as _cuda
+from . import device as _device
+from . import faults as _faults
+from . import libcuda as _libcuda
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,8 +58,8 @@ class DeviceArray:
         self.shape = _shape(shape)
         self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize
-        dev = _cuda.current_device()
-        d = _cuda.core_device(dev.id)
+        dev = _device.current_device()
+        d = _device.core_device(dev.id)
         self._buffer = d.allocate(max(self.nbytes, 1), stream=d.default_stream)
         self.ptr = int(self._buffer.handle)
         self.device_id = dev.id
@@ -93,9 +95,9 @@ class DeviceArray:
 
         out = np.empty(self.shape, dtype=self.dtype.numpy)
         if self.nbytes:
-            driver = _cuda.bindings()
-            _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
-            _cuda.check(driver.cuMemcpyDtoH(out.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
+            driver = _libcuda.bindings()
+            _faults.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+            _faults.check(driver.cuMemcpyDtoH(out.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
         return out
 
     def copy_from_host(self, host: np.ndarray) -> None:
@@ -119,11 +121,11 @@ class DeviceArray:
                 f"DeviceArray.copy_from_host: expects {self.size} {self.dtype.name} values, got {host.size} {host.dtype}"
             )
         if self.nbytes:
-            driver = _cuda.bindings()
-            _cuda.check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
+            driver = _libcuda.bindings()
+            _faults.check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
             # From pageable memory the call may return before the DMA lands; wait, so a kernel
             # on any stream (non-blocking ones too) sees the data.
-            _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+            _faults.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
     def __len__(self) -> int:
         if not self.shape:
@@ -183,7 +185,7 @@ def zeros(shape: Any, dtype: Any) -> DeviceArray:
     """
     arr = DeviceArray(shape, dtype)
     if arr.nbytes:
-        _cuda.check(_cuda.bindings().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
+        _faults.check(_libcuda.bindings().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
     return arr
 
 
