@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import cuforge as cf
 from cuforge._declare.dtypes import SCALAR_TYPES
 from cuforge._launch import general as _launch
-from cuforge._runtime.arrays import DeviceArray
+from cuforge._runtime.device_array import DeviceArray
 
 SCALARS = list(SCALAR_TYPES)
 

@@ -56,13 +56,13 @@ from ._kernel.family import autotune as autotune
 from ._kernel.registry import Registry as Registry
 from ._kernel.registry import registry as registry
 from ._launch.prepared import PreparedLaunch as PreparedLaunch
-from ._runtime.arrays import DeviceArray as DeviceArray
-from ._runtime.arrays import empty as empty
-from ._runtime.arrays import to_device as to_device
-from ._runtime.arrays import zeros as zeros
 from ._runtime.cuda import gpu_available as gpu_available
 from ._runtime.cuda import set_device as set_device
 from ._runtime.cuda import synchronize as synchronize
+from ._runtime.device_array import DeviceArray as DeviceArray
+from ._runtime.device_array import empty as empty
+from ._runtime.device_array import to_device as to_device
+from ._runtime.device_array import zeros as zeros
 from ._runtime.limits import KernelAttributes as KernelAttributes
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError

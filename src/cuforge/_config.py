@@ -78,12 +78,16 @@ def get(name: str) -> Any:
     return os.environ.get("CUFORGE_" + name.upper(), _DEFAULTS[name])
 
 
-@contextlib.contextmanager
-def scope(**settings: Any) -> Iterator[None]:
-    """Override settings inside a ``with`` block (tests, notebooks)."""
+def _check_known(settings: dict[str, Any]) -> None:
     unknown = set(settings) - set(_DEFAULTS)
     if unknown:
         raise KeyError(f"unknown cuforge setting(s) {sorted(unknown)}; known: {', '.join(_DEFAULTS)}")
+
+
+@contextlib.contextmanager
+def scope(**settings: Any) -> Iterator[None]:
+    """Override settings inside a ``with`` block (tests, notebooks)."""
+    _check_known(settings)
     saved = dict(_overrides)
     _overrides.update(settings)
     try:
@@ -91,6 +95,12 @@ def scope(**settings: Any) -> Iterator[None]:
     finally:
         _overrides.clear()
         _overrides.update(saved)
+
+
+def override(**settings: Any) -> None:
+    """Set settings for the rest of the process, over the environment (``cf.use_build``)."""
+    _check_known(settings)
+    _overrides.update(settings)
 
 
 def cache_dir() -> Path:

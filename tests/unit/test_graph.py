@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import cuforge as cf
+from cuforge._launch import capture as _capture
 from cuforge._launch import graph as _graph
 from cuforge._runtime import cuda as _cuda
 
@@ -45,7 +46,7 @@ def test_error_tree():
 
 
 def test_no_capture_state_outside_a_block():
-    assert _graph.capture_in_thread() is None
+    assert _capture.capture_in_thread() is None
     assert _cuda.state.captures_open == 0
 
 
@@ -55,13 +56,13 @@ def test_opening_a_capture_without_a_gpu_leaves_nothing_behind():
     with pytest.raises(cf.NoDeviceError):
         with cf.graph():
             pass  # pragma: no cover
-    assert _graph.capture_in_thread() is None and _cuda.state.captures_open == 0
+    assert _capture.capture_in_thread() is None and _cuda.state.captures_open == 0
 
 
 def test_launch_descriptions():
-    assert _graph._describe(()) == "no launches"
-    assert _graph._describe(("A",)) == "1 launch: A"
-    assert _graph._describe(("A", "B", "A")) == "3 launches: A x2, B"
+    assert _graph.describe(()) == "no launches"
+    assert _graph.describe(("A",)) == "1 launch: A"
+    assert _graph.describe(("A", "B", "A")) == "3 launches: A x2, B"
 
 
 def test_a_capture_broken_by_another_librarys_call_is_reported_with_that_call():

@@ -200,7 +200,7 @@ def use_build(path: str | os.PathLike[str] | None) -> None:
     root = "" if path is None else os.fspath(path)
     if root:
         Build(root)  # fail now, not at the first launch
-    _config._overrides["build_dir"] = root
+    _config.override(build_dir=root)
 
 
 def nvrtc_available() -> bool:

@@ -13,7 +13,7 @@ outlives the process is the compiled kernels, in the persistent cache.
 
 NVRTC maps a PCH file into memory, and a truncated one kills the process (SIGBUS). So the
 size and modification time of each PCH are recorded when NVRTC makes it, and before a
-compile any file in the directory that no longer matches its record (or has none) is
+compile any file in the directory that does not match its record (or has none) is
 deleted: NVRTC then makes it again.
 
 ``CUFORGE_PCH``: ``auto`` (the default) asks for a PCH where the source includes CCCL's

@@ -69,8 +69,7 @@ int launch_ex(void *function, const LaunchDims *d, void **params) {
  * process (through ctypes, _runtime/libcuda.py) and then hands the context and the driver's
  * cuCtxGetCurrent and cuCtxSetCurrent here, so that each further thread's first launch costs
  * two short driver calls instead of a trip through Python, whose driver calls each give up
- * the GIL (measured at 1.9 ms per new thread with 32 threads launching, through cuda.core and
- * cuda.bindings then). */
+ * the GIL. */
 typedef int (*ctx_get_fn)(void **ctx);
 typedef int (*ctx_set_fn)(void *ctx);
 static ctx_get_fn ctx_get = NULL;

@@ -1,8 +1,7 @@
 /* cuforge._claunch: checked launches in C.
  *
- * On an H200 host, cuda.bindings' Python wrapper for the launch costs about 1.4 us above the
- * C call, and checking a call's arguments in Python about as much again. This module is the
- * fast path: each kernel gets a Launcher, which checks and packs a call (check.c) and launches
+ * Checking a call's arguments and launching through a Python wrapper cost host time on every
+ * call (docs/benchmarks.md has the figures). This module is the fast path: each kernel gets a Launcher, which checks and packs a call (check.c) and launches
  * it (driver.c), and cuforge.Kernel derives from KernelBase, whose tp_call hands calls to the
  * Launcher with no Python frame in between. Whatever the Launcher declines (an error to
  * explain, host arrays to stage, memory whose device CUDA must be asked, a first launch on a
@@ -28,7 +27,7 @@
 static THREAD_LOCAL long long thread_device = -1;
 static THREAD_LOCAL void *thread_ctx = NULL;
 /* Set while this thread captures a cf.graph(): its launches then take the general path
- * (_launch's graph capture), which sends them to the capture stream and refuses what a graph cannot hold. */
+ * (_launch/capture.py), which sends them to the capture stream and refuses what a graph cannot hold. */
 static THREAD_LOCAL int thread_capturing = 0;
 
 static PyObject *launcher_type, *zero, *s_launch_general, *s_current_device, *s_id, *on_error, *option_names[4];

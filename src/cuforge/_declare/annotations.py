@@ -15,7 +15,7 @@ from .params import TypeParam
 __all__ = ["Array", "ArrayType", "In", "Optional", "Out"]
 
 
-_INTENTS = {"inout": "Array", "in": "In", "out": "Out"}
+INTENTS = {"inout": "Array", "in": "In", "out": "Out"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class ArrayType:
     def __repr__(self) -> str:
         rank = f", {self.ndim}" if self.ndim is not None else ""
         name = getattr(self.dtype, "name", self.dtype)
-        text = f"{_INTENTS[self.intent]}[{name}{rank}]"
+        text = f"{INTENTS[self.intent]}[{name}{rank}]"
         return f"Optional[{text}]" if self.optional else text
 
 

@@ -1,6 +1,6 @@
 """Reading a kernel class: its annotations, its code, its launch rules, once, at definition.
 
-`_Decl` holds what a class declares; a plain kernel and every instantiation of a
+`Declaration` holds what a class declares; a plain kernel and every instantiation of a
 family share it. Mistakes raise `DeclarationError` here, never at launch.
 """
 
@@ -37,7 +37,7 @@ _CPP_RESERVED = frozenset(
     "struct switch template this thread_local throw true try typedef typeid typename union unsigned "
     "using virtual void volatile wchar_t while blockIdx blockDim threadIdx gridDim warpSize".split()
 )
-_CLASS_KEYS = frozenset(
+CLASS_KEYS = frozenset(
     {"body", "template", "source", "name", "options", "block", "grid", "preamble", "template_dirs", "autotune",
      "cooperative", "cluster", "non_portable_cluster", "module", "link", "shared_mem", "restrict",
      "launch_bounds"}
@@ -46,7 +46,7 @@ _CLASS_KEYS = frozenset(
 LAUNCH_OPTIONS = ("grid", "block", "shared_mem", "stream", *_launch_rules.CALL_OPTIONS)
 
 
-class _Decl:
+class Declaration:
     """A kernel class, read once: shared by a plain kernel and every instantiation of a family.
 
     ``prebuilt`` returns the class of prebuilt code (``cf.Module``, of the runtime layer, which
@@ -206,7 +206,9 @@ def _dtypes_of(ann: Any) -> tuple[DType, ...]:
     return inner.values if isinstance(inner, TypeParam) else (inner,)
 
 
-def _substitute(ann: Any, values: dict[str, Any]) -> Any:
+def substitute(ann: Any, values: dict[str, Any]) -> Any:
+    """An instantiation's annotation: ``ann`` with its type parameter (a `TypeParam`, or an
+    array's) replaced by its value in ``values``."""
     if isinstance(ann, TypeParam):
         return values[ann.name]
     if isinstance(ann, ArrayType) and isinstance(ann.dtype, TypeParam):
@@ -219,15 +221,15 @@ def _check_class_keys(label: str, ns: dict[str, Any]) -> None:
     would otherwise be silently ignored); names starting with ``_`` are the user's own."""
     annotated = set(ns.get("__annotations__", {}))
     for key, value in ns.items():
-        if key.startswith("_") or key in _CLASS_KEYS or key in annotated or isinstance(value, TemplateParam):
+        if key.startswith("_") or key in CLASS_KEYS or key in annotated or isinstance(value, TemplateParam):
             continue
         import difflib  # (for the error's suggestion only)
 
-        close = difflib.get_close_matches(key, sorted(_CLASS_KEYS), n=1)
+        close = difflib.get_close_matches(key, sorted(CLASS_KEYS), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise DeclarationError(
             f"{label}: unknown class attribute {key!r}; {hint}a kernel class takes annotations for its "
-            f"parameters and {', '.join(sorted(_CLASS_KEYS))} (start a helper's name with _ to keep it)"
+            f"parameters and {', '.join(sorted(CLASS_KEYS))} (start a helper's name with _ to keep it)"
         )
 
 

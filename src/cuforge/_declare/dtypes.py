@@ -204,10 +204,10 @@ SCALAR_TYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float16, bfloat16, float32, float64, complex64, complex128,
 )  # fmt: skip
-_BY_NAME = {t.name: t for t in SCALAR_TYPES}
+BY_NAME = {t.name: t for t in SCALAR_TYPES}
 # NumPy dtype -> DType, filled on first use: `import cuforge` does not import NumPy (a NumPy
 # dtype can only reach cuforge once the caller has imported NumPy).
-_BY_NUMPY: dict[Any, DType] = {}
+BY_NUMPY: dict[Any, DType] = {}
 _bf16_checked = False
 
 
@@ -216,19 +216,19 @@ def dtype_of(value: Any) -> DType | None:
     global _bf16_checked
     if isinstance(value, DType):
         return value
-    if isinstance(value, str) and value in _BY_NAME:
-        return _BY_NAME[value]
+    if isinstance(value, str) and value in BY_NAME:
+        return BY_NAME[value]
     import numpy as np
 
-    if not _BY_NUMPY:
-        _BY_NUMPY.update({np.dtype(t.name): t for t in SCALAR_TYPES if t is not bfloat16})
+    if not BY_NUMPY:
+        BY_NUMPY.update({np.dtype(t.name): t for t in SCALAR_TYPES if t is not bfloat16})
     try:
         key = np.dtype(value)
     except TypeError:
         return None
-    found = _BY_NUMPY.get(key)
+    found = BY_NUMPY.get(key)
     if found is None and not _bf16_checked and key.name == "bfloat16":
         _bf16_checked = True
-        _BY_NUMPY[key] = bfloat16
+        BY_NUMPY[key] = bfloat16
         found = bfloat16
     return found

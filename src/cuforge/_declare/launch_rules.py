@@ -30,7 +30,7 @@ class Shaped(Protocol):
     def shape(self) -> tuple[int, ...]: ...
 
 
-_DIMS: dict[tuple[Any, int], tuple[int, int, int]] = {}
+DIMS_MEMO: dict[tuple[Any, int], tuple[int, int, int]] = {}
 
 
 def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -38,12 +38,12 @@ def dims(value: Any, what: str, kernel: str, limit: tuple[int, int, int]) -> tup
     a launch that passes the same grid= every time pays for one dict lookup)."""
     try:
         if exact_ints(value):
-            return _DIMS[value, id(limit)]
+            return DIMS_MEMO[value, id(limit)]
     except (KeyError, TypeError):
         pass
     out = _dims(value, what, kernel, limit)
-    if exact_ints(value) and len(_DIMS) < 4096:
-        _DIMS[value, id(limit)] = out
+    if exact_ints(value) and len(DIMS_MEMO) < 4096:
+        DIMS_MEMO[value, id(limit)] = out
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copyreg
 from typing import Any
 
-from .._declare.declaration import _Decl
+from .._declare.declaration import Declaration
 from ..errors import DeclarationError
 from ..options import CompileOptions
 from . import pickling as _pickling
@@ -92,7 +92,7 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
         return lambda c: kernel(c, name=name, options=options)
     if not isinstance(cls, type):
         raise DeclarationError(f"@cuforge.kernel decorates a class, got {cls!r}")
-    decl = _Decl(cls, name=name, options=options, prebuilt=_module_class)
+    decl = Declaration(cls, name=name, options=options, prebuilt=_module_class)
     made: Kernel | Family = Family(decl) if decl.tparams else Kernel(decl)
     if decl.autotune is not None and not decl.tparams:
         raise DeclarationError(f"{decl.label}: autotune needs a family (cf.intparam attributes to choose between)")

@@ -22,7 +22,7 @@ from .._compile import disk as _disk
 from .._compile.artifact import CompiledKernel
 from .._compile.targets import default_arch
 from .._declare.annotations import ArrayType
-from .._declare.declaration import _Decl
+from .._declare.declaration import Declaration
 from .._declare.dtypes import DType
 from .._declare.params import TemplateParam, TypeParam
 from .._declare.spelling import describe, spell_combination, spell_value
@@ -186,7 +186,7 @@ class Family:
 
     __module__ = "cuforge"
 
-    def __init__(self, decl: _Decl):
+    def __init__(self, decl: Declaration):
         self._decl = decl
         self.__name__ = decl.cls.__name__
         self.__qualname__ = decl.cls.__qualname__
@@ -517,9 +517,9 @@ class Family:
         record = store.get(record_key)
         origin = "disk"
         if record is None or record.get("choice") not in candidates:
-            from .._launch import graph as _graph
+            from .._launch.capture import capture_in_thread
 
-            capture = _graph.capture_in_thread()
+            capture = capture_in_thread()
             if capture is not None:
                 raise capture.refuse(
                     f"{self._decl.label}: autotuning would time {len(kernels)} candidates here, which a CUDA graph "

@@ -19,7 +19,7 @@ from .._compile.targets import default_arch
 from .._compile.unit import CompileUnit
 from .._declare import launch_rules as _launch_rules
 from .._declare import rules as _rules
-from .._declare.declaration import _Decl, _substitute
+from .._declare.declaration import Declaration, substitute
 from .._declare.instantiations import resolve
 from .._declare.signature import Param, Signature, param_specs
 from .._launch import general as _launch
@@ -124,7 +124,7 @@ class Kernel(_KernelBase):
 
     __module__ = "cuforge"
 
-    def __init__(self, decl: _Decl, template_args: tuple[Any, ...] = ()):
+    def __init__(self, decl: Declaration, template_args: tuple[Any, ...] = ()):
         self._decl = decl
         cls = decl.cls
         self.__name__ = cls.__name__
@@ -140,7 +140,7 @@ class Kernel(_KernelBase):
         # what messages call it: the C++ name, but a prebuilt entry point's lowered name is unreadable
         self.label = self.name_expression if decl.tparams else cls.__name__ if decl.module is not None else decl.name
         self.signature = Signature(
-            tuple(Param(n, i, _substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
+            tuple(Param(n, i, substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
         )
         specs = param_specs(self.signature)
         block = _launch_rules.dims(resolve(decl.block, decl.block_function, self.template_args), "block", self.label,
@@ -525,9 +525,9 @@ def current_cc() -> int:
 
 def refuse_compile_in_capture(label: str) -> None:
     """Refuse a first compile (NVRTC) inside cf.graph(): it is asked for before NVRTC runs."""
-    from .._launch import graph as _graph  # (imported by the first compile, not at start-up)
+    from .._launch.capture import capture_in_thread  # (imported by the first compile, not at start-up)
 
-    capture = _graph.capture_in_thread()
+    capture = capture_in_thread()
     if capture is not None:
         raise capture.refuse(
             f"{label}: its first compile (NVRTC) would run inside cf.graph(); compile before the capture: "

@@ -42,7 +42,7 @@ class Loader:
         kernel = self.kernel
         module = kernel._decl.module
         if module is not None:  # prebuilt: its entry point, checked against the annotations
-            handle = module._kernel(kernel, kernel.name)
+            handle = module.kernel_handle(kernel, kernel.name)
             self.check_compiled_params(handle)
             return self._loaded(handle, module, device)
         if _config.build_dir():  # an ahead-of-time build: its fatbin, no NVRTC
@@ -51,7 +51,7 @@ class Loader:
             build = _build.current()
             if build is not None and build.serves(device.cc) and (served := build.image_for(kernel)) is not None:
                 module = build.loaded(served[0], _image_module)
-                return self._loaded(module._kernel(kernel, served[1]), module, device)
+                return self._loaded(module.kernel_handle(kernel, served[1]), module, device)
             if not _build.nvrtc_available():
                 raise _build.missing(kernel, build)
         ck = kernel.compile(device_target(device.cc))

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._declare.declaration import _CLASS_KEYS
+from .._declare.declaration import CLASS_KEYS
 from .._declare.params import TemplateParam
 from ..errors import DeclarationError
 
@@ -90,6 +90,6 @@ def reduce_family(f: Any, declared: Callable[..., Any]) -> tuple[Any, ...]:
     if found is not None:
         return found
     cls = f._decl.cls
-    kept = (*_CLASS_KEYS, "__annotations__")
+    kept = (*CLASS_KEYS, "__annotations__")
     ns = {k: v for k, v in vars(cls).items() if k in kept or isinstance(v, TemplateParam)}
     return (declared, (cls.__name__, cls.__qualname__, cls.__module__, ns))

@@ -12,7 +12,7 @@ from typing import Any
 from .._compile.headers import template_headers
 from .._declare import render as _render
 from .._declare import rules as _rules
-from .._declare.declaration import _Decl
+from .._declare.declaration import Declaration
 from .._declare.render import CppBool
 from .._declare.signature import Param, Signature
 from .._version import __version__
@@ -25,7 +25,7 @@ class KernelSource:
     __slots__ = ("_cache", "decl", "label", "launch_bounds", "name", "name_expression", "qualname", "signature",
                  "template_args")  # fmt: skip
 
-    def __init__(self, decl: _Decl, label: str, signature: Signature, template_args: dict[str, Any],
+    def __init__(self, decl: Declaration, label: str, signature: Signature, template_args: dict[str, Any],
                  name_expression: str, launch_bounds: Any) -> None:  # fmt: skip
         self.decl, self.label, self.signature, self.template_args = decl, label, signature, template_args
         self.name, self.qualname, self.name_expression = decl.name, decl.qualname, name_expression

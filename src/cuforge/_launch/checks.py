@@ -21,12 +21,12 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from .._declare.annotations import _INTENTS, ArrayType
+from .._declare.annotations import INTENTS, ArrayType
 from .._declare.dtypes import bfloat16, float32
 from .._declare.signature import ParamSpec
 from .._declare.spelling import a_or_an, describe, numpy_scalar, type_name
 from .._declare.vectors import VectorDType
-from .._runtime.arrays import _EXTRACTORS, HOST, ArrayArg, array_arg
+from .._runtime.arrays import EXTRACTORS, HOST, ArrayArg, array_arg
 from ..errors import ArgumentError, ArgumentTypeError
 
 Arrays = list[tuple[int, ArrayArg]]
@@ -87,7 +87,7 @@ def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
         return ArgumentTypeError(f"{kernel}: argument '{name}' expects {spec.type_name}, {message}")
 
     def check(value: Any, arrays: Arrays) -> int:
-        ext = _EXTRACTORS.get(value.__class__)
+        ext = EXTRACTORS.get(value.__class__)
         if ext is not None:
             arg = ext(value)
             ptr, dtype, shape, contiguous, device, readonly, origin = arg  # ArrayArg's fields, unpacked at once
@@ -290,4 +290,4 @@ def _as_written(t: ArrayType) -> str:
     """An array parameter's type as a user writes it in a class: ``cf.In[cf.float32, 2]``,
     ``cf.Array[cf.vector(cf.float32, 4)]``."""
     rank = f", {t.ndim}" if t.ndim is not None else ""
-    return f"cf.{_INTENTS[t.intent]}[{t.dtype!r}{rank}]".replace("cuforge.", "cf.")
+    return f"cf.{INTENTS[t.intent]}[{t.dtype!r}{rank}]".replace("cuforge.", "cf.")

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from .._declare import kinds as _kinds
-from .._declare.dtypes import _BY_NUMPY
-from .._declare.launch_rules import _DIMS, BLOCK_LIMIT, GRID_LIMIT, dims
+from .._declare.dtypes import BY_NUMPY
+from .._declare.launch_rules import BLOCK_LIMIT, DIMS_MEMO, GRID_LIMIT, dims
 from .._runtime import cuda as _cuda
-from .._runtime.arrays import DeviceArray, _torch_dtypes, array_arg
+from .._runtime.arrays import BY_TORCH, array_arg
+from .._runtime.device_array import DeviceArray
 from .checks import scalar_to_bytes
 from .general import raise_launch_error, stream_handle
 from .plan import LaunchPlan
@@ -18,7 +19,7 @@ __all__ = ["c_launcher"]
 
 _claunch = _cuda.claunch
 if _claunch is not None:
-    _claunch.configure(_cuda, _BY_NUMPY, _torch_dtypes, DeviceArray, array_arg, dims, _DIMS, GRID_LIMIT, BLOCK_LIMIT,
+    _claunch.configure(_cuda, BY_NUMPY, BY_TORCH, DeviceArray, array_arg, dims, DIMS_MEMO, GRID_LIMIT, BLOCK_LIMIT,
                        stream_handle)  # fmt: skip
     _claunch.set_error_handler(raise_launch_error)
 

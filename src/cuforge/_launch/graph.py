@@ -1,12 +1,8 @@
 """CUDA graphs of cuforge launches: `graph` captures them, `Graph` replays them.
 
-A capture is CUDA stream capture on one stream of one device, in the thread that opened it.
-While it lasts, that thread's cuforge launches leave the C launcher (``_csrc/launcher.c``
-declines them) for the general path, whose `cuforge._launch.launch_checked` hands them
-to `_Capture.launch`: it sends each to the capture stream, keeps its arguments alive for
-the graph's life, and refuses what a graph cannot hold (host arrays to stage, a first NVRTC
-compile, autotuning, another device or stream). A refusal ends the capture at once, so the
-device stays usable whatever the caller does with the error.
+A `Graph` opens a capture (`cuforge._launch.capture.Capture`) on one stream of one device
+when its ``with`` block starts, and turns what the block recorded into an executable graph
+when it ends, or updates the one it holds in place (``with g.update():``).
 
 The capture calls the driver (cuStreamBeginCapture ... cuStreamEndCapture, cuGraphInstantiate,
 cuGraphExecUpdate) rather than cuda.core's GraphBuilder: cuda.core 1.2's ``end_building``
@@ -16,14 +12,15 @@ capture that cuforge begins it must end, whatever happened inside.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from .._runtime import cuda as _cuda
-from .._runtime.arrays import HOST
 from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError
 from . import general as _launch
-from .plan import LaunchPlan
+from .capture import Capture, end_capture
 
 __all__ = ["Graph", "graph"]
 
@@ -88,81 +85,6 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
     return Graph(stream, device=device, mode=mode)
 
 
-class _Capture:
-    """One capture under way in this thread (``_cuda.state.tls.capture``)."""
-
-    __slots__ = ("device", "failed", "id", "keep", "launches", "modules", "stream")
-
-    def __init__(self, device: int, stream: int, capture_id: int):
-        self.device, self.stream, self.id = device, stream, capture_id
-        self.keep: list[Any] = []  # the arguments of each launch, and the loaded kernel
-        self.launches: list[tuple[str, bool]] = []  # (kernel label, cooperative) per launch
-        self.modules: set[Any] = set()  # prebuilt modules: refuse to replay once one is unloaded
-        self.failed: GraphCaptureError | None = None
-
-    def refuse(self, message: str) -> GraphCaptureError:
-        """End the capture now (the device stays usable) and return the error to raise; every
-        later launch in the block, and the block's end, raise it again."""
-        if self.failed is None:
-            self.failed = GraphCaptureError(f"{message}. The capture was ended; nothing was recorded")
-            _end_capture(self.stream)
-        return self.failed
-
-    def launch(self, plan: LaunchPlan, c: Any) -> None:
-        """Record a checked call (see ``_launch.Checked``) in the graph."""
-        label = plan.label
-        if self.failed is not None:
-            raise GraphCaptureError(f"{label}: this cf.graph() capture already failed: {self.failed}")
-        host = [repr(plan.specs[i].name) for i, arg in c.arrays if arg.device == HOST]
-        if host:
-            raise self.refuse(
-                f"{label}: argument(s) {', '.join(host)} are host NumPy arrays, which a launch copies in and out "
-                f"and waits for, and a CUDA graph cannot hold that; pass device arrays (cf.to_device, CuPy, PyTorch)"
-            )
-        device = _launch.target_device(plan, c)
-        if device != self.device:
-            raise self.refuse(
-                f"{label}: the launch runs on device {device}, but this graph captures on device {self.device}; "
-                f"open the capture there (cf.graph(device={device})) or move the arrays"
-            )
-        loaded = plan.loaded.get(device) or plan.load(_cuda.device_info(device))
-        c = _launch.check_loaded(plan, loaded, c)
-        stream = self.stream if c.stream is None else self._joined(c.stream, label)
-        self.keep.append((c.args, loaded))
-        if plan.module is not None:
-            self.modules.add(plan.module)
-        self.launches.append((label, c.kind.cooperative))
-        _launch.launch_raw(loaded[0], _launch.config_of(c), stream, plan.packer.pack(c.values), label)
-
-    def prepared(self, launch: Any) -> None:
-        """A PreparedLaunch called in the block: its stream must be part of the capture."""
-        if self.failed is not None:
-            raise GraphCaptureError(f"{launch.kernel}: this cf.graph() capture already failed: {self.failed}")
-        self._joined(launch.stream, launch.kernel)
-        self.keep.append(launch)
-        if launch._module is not None:
-            self.modules.add(launch._module)
-        self.launches.append((launch.kernel, False))
-
-    def _joined(self, stream: int, label: str) -> int:
-        """``stream`` if it captures into this graph (the capture stream, or one forked from it
-        with an event), else a refusal: its launches would run now, outside the graph."""
-        if stream != self.stream:
-            err, status, capture_id, *_ = _cuda.bindings().cuStreamGetCaptureInfo(stream)
-            if int(err) != 0 or int(status) != 1 or int(capture_id) != self.id:  # 1: CU_STREAM_CAPTURE_STATUS_ACTIVE
-                raise self.refuse(
-                    f"{label}: stream={stream:#x} is not part of this cf.graph() capture, so the launch would run now, "
-                    f"outside the graph; leave stream= out inside the block (launches go on the capture stream), or "
-                    f"capture on that stream with cf.graph(stream=...)"
-                )
-        return stream
-
-
-def capture_in_thread() -> _Capture | None:
-    """The capture under way in this thread, if any (one global read when there is none)."""
-    return getattr(_cuda.state.tls, "capture", None) if _cuda.state.captures_open else None
-
-
 class Graph:
     """Launches captured once and replayed as one CUDA graph (made by [`cuforge.graph`][cuforge.graph]).
 
@@ -214,7 +136,7 @@ class Graph:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._end(exc)
 
-    def update(self) -> _Update:
+    def update(self) -> contextlib.AbstractContextManager[Graph]:
         """Capture the block again, with new arrays (same shapes) or scalars, and update the
         executable graph in place: ``with g.update(): ...``. The launches must be the same
         kernels in the same order; otherwise [`GraphUpdateError`][cuforge.errors.GraphUpdateError] is raised and the
@@ -232,7 +154,18 @@ class Graph:
         """
         if self._exec is None:
             raise GraphCaptureError("Graph.update(): the graph has not been captured yet; use `with cf.graph() as g:` first")
-        return _Update(self)
+        return self._recapture()
+
+    @contextlib.contextmanager
+    def _recapture(self) -> Iterator[Graph]:
+        """``with g.update():``: the capture of a graph's update."""
+        self._begin(updating=True)
+        try:
+            yield self
+        except BaseException as exc:
+            self._end(exc)
+            raise
+        self._end(None)
 
     def _begin(self, updating: bool) -> None:
         if getattr(_cuda.state.tls, "capture", None) is not None:
@@ -267,7 +200,7 @@ class Graph:
             self._leave()
             raise
         self.device, self._updating = info.id, updating
-        _cuda.state.begin_capture(_Capture(info.id, self._stream, capture_id))
+        _cuda.state.begin_capture(Capture(info.id, self._stream, capture_id))
 
     def _leave(self) -> None:
         if self._restore is not None:
@@ -278,9 +211,9 @@ class Graph:
         """End the capture whatever happened in the block: the thread's capture state is
         cleared first, the stream's capture always ended, and a graph made only from a
         capture that CUDA ended cleanly and that raised nothing."""
-        cap: _Capture = _cuda.state.end_capture()
+        cap: Capture = _cuda.state.end_capture()
         try:
-            err, captured = (0, None) if cap.failed is not None else _end_capture(cap.stream)
+            err, captured = (0, None) if cap.failed is not None else end_capture(cap.stream)
             if exc is not None or cap.failed is not None:
                 _destroy(captured)
                 if exc is None:
@@ -297,7 +230,7 @@ class Graph:
         finally:
             self._leave()
 
-    def _instantiate(self, captured: Any, cap: _Capture) -> None:
+    def _instantiate(self, captured: Any, cap: Capture) -> None:
         driver = _cuda.bindings()
         try:
             self._exec = _cuda.check(driver.cuGraphInstantiate(captured, 0), "cuGraphInstantiate")
@@ -305,12 +238,12 @@ class Graph:
             _destroy(captured)
         self._adopt(cap)
 
-    def _update_from(self, captured: Any, cap: _Capture) -> None:
+    def _update_from(self, captured: Any, cap: Capture) -> None:
         try:
             new = tuple(label for label, _ in cap.launches)
             if new != self.launches or tuple(c for _, c in cap.launches) != self._cooperative:
                 raise GraphUpdateError(
-                    f"Graph.update(): the block launched {_describe(new)}, but the graph holds {_describe(self.launches)}; "
+                    f"Graph.update(): the block launched {describe(new)}, but the graph holds {describe(self.launches)}; "
                     f"an update changes arrays, scalars, grids and blocks, not which kernels run or in what order: "
                     f"capture a new cf.graph() for that"
                 )
@@ -324,7 +257,7 @@ class Graph:
             _destroy(captured)
         self._adopt(cap)
 
-    def _adopt(self, cap: _Capture) -> None:
+    def _adopt(self, cap: Capture) -> None:
         self.launches = tuple(label for label, _ in cap.launches)
         self._cooperative = tuple(c for _, c in cap.launches)
         self._keep, self._modules = cap.keep, tuple(cap.modules)
@@ -389,12 +322,12 @@ class Graph:
         if self._exec is None:
             raise GraphCaptureError(f"Graph.{what}: the graph has no captured launches (it was never captured, or closed)")
         for module in self._modules:
-            module._check_loaded(f"Graph.{what}")
+            module.check_loaded(f"Graph.{what}")
         return self._replay if stream is None else _launch.stream_handle(stream, f"Graph.{what}")
 
     @property
     def _label(self) -> str:
-        return f"cf.graph [{_describe(self.launches)}]"
+        return f"cf.graph [{describe(self.launches)}]"
 
     def close(self) -> None:
         """Free the executable graph and the graph's own stream now (else when it is collected)."""
@@ -415,24 +348,8 @@ class Graph:
             pass
 
     def __repr__(self) -> str:
-        state = _describe(self.launches) if self._exec is not None else "not captured"
+        state = describe(self.launches) if self._exec is not None else "not captured"
         return f"<cuforge.Graph {state} on device {self.device}>"
-
-
-class _Update:
-    """``with g.update():`` — the capture of a graph's update."""
-
-    __slots__ = ("graph",)
-
-    def __init__(self, graph: Graph):
-        self.graph = graph
-
-    def __enter__(self) -> Graph:
-        self.graph._begin(updating=True)
-        return self.graph
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.graph._end(exc)
 
 
 _NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
@@ -451,18 +368,12 @@ def invalidated(error: str, exc: BaseException | None = None) -> str:
     )
 
 
-def _end_capture(stream: int) -> tuple[int, Any]:
-    """End the capture on ``stream`` whatever state it is in: (CUresult, the CUgraph or None)."""
-    err, captured = _cuda.bindings().cuStreamEndCapture(stream)
-    return int(err), captured
-
-
 def _destroy(captured: Any) -> None:
     if captured is not None and int(captured):
         _cuda.bindings().cuGraphDestroy(captured)
 
 
-def _describe(labels: tuple[str, ...]) -> str:
+def describe(labels: tuple[str, ...]) -> str:
     """'3 launches: Saxpy x2, Scale' (in first-seen order)."""
     if not labels:
         return "no launches"

@@ -63,9 +63,9 @@ class PreparedLaunch:
 
     def __call__(self) -> None:
         if self._module is not None:
-            self._module._check_loaded(self.kernel)
-        if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see _graph
-            _state.tls.capture.prepared(self)
+            self._module.check_loaded(self.kernel)
+        if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see capture.py
+            _state.tls.capture.prepared(self, self._module)
         err = self._call()
         if err:
             raise_launch_error(err, self.grid, self.block, self.shared_mem, self.kernel)

@@ -1,31 +1,28 @@
-"""Arrays as launches see them, and cuforge's own small device array.
+"""Arrays as launches see them.
 
 `ArrayArg` is the one record of an array argument: every array library is read into
 it by an extractor here (NumPy, CuPy, PyTorch, cuforge's `DeviceArray`, anything with
 ``__cuda_array_interface__`` or DLPack), and the checks read its fields by name. The C
 launcher reads CuPy arrays, PyTorch tensors and DeviceArrays itself and asks
 `array_arg` for everything else.
-
-`DeviceArray` is for users who have neither CuPy nor PyTorch: memory from cuda.core's
-device memory resource, copies by plain driver memcpys, and ``__cuda_array_interface__`` so
-CuPy, PyTorch and Numba can wrap it.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._declare.dtypes import _BY_NUMPY, DType, dtype_of
+from .._declare.dtypes import BY_NUMPY, DType, dtype_of
 from ..errors import ArgumentTypeError
-from . import cuda as _cuda
+from . import faults as _faults
+from . import libcuda as _libcuda
+from .device_array import DeviceArray, to_device
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["HOST", "UNKNOWN_DEVICE", "ArrayArg", "DeviceArray", "array_arg", "empty", "scratch_copy", "to_device", "zeros"]
+__all__ = ["HOST", "UNKNOWN_DEVICE", "ArrayArg", "array_arg", "scratch_copy"]
 
 HOST = -1  # ArrayArg.device of memory on the host (a NumPy array, a CPU tensor)
 UNKNOWN_DEVICE = -2  # device memory whose device CUDA is asked at launch (__cuda_array_interface__)
@@ -64,35 +61,38 @@ def _from_own(a: DeviceArray) -> ArrayArg:
 
 
 def _from_numpy(a: np.ndarray) -> ArrayArg:
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
     return _new(ArrayArg, (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy"))
 
 
 def _from_cupy(a: Any) -> ArrayArg:
+    # CuPy's private ``ndarray._c_contiguous`` is read on purpose (here and by the C launcher):
+    # it is the flag itself, where ``flags.c_contiguous`` builds a Flags object per call. A
+    # CuPy type without it (a release that renames it) takes _from_cupy_like, public flags only.
     mem = a.data
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
     return _new(ArrayArg, (mem.ptr, dt, a.shape, a._c_contiguous, mem.device_id, False, "cupy"))
 
 
-def _from_cupy_like(a: Any) -> ArrayArg:  # a CuPy array type without ndarray's _c_contiguous
+def _from_cupy_like(a: Any) -> ArrayArg:  # a CuPy array type without ndarray's _c_contiguous: the fallback
     mem = a.data
-    dt = _BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
+    dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
     return _new(ArrayArg, (mem.ptr, dt, a.shape, bool(a.flags.c_contiguous), mem.device_id, False, "cupy"))
 
 
-_torch_dtypes: dict[Any, DType] = {}
+BY_TORCH: dict[Any, DType] = {}
 
 
 def _from_torch(t: Any) -> ArrayArg:
-    if not _torch_dtypes:
+    if not BY_TORCH:
         import torch
 
         for name in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                      "float16", "bfloat16", "float32", "float64", "complex64", "complex128"):  # fmt: skip
             if hasattr(torch, name):
-                _torch_dtypes[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
+                BY_TORCH[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
     device = t.get_device()
-    return _new(ArrayArg, (t.data_ptr(), _torch_dtypes.get(t.dtype), tuple(t.shape), t.is_contiguous(),
+    return _new(ArrayArg, (t.data_ptr(), BY_TORCH.get(t.dtype), tuple(t.shape), t.is_contiguous(),
                            device if device >= 0 else HOST, False, "torch"))  # fmt: skip
 
 
@@ -133,12 +133,12 @@ class _Libraries:
     torch_stream: Callable[[int], int] | None = None  # torch._C._cuda_getCurrentRawStream
 
     def publish(self) -> None:
-        if _cuda.claunch is not None:
-            _cuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
+        if _libcuda.claunch is not None:
+            _libcuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
 
 
 LIBRARIES = _Libraries()
-_EXTRACTORS: dict[type, Callable[[Any], ArrayArg] | None] = {}
+EXTRACTORS: dict[type, Callable[[Any], ArrayArg] | None] = {}
 
 
 def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
@@ -156,7 +156,7 @@ def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
         LIBRARIES.publish()
     elif root == "torch" and hasattr(tp, "data_ptr"):
         found = _from_torch
-        LIBRARIES.torch_stream = sys.modules["torch"]._C._cuda_getCurrentRawStream
+        LIBRARIES.torch_stream = _torch_stream_function(sys.modules["torch"])
         if tp.__name__ == "Tensor":
             LIBRARIES.torch = tp
         LIBRARIES.publish()
@@ -166,224 +166,28 @@ def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
         found = _from_dlpack
     else:
         found = None
-    _EXTRACTORS[tp] = found
+    EXTRACTORS[tp] = found
     return found
+
+
+def _torch_stream_function(torch: Any) -> Callable[[int], int]:
+    """PyTorch's current stream on a device, as a handle. The private
+    ``torch._C._cuda_getCurrentRawStream`` is read on purpose: it is what
+    ``torch.cuda.current_stream`` calls beneath, without making a Stream object per launch.
+    Where a PyTorch build lacks it, the public call serves."""
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw  # type: ignore[no-any-return]
+    return lambda device: int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def array_arg(value: Any) -> ArrayArg | None:
     """What the checks see of an array-like value, or None for anything else."""
     tp = type(value)
-    ext = _EXTRACTORS[tp] if tp in _EXTRACTORS else _extractor(tp)
+    ext = EXTRACTORS[tp] if tp in EXTRACTORS else _extractor(tp)
     if ext is None and hasattr(value, "__cuda_array_interface__"):  # set on the instance
         ext = _from_cai
     return ext(value) if ext is not None else None
-
-
-def _resolve_dtype(dtype: Any, where: str) -> DType:
-    found = dtype_of(dtype)
-    if found is None:
-        raise ArgumentTypeError(f"{where}: dtype expects a cuforge or NumPy dtype such as cf.float32, got {dtype!r}")
-    return found
-
-
-def _shape(shape: Any) -> tuple[int, ...]:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
-        raise ArgumentTypeError(f"cuforge.empty: shape expects non-negative ints, got {shape!r}")
-    return shape
-
-
-class DeviceArray:
-    """A C-contiguous array in device memory.
-
-    Build one with [`cuforge.to_device`][cuforge.to_device], [`cuforge.empty`][cuforge.empty] or
-    [`cuforge.zeros`][cuforge.zeros]; copy it back with [`to_numpy`][cuforge.DeviceArray.to_numpy]. It is for users with neither
-    CuPy nor PyTorch; it has ``__cuda_array_interface__``, so those libraries can view it.
-
-    Examples
-    --------
-    >>> x = cf.to_device(np.arange(4, dtype=np.float32))  # doctest: +GPU
-    >>> x.shape, x.dtype, x.to_numpy()  # doctest: +GPU
-    ((4,), cuforge.float32, array([0., 1., 2., 3.], dtype=float32))
-    """
-
-    __module__ = "cuforge"
-    __slots__ = ("_buffer", "device_id", "dtype", "nbytes", "ptr", "shape", "size")
-
-    def __init__(self, shape: Any, dtype: Any):
-        self.dtype = _resolve_dtype(dtype, "cuforge.empty")
-        self.shape = _shape(shape)
-        self.size = math.prod(self.shape)
-        self.nbytes = self.size * self.dtype.itemsize
-        dev = _cuda.current_device()
-        d = _cuda.core_device(dev.id)
-        self._buffer = d.allocate(max(self.nbytes, 1), stream=d.default_stream)
-        self.ptr = int(self._buffer.handle)
-        self.device_id = dev.id
-
-    @property
-    def ndim(self) -> int:
-        """The number of dimensions.
-
-        Returns
-        -------
-        int
-        """
-        return len(self.shape)
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return {
-            "shape": self.shape,
-            "typestr": self.dtype.numpy.str,
-            "data": (self.ptr, False),
-            "strides": None,
-            "version": 3,
-        }
-
-    def to_numpy(self) -> np.ndarray:
-        """Copy to a new host NumPy array (waits for work queued before it).
-
-        Returns
-        -------
-        numpy.ndarray
-        """
-        import numpy as np
-
-        out = np.empty(self.shape, dtype=self.dtype.numpy)
-        if self.nbytes:
-            driver = _cuda.bindings()
-            _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
-            _cuda.check(driver.cuMemcpyDtoH(out.ctypes.data, self.ptr, self.nbytes), "cuMemcpyDtoH")
-        return out
-
-    def copy_from_host(self, host: np.ndarray) -> None:
-        """Copy a host array of the same dtype and size into this array.
-
-        Parameters
-        ----------
-        host : numpy.ndarray
-            Of this array's dtype and size (any shape).
-
-        Raises
-        ------
-        ArgumentTypeError
-            For another dtype or size.
-        """
-        import numpy as np
-
-        host = np.ascontiguousarray(host)
-        if dtype_of(host.dtype) is not self.dtype or host.size != self.size:
-            raise ArgumentTypeError(
-                f"DeviceArray.copy_from_host: expects {self.size} {self.dtype.name} values, got {host.size} {host.dtype}"
-            )
-        if self.nbytes:
-            driver = _cuda.bindings()
-            _cuda.check(driver.cuMemcpyHtoD(self.ptr, host.ctypes.data, self.nbytes), "cuMemcpyHtoD")
-            # From pageable memory the call may return before the DMA lands; wait, so a kernel
-            # on any stream (non-blocking ones too) sees the data.
-            _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d DeviceArray")
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        return f"cuforge.DeviceArray(shape={self.shape}, dtype={self.dtype.name}, device={self.device_id})"
-
-
-def empty(shape: Any, dtype: Any) -> DeviceArray:
-    """An uninitialised device array.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-    dtype : DType or dtype-like
-
-    Returns
-    -------
-    DeviceArray
-
-    Raises
-    ------
-    NoDeviceError
-        Where no GPU can be used.
-
-    Examples
-    --------
-    >>> cf.empty((2, 3), cf.float32).shape  # doctest: +GPU
-    (2, 3)
-    """
-    return DeviceArray(shape, dtype)
-
-
-def zeros(shape: Any, dtype: Any) -> DeviceArray:
-    """A device array of zeros.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-    dtype : DType or dtype-like
-
-    Returns
-    -------
-    DeviceArray
-
-    Raises
-    ------
-    NoDeviceError
-        Where no GPU can be used.
-
-    Examples
-    --------
-    >>> cf.zeros(4, cf.int32).to_numpy()  # doctest: +GPU
-    array([0, 0, 0, 0], dtype=int32)
-    """
-    arr = DeviceArray(shape, dtype)
-    if arr.nbytes:
-        _cuda.check(_cuda.bindings().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
-    return arr
-
-
-def to_device(host: Any, dtype: Any = None) -> DeviceArray:
-    """Copy a host array (anything NumPy accepts) to a new device array.
-
-    Parameters
-    ----------
-    host : array-like
-        The data; its dtype is kept exactly.
-    dtype : DType or dtype-like, optional
-        Convert to this dtype first, explicitly.
-
-    Returns
-    -------
-    DeviceArray
-
-    Raises
-    ------
-    ArgumentTypeError
-        For a dtype cuforge has no type for.
-    NoDeviceError
-        Where no GPU can be used.
-
-    Examples
-    --------
-    >>> cf.to_device([1.0, 2.0], dtype=cf.float32).to_numpy()  # doctest: +GPU
-    array([1., 2.], dtype=float32)
-    """
-    import numpy as np
-
-    host = np.asarray(host) if dtype is None else np.asarray(host, dtype=_resolve_dtype(dtype, "to_device").numpy)
-    cf_dtype = dtype_of(host.dtype)
-    if cf_dtype is None:
-        raise ArgumentTypeError(
-            f"cuforge.to_device: NumPy dtype {host.dtype} has no CUDA counterpart; "
-            f"convert with .astype(numpy.float32) or another supported dtype"
-        )
-    arr = DeviceArray(host.shape, cf_dtype)
-    arr.copy_from_host(host)
-    return arr
 
 
 def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
@@ -397,7 +201,7 @@ def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
         raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
     copy = DeviceArray(arg.shape, dtype)
     if copy.nbytes:
-        driver = _cuda.bindings()
-        _cuda.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
-        _cuda.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+        driver = _libcuda.bindings()
+        _faults.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
+        _faults.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
     return copy

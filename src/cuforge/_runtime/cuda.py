@@ -1,7 +1,8 @@
 """The CUDA driver backend's face: what the layers above call, gathered from the modules that
 own it (`device`: the device state; `faults`; `loading`; `launch`: the launch entry and
 `LaunchConfig`). The C launcher is configured with this module (it calls
-``current_device()``)."""
+``current_device()``). The runtime's own modules import from the modules that own each
+name, never from here: this module is for the layers above."""
 
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ from typing import Any, NamedTuple
 
 from .._declare.kinds import DEFAULT_SHARED, LaunchKind
 from ..errors import ArgumentError
-from . import cuda as _cuda
+from . import faults as _faults
+from . import libcuda as _libcuda
+from . import loading as _loading
 
 
 class Loaded(NamedTuple):
@@ -25,7 +27,7 @@ class Loaded(NamedTuple):
     max_threads: int  # threads per block the compiled code allows
     max_shared: int  # dynamic shared memory per block, after the opt-in
     static_shared: int
-    device: Any  # _cuda.DeviceInfo
+    device: Any  # _device.DeviceInfo
 
 
 def load_limits(handle: int, device: Any) -> tuple[int, int, int]:
@@ -33,13 +35,13 @@ def load_limits(handle: int, device: Any) -> tuple[int, int, int]:
     (its CUkernel ``handle``) on ``device``, after setting its opt-in to the device's
     per-block maximum (once per kernel and device, at load: the attribute is a permission,
     not a reservation)."""
-    static = _cuda.kernel_attribute(handle, "SHARED_SIZE_BYTES", device.id)
+    static = _loading.kernel_attribute(handle, "SHARED_SIZE_BYTES", device.id)
     max_dynamic = max(device.shared_optin - static, 0)
     if max_dynamic > DEFAULT_SHARED - static:
-        err = _cuda.set_kernel_attribute(handle, "MAX_DYNAMIC_SHARED_SIZE_BYTES", max_dynamic, device.id)
+        err = _loading.set_kernel_attribute(handle, "MAX_DYNAMIC_SHARED_SIZE_BYTES", max_dynamic, device.id)
         if err != 0:  # a driver that refuses: keep the default limit
             max_dynamic = max(DEFAULT_SHARED - static, 0)
-    return _cuda.kernel_attribute(handle, "MAX_THREADS_PER_BLOCK", device.id), max_dynamic, static
+    return _loading.kernel_attribute(handle, "MAX_THREADS_PER_BLOCK", device.id), max_dynamic, static
 
 
 _occupancy: dict[tuple[int, int, int], int] = {}
@@ -56,9 +58,9 @@ def blocks_per_sm(loaded: Loaded, threads: int, shared_mem: int) -> int:
     key = (loaded.handle, threads, shared_mem)
     found = _occupancy.get(key)
     if found is None:
-        drv = _cuda.bindings()  # the kernel's function in the current context (the device's)
-        function = _cuda.check(drv.cuKernelGetFunction(drv.CUkernel(loaded.handle)), "cuKernelGetFunction")
-        found = _occupancy[key] = int(_cuda.check(
+        drv = _libcuda.bindings()  # the kernel's function in the current context (the device's)
+        function = _faults.check(drv.cuKernelGetFunction(drv.CUkernel(loaded.handle)), "cuKernelGetFunction")
+        found = _occupancy[key] = int(_faults.check(
             drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(function, threads, shared_mem),
             "cuOccupancyMaxActiveBlocksPerMultiprocessor"))  # fmt: skip
     return found
@@ -108,8 +110,8 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
             )
         if kind.non_portable_cluster and (loaded.handle, device.id) not in _non_portable:
             with _lock:
-                err = _cuda.set_kernel_attribute(loaded.handle, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1, device.id)
-                _cuda.check((err,), "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
+                err = _loading.set_kernel_attribute(loaded.handle, "NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 1, device.id)
+                _faults.check((err,), "cuKernelSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
                 _non_portable.add((loaded.handle, device.id))
 
 

@@ -24,7 +24,10 @@ from .._compile import link as _link
 from .._compile import targets as _targets
 from .._compile.elf import cubin_entries
 from ..errors import DeclarationError, LaunchError, NoDeviceError
-from . import cuda as _cuda
+from . import device as _device
+from . import faults as _faults
+from . import libcuda as _libcuda
+from . import loading as _loading
 
 __all__ = ["Module"]
 
@@ -36,7 +39,7 @@ _PTX_ENTRY = re.compile(rb"\.entry\s+([A-Za-z_$.][\w$.]*)")
 
 def library_of(origin: Any) -> int:
     """The CUlibrary a loaded kernel came from: a prebuilt Module's, or its compiled program's."""
-    return origin._loaded_library() if isinstance(origin, Module) else _cuda.compiled.library(origin)  # type: ignore[no-any-return]
+    return origin._loaded_library() if isinstance(origin, Module) else _loading.compiled.library(origin)  # type: ignore[no-any-return]
 
 
 def sniff(code: bytes) -> str | None:
@@ -175,23 +178,23 @@ class Module:
         NoDeviceError
             For a fatbin or LTO-IR where no GPU and no ``CUFORGE_ARCH`` says which image.
         """
-        self._check_loaded(f"{self.name}.functions()")
+        self.check_loaded(f"{self.name}.functions()")
         if self.code_type == "ptx":
             return [m.decode() for m in _PTX_ENTRY.findall(self.code)]
         if self.code_type == "cubin":
             return cubin_entries(self.code)
         if self.code_type == "ltoir":
-            arch = _targets.default_arch(f"{self.name}.functions()", lambda: _cuda.current_device().cc)
+            arch = _targets.default_arch(f"{self.name}.functions()", lambda: _device.current_device().cc)
             return cubin_entries(_link.link([self], arch, lto=True).code)
         try:
-            _cuda.current_device()
+            _device.current_device()
         except NoDeviceError as exc:
             raise NoDeviceError(f"{self.name}.functions(): listing a fatbin's kernels asks the driver: {exc}") from None
-        drv = _cuda.bindings()
+        drv = _libcuda.bindings()
         library = self._loaded_library()
-        count = _cuda.check(drv.cuLibraryGetKernelCount(library), "cuLibraryGetKernelCount")
-        kernels = _cuda.check(drv.cuLibraryEnumerateKernels(count, library), "cuLibraryEnumerateKernels")
-        return [_cuda.check(drv.cuKernelGetName(k), "cuKernelGetName").decode() for k in kernels]
+        count = _faults.check(drv.cuLibraryGetKernelCount(library), "cuLibraryGetKernelCount")
+        kernels = _faults.check(drv.cuLibraryEnumerateKernels(count, library), "cuLibraryEnumerateKernels")
+        return [_faults.check(drv.cuKernelGetName(k), "cuKernelGetName").decode() for k in kernels]
 
     def unload(self) -> None:
         """Free the module. Its kernels forget their loaded functions; a later launch of one
@@ -203,9 +206,17 @@ class Module:
             self._kernels.clear()
             library, self._library = self._library, None
             if library is not None:
-                _cuda.unload_library(library)  # best effort: the kernels are already forgotten
+                _loading.unload_library(library)  # best effort: the kernels are already forgotten
 
-    def _check_loaded(self, who: str) -> None:
+    def check_loaded(self, who: str) -> None:
+        """Raise [`LaunchError`][cuforge.errors.LaunchError] if the module was unloaded: what
+        a launch of one of its kernels checks first.
+
+        Parameters
+        ----------
+        who : str
+            What the error names as refused (a kernel's label, ``"Graph.launch()"``).
+        """
         if self._unloaded:
             raise LaunchError(f"{who}: module {self.name} was unloaded (Module.unload()); load it again with cf.Module(...)")
 
@@ -215,19 +226,32 @@ class Module:
             if self._library is None:
                 code, code_type = self.code, str(self.code_type)
                 if code_type == "ltoir":
-                    arch = _targets.device_target(_cuda.current_device().cc).replace("compute_", "sm_")
+                    arch = _targets.device_target(_device.current_device().cc).replace("compute_", "sm_")
                     linked = _link.link([self], arch, lto=True)
                     code, code_type = bytes(linked.code), "cubin"
-                self._library = _cuda.load_library(code, code_type)
+                self._library = _loading.load_library(code, code_type)
             return self._library
 
-    def _kernel(self, kernel: Any, name: str) -> int:
-        """The CUkernel handle of entry ``name`` (a lowered name, or a name expression in
-        ``symbols``), for a cuforge Kernel that binds it (forgotten again on unload)."""
-        self._check_loaded(kernel.label)
+    def kernel_handle(self, kernel: Any, name: str) -> int:
+        """The CUkernel handle of entry ``name``, for a cuforge Kernel that binds it: the
+        kernel forgets it again when the module is unloaded. Called when the kernel loads.
+
+        Parameters
+        ----------
+        kernel : Kernel
+            The kernel class bound to the entry point.
+        name : str
+            A lowered name, or a name expression in ``symbols``.
+
+        Returns
+        -------
+        int
+            The CUkernel handle.
+        """
+        self.check_loaded(kernel.label)
         symbol = self.symbols.get(name, name)
         try:
-            handle = _cuda.library_kernel(self._loaded_library(), symbol)
+            handle = _loading.library_kernel(self._loaded_library(), symbol)
         except Exception as exc:
             try:
                 entries = ", ".join(self.functions()) or "none"

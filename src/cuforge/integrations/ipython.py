@@ -22,7 +22,7 @@ from .._compile import toolchain as _toolchain
 from .._compile.targets import default_arch
 from .._declare import cparse as _cparse
 from .._declare import render as _render
-from .._declare.dtypes import _BY_NAME
+from .._declare.dtypes import BY_NAME
 from .._kernel.decorator import Kernel, kernel
 from .._kernel.kernel import current_cc, refuse_compile_in_capture
 from .._kernel.template import KernelTemplate
@@ -224,7 +224,7 @@ def _spell(arg: str) -> str:
     """A template argument as C++: cuforge dtype names (``float32``) become C++ types; anything
     else is C++ already (``float``, ``256``). NumPy's spellings are not guessed: to NumPy
     ``"float"`` means float64."""
-    found = _BY_NAME.get(arg.strip())
+    found = BY_NAME.get(arg.strip())
     return found.cpp if found is not None else " ".join(arg.split())
 
 

@@ -10,8 +10,8 @@ import pytest
 from .._declare.dtypes import DType, dtype_of
 from .._kernel.family import Family
 from .._kernel.kernel import Kernel
-from .._runtime.arrays import DeviceArray, to_device
 from .._runtime.cuda import synchronize
+from .._runtime.device_array import DeviceArray, to_device
 
 __all__ = ["assert_kernel_matches", "default_tolerance", "parametrize_family", "random_array"]
 
