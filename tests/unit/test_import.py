@@ -28,7 +28,8 @@ def test_compiling_and_reading_the_disk_cache_import_no_cuda_core(tmp_path):
         "ck = W.compile(arch='sm_90')\n"
         "print(ck.from_cache, 'cuda.core' in sys.modules)\n"
         "print(sorted(m for m in ('cuda.pathfinder', 'cuda.bindings.nvrtc', 'cuda.bindings.driver', 'jinja2', 'logging',\n"
-        "    'cuforge._compile.build', 'cuforge._launch.graph', 'cuforge._runtime.module', 'cuforge._compile.pch', 'cuforge._compile.parallel') if m in sys.modules))\n"
+        "    'cuforge._compile.build', 'cuforge._launch.graph', 'cuforge._launch.capture', 'cuforge._runtime.module',\n"
+        "    'cuforge._compile.pch', 'cuforge._compile.parallel') if m in sys.modules))\n"
     )
     env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout

@@ -1,9 +1,10 @@
 /* cuforge._claunch: checked launches in C.
  *
  * Checking a call's arguments and launching through a Python wrapper cost host time on every
- * call (docs/benchmarks.md has the figures). This module is the fast path: each kernel gets a Launcher, which checks and packs a call (check.c) and launches
- * it (driver.c), and cuforge.Kernel derives from KernelBase, whose tp_call hands calls to the
- * Launcher with no Python frame in between. Whatever the Launcher declines (an error to
+ * call (docs/benchmarks.md has the figures). This module is the fast path: each kernel gets
+ * a Launcher, which checks and packs a call (check.c) and launches it (driver.c), and
+ * cuforge.Kernel derives from KernelBase, whose tp_call hands calls to the Launcher with no
+ * Python frame in between. Whatever the Launcher declines (an error to
  * explain, host arrays to stage, memory whose device CUDA must be asked, a first launch on a
  * device) goes to the kernel's general path, _launch_general, with no CUDA call made here.
  *
