@@ -89,8 +89,7 @@ class Family:
             with self._lock:
                 found = self._instances.get(values)
                 if found is None:
-                    found = Kernel(self._decl, values)
-                    found._family = self  # an instantiation pickles as its family and values
+                    found = Kernel(self._decl, values, self)  # it pickles as its family and values
                     self._instances[values] = found
         return found
 
@@ -115,14 +114,14 @@ class Family:
             class's ``restrict`` leaves out.
         """
         given = key if isinstance(key, tuple) else (key,)
-        tparams = self.template_params
-        if len(given) > len(tparams):
+        template_params = self.template_params
+        if len(given) > len(template_params):
             raise DeclarationError(
-                f"{self._decl.label}[...] takes at most {len(tparams)} values "
-                f"({', '.join(t.name for t in tparams)}), got {len(given)}"
+                f"{self._decl.label}[...] takes at most {len(template_params)} values "
+                f"({', '.join(t.name for t in template_params)}), got {len(given)}"
             )
-        values: list[Any] = [t.resolve(v, self._decl.label) for t, v in zip(tparams, given)]
-        values += [_FREE] * (len(tparams) - len(given))
+        values: list[Any] = [t.resolve(v, self._decl.label) for t, v in zip(template_params, given)]
+        values += [_FREE] * (len(template_params) - len(given))
         return self._instance(self._complete(tuple(values)))
 
     def instantiate(self, **values: Any) -> Kernel:
@@ -213,7 +212,7 @@ class Family:
         who = f"{self._decl.label}.precompile()"
         chosen = self.instantiations() if instances is None else list(instances)
         for k in chosen:
-            if not isinstance(k, Kernel) or k._decl is not self._decl:
+            if not isinstance(k, Kernel) or k.family is not self:
                 raise DeclarationError(f"{who}: {k!r} is not an instantiation of this family")
         if not chosen:
             return []
@@ -333,7 +332,6 @@ class Family:
             )
         return found
 
-
     def tuning(self) -> list[dict[str, Any]]:
         """The autotuning table of this process.
 
@@ -348,7 +346,7 @@ class Family:
     def _repr_html_(self) -> str:
         from .display import family_html
 
-        return family_html(self)
+        return family_html(self, [ck for inst in self._instances.values() for ck in inst._compiled.values()])
 
     def torch_op(self, name: str, **options: Any) -> Any:
         """Register the family as a PyTorch operator, each call launching the instantiation its
@@ -378,7 +376,7 @@ class Family:
 def spelled(kernel: Kernel) -> str:
     """An instantiation as Python code names it: ``BlockSort[uint32, 1024, 16]``,
     ``Scan["cub::BLOCK_SCAN_RAKING"]``."""
-    return f"{kernel._decl.cls.__name__}[{', '.join(spell_value(v) for v in kernel.template_args.values())}]"
+    return f"{kernel.__name__}[{', '.join(spell_value(v) for v in kernel.template_args.values())}]"
 
 
 def failed_instantiations(who: str, failed: list[tuple[Kernel, CompileError]], total: int) -> CompileError:
@@ -392,5 +390,3 @@ def failed_instantiations(who: str, failed: list[tuple[Kernel, CompileError]], t
         f"compiled); leave those combinations out of the family, or fix the source for them\n\n{detail}",
         log=first.log, source=first.source, options=first.options,
     )  # fmt: skip
-
-

@@ -1,11 +1,11 @@
 """`Kernel`: one declared kernel (or one instantiation of a family), to compile or call.
 
-``_decl`` reads the class once; a `Kernel` renders it (``_render``), compiles it
-through the caches (``_cache``, ``_compile``), and launches it: the C launcher (``_csrc/``)
-takes the common calls, and the general path (``_launch``, ``_checks``) takes the rest. The
-``@cf.kernel`` decorator that makes one is in ``kernel.py``, above ``family.py``.
+A `Kernel` is made from a declaration (``_declare``) by the ``@cf.kernel`` decorator
+(``decorator.py``) or by its `Family`. Its source is `KernelSource`'s (``source.py``); compiles
+go through the caches (``_compile``); `Loader` loads it on each device. Calls reach the C
+launcher (``_csrc/``) first, which hands those it declines to the general path (``_launch``);
+what it does on a device besides a call is `OnDevice`'s (``device.py``).
 """
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -105,20 +105,21 @@ class Kernel(_KernelBase, OnDevice):
 
     __module__ = "cuforge"
 
-    def __init__(self, decl: _Decl, template_args: tuple[Any, ...] = ()):
+    def __init__(self, decl: _Decl, template_args: tuple[Any, ...] = (), family: Any = None):
         self._decl = decl
         cls = decl.cls
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__
         self.__doc__ = cls.__doc__
         self.__wrapped__ = cls
-        self.qualname = decl.qualname
-        self.name = decl.name
+        self.qualname = decl.qualname  # module.Class: the Python name pickling and cf.registry use
+        self.name = decl.name  # the C++ function's name (or a prebuilt module's entry point)
         self.options = decl.options
         self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.tparams, template_args)}
         spelled = ", ".join(t.spell(v) for t, v in zip(decl.tparams, template_args))
+        # the C++ name expression NVRTC looks up (``Axpy<float, 256>``), and a build's entries are keyed by
         self.name_expression = f"{decl.name}<{spelled}>" if decl.tparams else decl.name
-        # what messages call it: the C++ name, but a prebuilt entry point's lowered name is unreadable
+        # what messages call it: the name expression, but a prebuilt entry point's lowered name is unreadable
         self.label = self.name_expression if decl.tparams else cls.__name__ if decl.module is not None else decl.name
         self.signature = Signature(
             tuple(Param(n, i, _substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
@@ -135,8 +136,8 @@ class Kernel(_KernelBase, OnDevice):
         self._plan = LaunchPlan(self.label, self.signature, specs, block=block, smem=smem, kind=decl.launch_kind,
                                 grid=_launch_rules.GridRule(self.label, decl.grid, specs, self.template_args),
                                 module=decl.module, load=self._function)  # fmt: skip
-        self._loader = Loader(self, self._plan)
-        self._family: Any = None  # the Family this is an instantiation of (set by it)
+        self._loader = Loader(self, self._plan, decl.module, decl.body is None, self._use_launcher)
+        self._family = family
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = c_launcher(self._plan)
         if decl.source is not None and decl.module is None:
@@ -188,9 +189,6 @@ class Kernel(_KernelBase, OnDevice):
             raise CuforgeError(f"{self.label} is not compiled yet; call .compile(arch='sm_90') or launch it first")
         return next(reversed(self._compiled.values())).lowered_name
 
-    def _pieces(self) -> tuple[str, str, dict[str, str]]:
-        return self._source.pieces()
-
     def _headers(self) -> dict[str, str]:
         return self._source.headers()
 
@@ -201,7 +199,7 @@ class Kernel(_KernelBase, OnDevice):
         -------
         CompileUnit
         """
-        prelude, unit, line_sources = self._pieces()
+        prelude, unit, line_sources = self._source.pieces()
         decl = self._decl
         return CompileUnit(
             label=self.label, name=self.name, qualname=self.qualname, name_expression=self.name_expression,
@@ -212,10 +210,6 @@ class Kernel(_KernelBase, OnDevice):
 
     def _keep_compiled(self, ck: CompiledKernel) -> None:
         self._compiled[ck.arch, ck.flags] = ck
-
-    def _inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
-        """The kernel's own inputs to a compile with ``flags`` (``identity.inputs_of``)."""
-        return _identity.inputs_of(self.compile_unit(), flags, options)
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
         return _identity.key_of(self.compile_unit(), flags, options)
@@ -294,6 +288,21 @@ class Kernel(_KernelBase, OnDevice):
         """The kernel on ``device``, compiled and loaded on its first launch there."""
         return self._loader.function(device)
 
+    def _use_launcher(self, launcher: Any) -> None:
+        """Calls go to ``launcher`` (a C Launcher), or with None to the general path."""
+        self._fast = launcher
+
+    @property
+    def family(self) -> Any:
+        """The [`Family`][cuforge.Family] this kernel is an instantiation of (None for a kernel
+        declared alone).
+
+        Returns
+        -------
+        Family or None
+        """
+        return self._family
+
     def _forget_loads(self) -> None:
         """Its module was unloaded (see Module.unload)."""
         self._loader.forget()
@@ -346,7 +355,7 @@ class Kernel(_KernelBase, OnDevice):
     def _repr_html_(self) -> str:
         from .display import kernel_html
 
-        return kernel_html(self)
+        return kernel_html(self, list(self._compiled.values()))
 
 
 def current_cc() -> int:
