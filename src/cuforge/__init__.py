@@ -46,13 +46,13 @@ from ._declare.value_params import constparam as constparam
 from ._declare.value_params import intparam as intparam
 from ._declare.vectors import VectorDType as VectorDType
 from ._declare.vectors import vector as vector
+from ._kernel.autotune import Autotune as Autotune
+from ._kernel.autotune import autotune as autotune
 from ._kernel.decorator import CompiledKernel as CompiledKernel
 from ._kernel.decorator import Kernel as Kernel
 from ._kernel.decorator import KernelTemplate as KernelTemplate
 from ._kernel.decorator import kernel as kernel
-from ._kernel.family import Autotune as Autotune
 from ._kernel.family import Family as Family
-from ._kernel.family import autotune as autotune
 from ._kernel.registry import Registry as Registry
 from ._kernel.registry import registry as registry
 from ._launch.prepared import PreparedLaunch as PreparedLaunch

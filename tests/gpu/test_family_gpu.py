@@ -48,7 +48,7 @@ def test_family_call_infers_the_dtype_on_cupy_arrays():
 TUNED = textwrap.dedent(
     """
     import json, numpy as np, cuforge as cf
-    from cuforge._kernel import family
+    from cuforge._kernel import autotune as tuning
 
     @cf.kernel
     class Scale:
@@ -68,7 +68,7 @@ TUNED = textwrap.dedent(
     Scale(2.0, x, y, n)
     host = y.to_numpy()
     table = Scale.tuning()
-    print(json.dumps({"timing_runs": family.timing_runs, "choice": table[0]["choice"], "from": table[0]["from"],
+    print(json.dumps({"timing_runs": tuning.timing_runs, "choice": table[0]["choice"], "from": table[0]["from"],
                       "y_ok": bool((host == 7).all()), "times": table[0]["times_ms"]}))
     """
 )

@@ -111,6 +111,17 @@ def test_the_four_questions_are_answered_from_the_navigation():
 # ------------------------------------------------------------------ docstrings
 
 
+def _members(cls: type) -> dict[str, object]:
+    """The class's own members, then those of its private cuforge bases (mixins such as
+    Kernel's, which the reference shows as the class's own; a public base shows its own)."""
+    found: dict[str, object] = {}
+    for klass in cls.__mro__:
+        if klass is cls or klass.__module__.startswith("cuforge._"):
+            for attr, value in vars(klass).items():
+                found.setdefault(attr, value)
+    return found
+
+
 @functools.cache
 def _public() -> dict[str, object]:
     """Every public function, class and method (by dotted name)."""
@@ -120,7 +131,7 @@ def _public() -> dict[str, object]:
         if inspect.isfunction(obj) or inspect.isclass(obj):
             found[name] = obj
         if inspect.isclass(obj) and not issubclass(obj, Exception):
-            for attr, value in vars(obj).items():
+            for attr, value in _members(obj).items():
                 if attr.startswith("_") and attr not in ("__call__", "__getitem__"):
                     continue
                 fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
@@ -160,7 +171,7 @@ def _referenced() -> dict[str, object]:
             for attr in obj.__all__:
                 add(f"{name}.{attr}", getattr(obj, attr))
         elif inspect.isclass(obj):
-            for attr, value in vars(obj).items():
+            for attr, value in _members(obj).items():
                 if attr.startswith("_") and attr not in ("__call__", "__getitem__"):
                     continue
                 value = value.fget if isinstance(value, property) else getattr(value, "__func__", value)

@@ -35,7 +35,7 @@ def declarations(modules: list[str]) -> list[Any]:
             importlib.import_module(name)
         except ImportError as exc:
             raise ConfigError(f"cannot import {name!r}: {exc}") from None
-        mine = [obj for obj in registry.values() if obj._decl.cls.__module__ == name and obj._decl.module is None]
+        mine = [obj for obj in registry.values() if obj.__wrapped__.__module__ == name and obj._decl.module is None]
         if not mine:
             raise ConfigError(f"module {name!r} declares no kernel (nothing decorated with @cf.kernel)")
         found += mine
@@ -98,13 +98,13 @@ def build(modules: list[str], archs: list[str], out: str, *, progress: bool = Fa
     total, done = len(groups) * len(archs), 0
     for group in groups:
         kernels = [k for obj in group for k in (obj.instantiations() if isinstance(obj, Family) else [obj])]
-        label = " + ".join(obj._decl.label for obj in group)
+        label = " + ".join(obj.__qualname__ for obj in group)
         images: dict[int, list[Any]] = {id(k): [] for k in kernels}
         for arch in archs:
             compiled, errors = _cache.compile_each(kernels, arch, None, who=f"cuforge build {label}",
                                                    guard=refuse_compile_in_capture)  # fmt: skip
             for k, exc in errors:
-                failed.setdefault(id(k), {"kernel": spelled(k) if k._decl.tparams else k.label, "qualname": k.qualname,
+                failed.setdefault(id(k), {"kernel": spelled(k) if k.family is not None else k.label, "qualname": k.qualname,
                                           "name_expression": k.name_expression, "arch": arch, "error": str(exc)})  # fmt: skip
             for k, ck in zip(kernels, compiled):
                 images[id(k)].append(ck)
@@ -112,7 +112,7 @@ def build(modules: list[str], archs: list[str], out: str, *, progress: bool = Fa
             if progress:
                 progress_line(f"cuforge build: {done}/{total} {label} for {arch}", done, total)
         built = [k for k in kernels if id(k) not in failed]
-        entries += _write_fatbins(built, images, archs, group[0]._decl.qualname, out)
+        entries += _write_fatbins(built, images, archs, group[0].qualname, out)
     manifest = {"schema": SCHEMA, "cuforge": __version__, "archs": list(archs), "toolchain": toolchain(linked=True),
                 "kernels": entries, "failed": list(failed.values())}  # fmt: skip
     tmp = os.path.join(out, f".{MANIFEST}.{os.getpid()}")
@@ -138,7 +138,8 @@ def _write_fatbins(kernels: list[Any], images: dict[int, list[Any]], archs: list
         for k in members:
             entries.append({
                 "qualname": k.qualname,
-                "template_args": {n: k._decl.tparams[j].spell(v) for j, (n, v) in enumerate(k.template_args.items())},
+                "template_args": {t.name: t.spell(v) for t, v in zip(k.family.template_params, k.template_args.values())}
+                                  if k.family is not None else {},
                 "name_expression": k.name_expression,
                 "lowered_name": images[id(k)][0].lowered_name,
                 "signature": k.signature.describe(k.label),

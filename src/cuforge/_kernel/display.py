@@ -14,10 +14,10 @@ from .._compile.html import compiled_rows
 from .._compile.html import table as _table
 
 
-def kernel_html(k: Any) -> str:
+def kernel_html(k: Any, compiled: list[Any]) -> str:
+    """A Kernel, with the CompiledKernels it has made."""
     sig = k.signature
     params = _table(["parameter", "type", "C++"], [[p.name, p.type_name, p.cpp()] for p in sig.params])
-    compiled = list(k._compiled.values())
     done = _table(_COMPILED_HEAD, compiled_rows(compiled)) if compiled else "<p><i>not compiled yet</i></p>"
     doc = f"<p>{escape(k.__doc__.strip())}</p>" if k.__doc__ else ""
     return (
@@ -26,7 +26,8 @@ def kernel_html(k: Any) -> str:
     )
 
 
-def family_html(f: Any) -> str:
+def family_html(f: Any, compiled: list[Any]) -> str:
+    """A Family, with the CompiledKernels its instantiations have made."""
     tps = _table(
         ["template parameter", "allowed", "default"],
         [
@@ -34,7 +35,6 @@ def family_html(f: Any) -> str:
             for t in f.template_params
         ],
     )
-    compiled = [ck for inst in f._instances.values() for ck in inst._compiled.values()]
     done = _table(_COMPILED_HEAD, compiled_rows(compiled)) if compiled else "<p><i>no instantiation compiled yet</i></p>"
     tuning = ""
     if f.tuning():

@@ -1,16 +1,14 @@
 """`Kernel`: one declared kernel (or one instantiation of a family), to compile or call.
 
-``_decl`` reads the class once; a `Kernel` renders it (``_render``), compiles it
-through the caches (``_cache``, ``_compile``), and launches it: the C launcher (``_csrc/``)
-takes the common calls, and the general path (``_launch``, ``_checks``) takes the rest. The
-``@cf.kernel`` decorator that makes one is in ``kernel.py``, above ``family.py``.
+A `Kernel` is made from a declaration (``_declare``) by the ``@cf.kernel`` decorator
+(``decorator.py``) or by its `Family`. Its source is `KernelSource`'s (``source.py``); compiles
+go through the caches (``_compile``); `Loader` loads it on each device. Calls reach the C
+launcher (``_csrc/``) first, which hands those it declines to the general path (``_launch``);
+what it does on a device besides a call is `OnDevice`'s (``device.py``).
 """
-
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from .._compile import cache as _cache
 from .._compile import identity as _identity
@@ -23,14 +21,13 @@ from .._declare.declaration import Declaration, substitute
 from .._declare.instantiations import resolve
 from .._declare.signature import Param, Signature, param_specs
 from .._launch import general as _launch
-from .._launch import prepared as _prepared
-from .._launch import resources as _resources
 from .._launch.claunch import c_launcher
 from .._launch.plan import LaunchPlan
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
 from ..errors import CuforgeError, NoDeviceError
 from ..options import CompileOptions
+from .device import OnDevice
 from .loader import Loader
 from .source import KernelSource
 
@@ -58,28 +55,12 @@ class _PythonCall:
                 raise _cuda.no_device_for(self.label, exc) from None
 
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
-
-
-def _names_the_kernel(method: _Method) -> _Method:
-    """``method`` of a Kernel, whose NoDeviceError (no GPU) names the kernel and its own
-    compile call, as a launch's does (``_cuda.no_device_for``)."""
-
-    @functools.wraps(method)
-    def named(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(self, *args, **kwargs)
-        except NoDeviceError as exc:
-            raise _cuda.no_device_for(self.label, exc) from None
-
-    return named  # type: ignore[return-value]
-
-
-# With the extension, calls reach KernelBase's tp_call in C, with no Python frame between.
+# With the extension, calls reach KernelBase's tp_call in C, with no Python frame between:
+# KernelBase comes first among Kernel's bases, and no other base defines __call__.
 _KernelBase: Any = _cuda.claunch.KernelBase if _cuda.claunch is not None else _PythonCall
 
 
-class Kernel(_KernelBase):
+class Kernel(_KernelBase, OnDevice):
     """A declared kernel: call it to launch, ``.compile()`` to build without launching.
 
     Created by [`kernel`][cuforge.kernel], or as one instantiation of a family (``Axpy[cf.float32, 256]``).
@@ -124,20 +105,21 @@ class Kernel(_KernelBase):
 
     __module__ = "cuforge"
 
-    def __init__(self, decl: Declaration, template_args: tuple[Any, ...] = ()):
+    def __init__(self, decl: Declaration, template_args: tuple[Any, ...] = (), family: Any = None):
         self._decl = decl
         cls = decl.cls
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__
         self.__doc__ = cls.__doc__
         self.__wrapped__ = cls
-        self.qualname = decl.qualname
-        self.name = decl.name
+        self.qualname = decl.qualname  # module.Class: the Python name pickling and cf.registry use
+        self.name = decl.name  # the C++ function's name (or a prebuilt module's entry point)
         self.options = decl.options
         self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.tparams, template_args)}
         spelled = ", ".join(t.spell(v) for t, v in zip(decl.tparams, template_args))
+        # the C++ name expression NVRTC looks up (``Axpy<float, 256>``), and a build's entries are keyed by
         self.name_expression = f"{decl.name}<{spelled}>" if decl.tparams else decl.name
-        # what messages call it: the C++ name, but a prebuilt entry point's lowered name is unreadable
+        # what messages call it: the name expression, but a prebuilt entry point's lowered name is unreadable
         self.label = self.name_expression if decl.tparams else cls.__name__ if decl.module is not None else decl.name
         self.signature = Signature(
             tuple(Param(n, i, substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
@@ -154,8 +136,8 @@ class Kernel(_KernelBase):
         self._plan = LaunchPlan(self.label, self.signature, specs, block=block, smem=smem, kind=decl.launch_kind,
                                 grid=_launch_rules.GridRule(self.label, decl.grid, specs, self.template_args),
                                 module=decl.module, load=self._function)  # fmt: skip
-        self._loader = Loader(self, self._plan)
-        self._family: Any = None  # the Family this is an instantiation of (set by it)
+        self._loader = Loader(self, self._plan, decl.module, decl.body is None, self._use_launcher)
+        self._family = family
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = c_launcher(self._plan)
         if decl.source is not None and decl.module is None:
@@ -207,9 +189,6 @@ class Kernel(_KernelBase):
             raise CuforgeError(f"{self.label} is not compiled yet; call .compile(arch='sm_90') or launch it first")
         return next(reversed(self._compiled.values())).lowered_name
 
-    def _pieces(self) -> tuple[str, str, dict[str, str]]:
-        return self._source.pieces()
-
     def _headers(self) -> dict[str, str]:
         return self._source.headers()
 
@@ -220,7 +199,7 @@ class Kernel(_KernelBase):
         -------
         CompileUnit
         """
-        prelude, unit, line_sources = self._pieces()
+        prelude, unit, line_sources = self._source.pieces()
         decl = self._decl
         return CompileUnit(
             label=self.label, name=self.name, qualname=self.qualname, name_expression=self.name_expression,
@@ -231,10 +210,6 @@ class Kernel(_KernelBase):
 
     def _keep_compiled(self, ck: CompiledKernel) -> None:
         self._compiled[ck.arch, ck.flags] = ck
-
-    def _inputs(self, flags: tuple[str, ...], options: CompileOptions) -> dict[str, str]:
-        """The kernel's own inputs to a compile with ``flags`` (``identity.inputs_of``)."""
-        return _identity.inputs_of(self.compile_unit(), flags, options)
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
         return _identity.key_of(self.compile_unit(), flags, options)
@@ -313,55 +288,24 @@ class Kernel(_KernelBase):
         """The kernel on ``device``, compiled and loaded on its first launch there."""
         return self._loader.function(device)
 
+    def _use_launcher(self, launcher: Any) -> None:
+        """Calls go to ``launcher`` (a C Launcher), or with None to the general path."""
+        self._fast = launcher
+
+    @property
+    def family(self) -> Any:
+        """The [`Family`][cuforge.Family] this kernel is an instantiation of (None for a kernel
+        declared alone).
+
+        Returns
+        -------
+        Family or None
+        """
+        return self._family
+
     def _forget_loads(self) -> None:
         """Its module was unloaded (see Module.unload)."""
         self._loader.forget()
-
-    @property
-    @_names_the_kernel
-    def attributes(self) -> _limits.KernelAttributes:
-        """Registers, local memory, static shared memory, the most threads per block and the
-        most dynamic shared memory a launch may ask, on the current device (loads the kernel).
-
-        Returns
-        -------
-        KernelAttributes
-
-        Raises
-        ------
-        NoDeviceError
-            Where there is no GPU (``compile(...).resources()`` reads a cubin without one).
-        """
-        return _resources.attributes(self._plan)
-
-    @_names_the_kernel
-    def occupancy(self, block: Any = None, shared_mem: int = 0) -> int:
-        """Active blocks per SM, on the current device (loads the kernel).
-
-        Parameters
-        ----------
-        block : int or tuple of ints, optional
-            Default: the class's block.
-        shared_mem : int
-            Dynamic shared memory per block, in bytes.
-
-        Returns
-        -------
-        int
-            Blocks of this kernel one SM runs at once; times the SM count, the most a
-            cooperative launch may ask.
-
-        Raises
-        ------
-        ArgumentError
-            For a block or shared memory that is not valid.
-
-        Examples
-        --------
-        >>> Saxpy.occupancy(block=256) >= 1  # doctest: +GPU
-        True
-        """
-        return _resources.occupancy(self._plan, block, shared_mem)
 
     # ------------------------------------------------------------ launching
 
@@ -375,109 +319,6 @@ class Kernel(_KernelBase):
                 _launch.launch_checked(plan, checked)
             except NoDeviceError as exc:
                 raise _cuda.no_device_for(self.label, exc) from None
-
-    @_names_the_kernel
-    def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                stream: Any = None, **kwargs: Any) -> _prepared.PreparedLaunch:  # fmt: skip
-        """Check and pack a launch once; calling the result launches it again with no per-call
-        work but the driver call (the fastest path, for loops that repeat one launch).
-
-        The arrays are the same memory on every launch (their contents may change); the
-        scalars, grid, block and stream are fixed: prepare again to change them. Host NumPy
-        arrays are not accepted (they would need copies on every launch).
-
-        Parameters
-        ----------
-        *args, **kwargs
-            The kernel's arguments, as for a call.
-        grid, block, shared_mem, stream
-            As for a call.
-
-        Returns
-        -------
-        PreparedLaunch
-
-        Raises
-        ------
-        ArgumentError, ArgumentTypeError
-            As a call would, and for host NumPy arrays or empty arrays.
-
-        Examples
-        --------
-        >>> step = Saxpy.prepare(2.0, x, y, 4)  # doctest: +GPU
-        >>> for _ in range(3):  # doctest: +GPU
-        ...     step()
-        >>> y.to_numpy()  # doctest: +GPU
-        array([8., 8., 8., 8.], dtype=float32)
-        """
-        return _prepared.prepare(self._plan, args, kwargs, grid, block, shared_mem, stream)
-
-    @_names_the_kernel
-    def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
-        """Write host data into a module variable (``__constant__`` or ``__device__``, at
-        namespace scope). Loads the kernel on the device first.
-
-        Parameters
-        ----------
-        name : str
-            The variable, as the preamble or source declares it.
-        value : array-like
-            Host data whose size in bytes is the variable's.
-        stream : stream-like, optional
-            The copy's stream (default: the legacy default stream).
-        device : int, optional
-            Default: the thread's device.
-
-        Raises
-        ------
-        ArgumentError
-            For a name the module does not have.
-        ArgumentTypeError
-            For a size that is not the variable's (both are given).
-
-        Examples
-        --------
-        >>> @cf.kernel
-        ... class Scaled:
-        ...     x: cf.Array[cf.float32]
-        ...     preamble = "__constant__ float factor;"
-        ...     body = "x[threadIdx.x] *= factor;"
-        >>> Scaled.set_global("factor", np.array([3.0], np.float32))  # doctest: +GPU
-        """
-        from .._launch import globals as _globals  # (off the launch path: imported on first use)
-
-        _globals.set_global(self._plan, name, value, stream=stream, device=device)
-
-    @_names_the_kernel
-    def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
-        """Read a module variable back, after the device's work so far.
-
-        Parameters
-        ----------
-        name : str
-            The variable.
-        dtype : dtype-like
-            How to view its bytes (default: ``uint8``).
-        device : int, optional
-            Default: the thread's device.
-
-        Returns
-        -------
-        numpy.ndarray
-
-        Raises
-        ------
-        ArgumentError
-            For a name the module does not have.
-
-        Examples
-        --------
-        >>> Scaled.get_global("factor", np.float32)  # doctest: +GPU
-        array([3.], dtype=float32)
-        """
-        from .._launch import globals as _globals
-
-        return _globals.get_global(self._plan, name, dtype, device=device)
 
     def torch_op(self, name: str, **options: Any) -> Any:
         """Register this kernel as a PyTorch operator (imports PyTorch).
@@ -514,7 +355,7 @@ class Kernel(_KernelBase):
     def _repr_html_(self) -> str:
         from .display import kernel_html
 
-        return kernel_html(self)
+        return kernel_html(self, list(self._compiled.values()))
 
 
 def current_cc() -> int:

@@ -5,6 +5,7 @@ launch there, with the device's limits for it."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .. import _config
@@ -22,10 +23,16 @@ class Loader:
     One thread loads while the others wait, so that threads launching for the first time at
     once do the work once."""
 
-    __slots__ = ("kernel", "lock", "plan")
+    __slots__ = ("check_params", "kernel", "lock", "plan", "prebuilt", "use_launcher")
 
-    def __init__(self, kernel: Any, plan: LaunchPlan) -> None:
-        self.kernel, self.plan = kernel, plan
+    def __init__(self, kernel: Any, plan: LaunchPlan, prebuilt: Any, check_params: bool,
+                 use_launcher: Callable[[Any], None]) -> None:  # fmt: skip
+        """``prebuilt``: the Module whose entry point the kernel binds, or None to compile it;
+        ``check_params``: whether a compile's parameters are checked against the annotations
+        (a ``source=`` or template kernel's, which cuforge did not generate);
+        ``use_launcher(launcher)`` points the kernel's calls at a C Launcher (None: the general path)."""
+        self.kernel, self.plan, self.prebuilt = kernel, plan, prebuilt
+        self.check_params, self.use_launcher = check_params, use_launcher
         self.lock = threading.Lock()
 
     def function(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
@@ -39,8 +46,7 @@ class Loader:
         return found
 
     def load(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
-        kernel = self.kernel
-        module = kernel._decl.module
+        kernel, module = self.kernel, self.prebuilt
         if module is not None:  # prebuilt: its entry point, checked against the annotations
             handle = module.kernel_handle(kernel, kernel.name)
             self.check_compiled_params(handle)
@@ -56,11 +62,11 @@ class Loader:
                 raise _build.missing(kernel, build)
         ck = kernel.compile(device_target(device.cc))
         handle = _cuda.compiled.handle(ck)
-        if kernel._decl.body is None:
+        if self.check_params:
             self.check_compiled_params(handle)
         if _kinds.uses_grid_sync(ck.source) and not self.plan.grid_sync:
             self.plan.grid_sync = True
-            kernel._fast = None  # the general path refuses it without cooperative=True, before the launch
+            self.use_launcher(None)  # the general path refuses it without cooperative=True, before the launch
         return self._loaded(handle, ck, device)
 
     def _loaded(self, handle: int, origin: Any, device: _cuda.DeviceInfo) -> _limits.Loaded:
@@ -74,7 +80,7 @@ class Loader:
         them; the next call reaches the general path, which raises (see Module.unload)."""
         with self.lock:
             self.plan.loaded.clear()
-            self.kernel._fast = c_launcher(self.plan)
+            self.use_launcher(c_launcher(self.plan))
 
     def check_compiled_params(self, handle: int) -> None:
         """A source= or template kernel's compiled parameters must match the annotations."""

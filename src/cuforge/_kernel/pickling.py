@@ -40,7 +40,7 @@ def _import(module: str, qualname: str) -> Any:
 
 
 def _by_reference(obj: Any) -> tuple[Any, ...] | None:
-    cls = obj._decl.cls
+    cls = obj.__wrapped__  # the declaring class
     if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
         return None
     if _find(cls.__module__, cls.__qualname__) is not obj:
@@ -56,8 +56,8 @@ def reduce_kernel(k: Any, declared: Callable[..., Any]) -> tuple[Any, ...]:
     """How a Kernel pickles; ``declared(name, qualname, module, namespace)`` declares a class
     again where it unpickles (the decorator's, which registers this with copyreg)."""
     decl = k._decl
-    if k._family is not None:
-        return (operator.getitem, (k._family, tuple(k.template_args.values())))
+    if k.family is not None:
+        return (operator.getitem, (k.family, tuple(k.template_args.values())))
     found = _by_reference(k)
     if found is not None:
         return found
@@ -89,7 +89,7 @@ def reduce_family(f: Any, declared: Callable[..., Any]) -> tuple[Any, ...]:
     found = _by_reference(f)
     if found is not None:
         return found
-    cls = f._decl.cls
+    cls = f.__wrapped__
     kept = (*CLASS_KEYS, "__annotations__")
     ns = {k: v for k, v in vars(cls).items() if k in kept or isinstance(v, TemplateParam)}
     return (declared, (cls.__name__, cls.__qualname__, cls.__module__, ns))

@@ -88,7 +88,7 @@ class _OpSpec:
             self.label = kernel.label
         elif hasattr(kernel, "template_params") and hasattr(kernel, "instantiations"):
             params = list(kernel._decl.params)
-            self.label = kernel._decl.label
+            self.label = kernel.__qualname__
         else:
             raise DeclarationError(f"cf.torch.custom_op(): expects a cuforge Kernel or Family, got {kernel!r}")
         self.label = f"{self.label} (torch op {name})"
