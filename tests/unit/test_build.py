@@ -268,12 +268,12 @@ class Square:
 
 
 def test_a_source_family_with_headers_and_a_plain_kernel_of_its_text_are_grouped_as_in_process(tmp_path):
-    from cuforge._kernel import builder as _builder
+    from cuforge._kernel import aot as _aot
 
     ns = declare(MIXED, "mixed_kernels")
     ns["Zero"].compile("sm_90")  # in-process: the family's prelude (cuforge's complex header) is not Zero's
     assert all(not k._compiled for k in ns["Square"].instantiations())
-    manifest = _builder.build(["mixed_kernels"], ["sm_90"], str(tmp_path))
+    manifest = _aot.build(["mixed_kernels"], ["sm_90"], str(tmp_path))
     fatbins = {e["name_expression"]: e["fatbin"] for e in manifest["kernels"]}
     assert manifest["failed"] == [] and fatbins == {
         "zero": "mixed_kernels.Zero.fatbin",

@@ -1,4 +1,4 @@
-"""Using an ahead-of-time build: ``python -m cuforge build`` (``_builder``) writes fatbins
+"""Using an ahead-of-time build: ``python -m cuforge build`` (``_kernel/aot.py``) writes fatbins
 and a manifest, and a process with ``cf.use_build(DIR)`` (or ``CUFORGE_BUILD_DIR``) loads
 kernels from them with no NVRTC call.
 

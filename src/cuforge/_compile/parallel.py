@@ -19,7 +19,7 @@ fast (each program pays NVRTC's fixed cost once). So:
   program per instantiation, so that each instantiation has its own (``Kernel.set_global``).
 
 Sources that include CCCL's headers are left batched: their cost is parsing the headers,
-which one program pays once, and which precompiled headers (``_pch``) spare the next
+which one program pays once, and which precompiled headers (``pch``) spare the next
 program in the process; a worker would parse them again.
 """
 

@@ -1,7 +1,7 @@
 """The ``@cf.kernel`` decorator: a Python class declares a kernel or a family, read once.
 
-It sits above the modules it ties together: ``_decl`` reads the class, ``_kernel`` makes a
-`Kernel`, ``family`` a `Family`, and ``registry`` lists every declaration.
+It sits above the modules it ties together: ``_declare.declaration`` reads the class,
+``kernel`` makes a `Kernel`, ``family`` a `Family`, and ``registry`` lists every declaration.
 """
 
 from __future__ import annotations

@@ -303,10 +303,6 @@ class Kernel(_KernelBase, OnDevice):
         """
         return self._family
 
-    def _forget_loads(self) -> None:
-        """Its module was unloaded (see Module.unload)."""
-        self._loader.forget()
-
     # ------------------------------------------------------------ launching
 
     def _launch_general(self, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,

@@ -3,7 +3,7 @@
 A kernel call goes first to the C launcher (``_csrc/``), which accepts the common cases
 and launches them. Whatever it declines comes here (and every call does where the extension
 is not built): `check_and_pack` binds and checks the arguments with the per-parameter
-checkers of ``_checks`` (no CUDA call), and `launch_checked` finds the device, stages
+checkers of ``checks`` (no CUDA call), and `launch_checked` finds the device, stages
 host NumPy arrays, picks the stream and makes the one driver call. Each takes the kernel's
 `LaunchPlan`. The rules that both paths follow (the default stream here, the grid/block
 limits and the default grid in ``_declare.launch_rules``) are defined once; the C launcher
@@ -241,7 +241,7 @@ def target_device(plan: LaunchPlan, c: Checked) -> int:
 def place(plan: LaunchPlan, c: Checked, info: Any) -> tuple[Checked, int, int, bool]:
     """The CUDA part of a launch on ``info``'s device (its context current) before the call:
     (the call with its grid filled in, function handle, stream, whether host NumPy arrays must
-    be staged); raises if the launch asks what the loaded kernel cannot do (see ``_kinds``)."""
+    be staged); raises if the launch asks what the loaded kernel cannot do (see ``_runtime/limits.py``)."""
     loaded = plan.loaded.get(info.id) or plan.load(info)
     c = check_loaded(plan, loaded, c)
     staged = any(arg.device == HOST for _, arg in c.arrays)

@@ -5,7 +5,7 @@ constant memory, a device-side counter. The variable is found in the kernel's lo
 on that device by ``cuLibraryGetGlobal`` (so by its symbol: a variable at namespace scope,
 outside any C++ namespace, as ``__constant__ float d_filter[289];`` in a preamble or a
 ``source=``); its size, from the driver, is what a write must match. A family whose source
-declares module variables compiles each instantiation alone (``_parallel``), so each has its
+declares module variables compiles each instantiation alone (``_compile/parallel.py``), so each has its
 own; kernels declared over one ``source=`` text share one program, and so its variables.
 """
 

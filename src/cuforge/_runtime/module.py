@@ -126,7 +126,7 @@ class Module:
         self.symbols = dict(symbols or {})
         self._library: Any = None  # the CUlibrary, once loaded
         self._unloaded = False
-        self._kernels: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._users: weakref.WeakSet[Any] = weakref.WeakSet()  # what loaded its kernels: forgotten at unload
         self._lock = threading.Lock()
 
     @property
@@ -201,9 +201,9 @@ class Module:
         raises [`LaunchError`][cuforge.errors.LaunchError] naming the kernel (it does not crash)."""
         with self._lock:
             self._unloaded = True
-            for kernel in list(self._kernels):
-                kernel._forget_loads()
-            self._kernels.clear()
+            for user in list(self._users):
+                user.forget()
+            self._users.clear()
             library, self._library = self._library, None
             if library is not None:
                 _loading.unload_library(library)  # best effort: the kernels are already forgotten
@@ -232,23 +232,26 @@ class Module:
                 self._library = _loading.load_library(code, code_type)
             return self._library
 
-    def kernel_handle(self, kernel: Any, name: str) -> int:
-        """The CUkernel handle of entry ``name``, for a cuforge Kernel that binds it: the
-        kernel forgets it again when the module is unloaded. Called when the kernel loads.
+    def kernel_handle(self, name: str, *, who: str, user: Any) -> int:
+        """The CUkernel handle of entry ``name``, for a cuforge kernel that binds it: ``user``
+        (what loaded it) forgets it again, through its ``forget()``, when the module is
+        unloaded. Called when the kernel loads.
 
         Parameters
         ----------
-        kernel : Kernel
-            The kernel class bound to the entry point.
         name : str
             A lowered name, or a name expression in ``symbols``.
+        who : str
+            The kernel's label, for errors.
+        user : object
+            Held weakly; its ``forget()`` is called by `unload`.
 
         Returns
         -------
         int
             The CUkernel handle.
         """
-        self.check_loaded(kernel.label)
+        self.check_loaded(who)
         symbol = self.symbols.get(name, name)
         try:
             handle = _loading.library_kernel(self._loaded_library(), symbol)
@@ -258,10 +261,10 @@ class Module:
             except Exception:
                 entries = "unknown"
             raise LaunchError(
-                f"{kernel.label}: module {self.name} has no kernel {symbol!r} ({type(exc).__name__}: {exc}); its "
+                f"{who}: module {self.name} has no kernel {symbol!r} ({type(exc).__name__}: {exc}); its "
                 f"kernels: {entries}; set name = one of them, or give symbols= to map a C++ name to its lowered name"
             ) from None
-        self._kernels.add(kernel)
+        self._users.add(user)
         return handle
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -18,7 +18,7 @@ import sys
 from .. import _config
 from .._compile import disk as _disk
 from .._compile.targets import device_target
-from .._kernel import builder as _builder
+from .._kernel import aot as _aot
 from .._kernel.registry import registry
 from .._runtime import cuda as _cuda
 from ..errors import CuforgeError, NoDeviceError
@@ -43,11 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "build":
-            manifest = _builder.build(args.modules, args.arch, args.out, progress=True)
+            manifest = _aot.build(args.modules, args.arch, args.out, progress=True)
             print(f"built {len(manifest['kernels'])} kernels for {', '.join(args.arch)} into {args.out}")
             return _failures(manifest["failed"], len(manifest["kernels"]))
         if args.command == "precompile":
-            chosen = _builder.declarations(args.modules)
+            chosen = _aot.declarations(args.modules)
             arch = args.arch or _this_gpu()
             done = registry.precompile(arch, kernels=chosen, workers=args.workers, progress=True)
             print(f"precompiled {sum(len(v) for v in done.values())} kernels into the cache")

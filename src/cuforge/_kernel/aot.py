@@ -1,5 +1,5 @@
 """``python -m cuforge build``: compile every kernel and family instantiation that Python
-modules register, for several archs, into fatbins (nvFatbin) and a manifest (see ``_build``
+modules register, for several archs, into fatbins (nvFatbin) and a manifest (see ``_compile/build.py``
 for the layout and how a process uses it).
 
 An instantiation that cannot compile (its source, or ptxas: too much shared memory for
@@ -63,7 +63,7 @@ def _fatbin(images: list[tuple[str, Any]], identifier: str) -> bytes:
 
 def _programs(decls: list[Any]) -> list[list[Any]]:
     """The declarations that one process compiles together: those whose kernels are one NVRTC
-    program in-process (``_cache.same_program``: one ``source=`` text, options, links and
+    program in-process (``_compile.cache.same_program``: one ``source=`` text, options, links and
     prelude) are one image in the build; any other declaration is compiled alone."""
     groups: list[list[Any]] = []
     for obj in decls:
