@@ -81,6 +81,8 @@ FIRST_CALL = textwrap.dedent("""
 
 
 def startup() -> dict[str, object]:
+    from cuforge._runtime import cuda as _cuda
+
     def first_calls(env: dict[str, str]) -> tuple[float, list[int]]:
         subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, check=True, capture_output=True)
         times, compiles = [], []
@@ -101,7 +103,7 @@ def startup() -> dict[str, object]:
         base.pop("PYTHONDONTWRITEBYTECODE", None)
         warm = {**base, "CUFORGE_CACHE_DIR": os.path.join(d, "cache")}
         results["first call, warm disk cache (ms)"], _ = first_calls(warm)
-        arch = f"sm_{cf._cuda.current_device().cc}"
+        arch = f"sm_{_cuda.current_device().cc}"
         command = [sys.executable, "-m", "cuforge", "build", "start_kernels", "--arch", arch, "-o", os.path.join(d, "build")]
         subprocess.run(command, env=warm, check=True, capture_output=True)
         built = {**base, "CUFORGE_CACHE_DIR": os.path.join(d, "empty"), "CUFORGE_BUILD_DIR": os.path.join(d, "build")}

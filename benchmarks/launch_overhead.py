@@ -125,7 +125,7 @@ def main() -> dict:
     except Exception as exc:  # not installed, or cannot run here
         missing["triton @jit (torch tensors)"] = f"missing: {type(exc).__name__}: {exc}"[:120]
     results: dict[str, float | str] = dict(measure(cases))
-    results["cuforge launcher"] = _cuda.launcher
+    results["cuforge launcher"] = _cuda.state.launcher
     results.update(no_extension(missing))
     return {**results, **missing}
 

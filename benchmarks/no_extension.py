@@ -26,7 +26,7 @@ def main() -> dict[str, float]:
 
     from cuforge._runtime import cuda as _cuda
 
-    assert _cuda._claunch is None
+    assert _cuda.claunch is None
     dev = Device()
     dev.set_current()
     x, y = cp.ones(1024, dtype=cp.float32), cp.ones(1024, dtype=cp.float32)

@@ -116,6 +116,7 @@ class OnDevice:
 
         Examples
         --------
+        >>> x, y = cf.to_device(np.ones(4, np.float32)), cf.to_device(np.full(4, 2.0, np.float32))  # doctest: +GPU
         >>> step = Saxpy.prepare(2.0, x, y, 4)  # doctest: +GPU
         >>> for _ in range(3):  # doctest: +GPU
         ...     step()
