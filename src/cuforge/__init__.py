@@ -46,16 +46,12 @@ from ._declare.value_params import constparam as constparam
 from ._declare.value_params import intparam as intparam
 from ._declare.vectors import VectorDType as VectorDType
 from ._declare.vectors import vector as vector
-from ._kernel.autotune import Autotune as Autotune
-from ._kernel.autotune import autotune as autotune
 from ._kernel.decorator import CompiledKernel as CompiledKernel
 from ._kernel.decorator import Kernel as Kernel
-from ._kernel.decorator import KernelTemplate as KernelTemplate
 from ._kernel.decorator import kernel as kernel
 from ._kernel.family import Family as Family
 from ._kernel.registry import Registry as Registry
 from ._kernel.registry import registry as registry
-from ._launch.prepared import PreparedLaunch as PreparedLaunch
 from ._runtime.cuda import gpu_available as gpu_available
 from ._runtime.cuda import set_device as set_device
 from ._runtime.cuda import synchronize as synchronize
@@ -85,8 +81,12 @@ from .options import CompileOptions as CompileOptions
 if _TYPE_CHECKING:
     from ._compile.build import StaleBuildWarning as StaleBuildWarning
     from ._compile.build import use_build as use_build
+    from ._kernel.autotune import Autotune as Autotune
+    from ._kernel.autotune import autotune as autotune
+    from ._kernel.template import KernelTemplate as KernelTemplate
     from ._launch.graph import Graph as Graph
     from ._launch.graph import graph as graph
+    from ._launch.prepared import PreparedLaunch as PreparedLaunch
     from ._runtime.module import Module as Module
 
 # Public names whose modules are imported on first use, not by ``import cuforge``: a launch
@@ -94,7 +94,10 @@ if _TYPE_CHECKING:
 # ``cf.torch`` is the PyTorch adapter, which imports PyTorch.
 _ON_FIRST_USE = {"torch": ("torch", None), "use_build": ("_compile.build", "use_build"), "Graph": ("_launch.graph", "Graph"),
                  "graph": ("_launch.graph", "graph"), "Module": ("_runtime.module", "Module"),
-                 "StaleBuildWarning": ("_compile.build", "StaleBuildWarning")}  # fmt: skip
+                 "StaleBuildWarning": ("_compile.build", "StaleBuildWarning"),
+                 "Autotune": ("_kernel.autotune", "Autotune"), "autotune": ("_kernel.autotune", "autotune"),
+                 "KernelTemplate": ("_kernel.template", "KernelTemplate"),
+                 "PreparedLaunch": ("_launch.prepared", "PreparedLaunch")}  # fmt: skip
 
 
 def __getattr__(name: str) -> _Any:

@@ -29,7 +29,9 @@ def test_compiling_and_reading_the_disk_cache_import_no_cuda_core(tmp_path):
         "print(ck.from_cache, 'cuda.core' in sys.modules)\n"
         "print(sorted(m for m in ('cuda.pathfinder', 'cuda.bindings.nvrtc', 'cuda.bindings.driver', 'jinja2', 'logging',\n"
         "    'cuforge._compile.build', 'cuforge._launch.graph', 'cuforge._launch.capture', 'cuforge._runtime.module',\n"
-        "    'cuforge._compile.pch', 'cuforge._compile.parallel') if m in sys.modules))\n"
+        "    'cuforge._compile.pch', 'cuforge._compile.parallel', 'cuforge._kernel.autotune', 'cuforge._kernel.inference',\n"
+        "    'cuforge._kernel.template', 'cuforge._kernel.pickling', 'cuforge._launch.prepared', 'cuforge._launch.resources')\n"
+        "    if m in sys.modules))\n"
     )
     env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout

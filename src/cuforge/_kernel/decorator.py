@@ -12,13 +12,11 @@ from typing import Any
 from .._declare.declaration import Declaration
 from ..errors import DeclarationError
 from ..options import CompileOptions
-from . import pickling as _pickling
 from .family import Family
 from .kernel import CompiledKernel, Kernel
 from .registry import registry
-from .template import KernelTemplate
 
-__all__ = ["CompiledKernel", "Kernel", "KernelTemplate", "kernel"]
+__all__ = ["CompiledKernel", "Kernel", "kernel"]
 
 
 def kernel(cls: type | None = None, *, name: str | None = None, options: CompileOptions | None = None) -> Any:
@@ -115,10 +113,14 @@ def _declared(name: str, qualname: str, module: str, ns: dict[str, Any]) -> Any:
 
 
 def _reduce_kernel(k: Kernel) -> tuple[Any, ...]:
+    from . import pickling as _pickling  # (imported by the first pickle: start-up)
+
     return _pickling.reduce_kernel(k, _declared)
 
 
 def _reduce_family(f: Family) -> tuple[Any, ...]:
+    from . import pickling as _pickling
+
     return _pickling.reduce_family(f, _declared)
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._launch import prepared as _prepared
-from .._launch import resources as _resources
 from .._launch.plan import LaunchPlan
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
 from ..errors import NoDeviceError
+
+if TYPE_CHECKING:
+    from .._launch.prepared import PreparedLaunch
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
@@ -57,6 +58,8 @@ class OnDevice:
         NoDeviceError
             Where there is no GPU (``compile(...).resources()`` reads a cubin without one).
         """
+        from .._launch import resources as _resources  # (asked for rarely: start-up)
+
         return _resources.attributes(self._plan)
 
     @_names_the_kernel
@@ -86,11 +89,13 @@ class OnDevice:
         >>> Saxpy.occupancy(block=256) >= 1  # doctest: +GPU
         True
         """
+        from .._launch import resources as _resources
+
         return _resources.occupancy(self._plan, block, shared_mem)
 
     @_names_the_kernel
     def prepare(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
-                stream: Any = None, **kwargs: Any) -> _prepared.PreparedLaunch:  # fmt: skip
+                stream: Any = None, **kwargs: Any) -> PreparedLaunch:  # fmt: skip
         """Check and pack a launch once; calling the result launches it again with no per-call
         work but the driver call (the fastest path, for loops that repeat one launch).
 
@@ -123,6 +128,8 @@ class OnDevice:
         >>> y.to_numpy()  # doctest: +GPU
         array([8., 8., 8., 8.], dtype=float32)
         """
+        from .._launch import prepared as _prepared  # (imported by the first prepare: start-up)
+
         return _prepared.prepare(self._plan, args, kwargs, grid, block, shared_mem, stream)
 
     @_names_the_kernel

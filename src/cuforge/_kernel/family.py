@@ -24,12 +24,13 @@ from .._launch import general as _launch
 from .._runtime import cuda as _cuda
 from ..errors import CompileError, DeclarationError, NoDeviceError
 from ..options import CompileOptions
-from .autotune import Tuner, checked
-from .inference import TypeInference
 from .kernel import Kernel, current_cc, refuse_compile_in_capture
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
+
+    from .autotune import Tuner
+    from .inference import TypeInference
 
 __all__ = ["Family"]
 
@@ -75,11 +76,10 @@ class Family:
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()
-        self._inference = TypeInference(decl)
+        self._inference: TypeInference | None = None  # made by the first call that infers types
         # the combinations restrict keeps (None: all of them), looked up where a call's is not
         self._kept = frozenset(decl.combinations) if decl.restrict is not None else None
-        at = checked(decl.autotune, decl)
-        self._tuner = None if at is None else Tuner(at, decl, self._candidate)
+        self._tuner = None if decl.autotune is None else _tuner(decl, self._candidate)
 
     # ------------------------------------------------------------ instantiations
 
@@ -267,7 +267,7 @@ class Family:
             Where the arrays bound to a type parameter match no allowed dtype, or disagree.
         """
         bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
-        types = self._inference.types(bound)
+        types = self._types(bound)
         chosen: dict[str, int] = {}
         if self._tuner is not None and grid is None and block is None:
             try:
@@ -290,7 +290,7 @@ class Family:
         Kernel
         """
         bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
-        types = self._inference.types(bound)
+        types = self._types(bound)
         return self._instance(self._values(types, {}))
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -301,6 +301,14 @@ class Family:
         (where ``restrict`` leaves that out, the first combination it keeps)."""
         return self._complete(tuple(ty if ty is not None else chosen.get(t.name, _FREE)
                                     for t, ty in zip(self.template_params, types)))  # fmt: skip
+
+    def _types(self, bound: tuple[Any, ...]) -> Any:
+        """The type parameters a call's arguments set (``inference``, made on first use)."""
+        if self._inference is None:
+            from .inference import TypeInference  # (a call that infers types: off start-up)
+
+            self._inference = TypeInference(self._decl)
+        return self._inference.types(bound)
 
     def _candidate(self, types: tuple[Any, ...], choice: dict[str, int]) -> Kernel | None:
         """The instantiation of a call's types with an autotune candidate's values, or None
@@ -390,3 +398,12 @@ def failed_instantiations(who: str, failed: list[tuple[Kernel, CompileError]], t
         f"compiled); leave those combinations out of the family, or fix the source for them\n\n{detail}",
         log=first.log, source=first.source, options=first.options,
     )  # fmt: skip
+
+
+def _tuner(decl: Declaration, candidate: Any) -> Tuner:
+    """The autotuner of a family that declares ``autotune`` (imported for those only: start-up)."""
+    from .autotune import Tuner, checked
+
+    at = checked(decl.autotune, decl)
+    assert at is not None  # (decl.autotune is set)
+    return Tuner(at, decl, candidate)
