@@ -37,8 +37,8 @@ from .. import _config
 from ..errors import CompileError, ConfigError
 from ..options import arch_number, to_flags
 from . import identity as _identity
+from .identity import Compilable
 from .toolchain import nvrtc_version
-from .unit import Compilable
 
 MANIFEST = "manifest.json"
 SCHEMA = 2

@@ -1,7 +1,7 @@
 """Compiling through the stores: one compile per key, even when threads (or processes) ask
 at once.
 
-The memory store (``store.memory``) is looked in first, then the disk store
+The memory store (`memory`, a `MemoryCache`) is looked in first, then the disk store
 (``disk.current()``); a key neither holds is compiled (``parallel`` splits the programs) and
 put in both. Keys are ``identity.key_of``. Kernels come in as `Compilable` objects, read
 only through their `CompileUnit`.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
 from .. import _config
 from ..errors import CompileError
@@ -21,11 +21,63 @@ from ..options import CompileOptions, check_arch, to_flags
 from . import disk as _disk
 from .artifact import CompiledKernel
 from .headers import include_dirs
-from .identity import key_of, resolve_options
-from .store import memory
-from .unit import Compilable, CompileUnit
+from .identity import Compilable, CompileUnit, key_of, resolve_options
+from .stats import counters
 
 __all__ = ["compile_each", "compile_together", "memory", "note_source_kernel", "same_program"]
+
+V = TypeVar("V")
+
+
+class Store(Protocol[V]):
+    """Compiled code by cache key: ``get`` gives None on a miss; ``put`` never loses the
+    caller's value (a store that cannot keep it says so and goes on)."""
+
+    def get(self, key: str) -> V | None: ...
+
+    def put(self, key: str, value: V) -> None: ...
+
+
+class MemoryCache:
+    """A thread-safe map from key to compiled kernel, with single-flight compiles."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, Any] = {}
+        self._inflight: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def gates(self, keys: list[str]) -> Iterator[None]:
+        """Hold the compile gates of ``keys`` (taken in sorted order, so two batches that share
+        keys cannot deadlock): inside, re-check the cache, compile what is missing, put it."""
+        with self._lock:
+            locks = [self._inflight.setdefault(k, threading.Lock()) for k in sorted(set(keys))]
+        with contextlib.ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            yield
+
+    def get(self, key: str) -> Any:
+        """The cached value for ``key``, or None (counts a hit when found)."""
+        found = self._items.get(key)
+        if found is not None:
+            counters.add(memory_hits=1)
+        return found
+
+    def peek(self, key: str) -> Any:
+        """The cached value for ``key`` or None, counting nothing."""
+        return self._items.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._items.setdefault(key, value)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+memory = MemoryCache()
 
 Guard = Callable[[str], None]  # called with a kernel's label before NVRTC runs for it; raises to refuse
 

@@ -25,7 +25,7 @@ cannot plant a cubin and a matching checksum record there.
 Keys are cuforge's own SHA-256 of the program's inputs (``identity.cache_key``), not
 cuda.core's ``make_program_cache_key``: that one keys cuda.core ``Program`` inputs (we
 compile through cuda.bindings, with in-memory headers it cannot see), and is slow for a warm
-start. `DiskCache` is a ``store.Store`` of ``CompileResult`` (``get``, ``put``).
+start. `DiskCache` is a ``cache.Store`` of ``CompileResult`` (``get``, ``put``).
 
 Across processes a per-key lock file (``fcntl.flock``, released by the kernel when its
 process dies, so a killed compiler leaves no stale lock) keeps N processes that want the

@@ -11,15 +11,14 @@ import hashlib
 import json
 import os
 import shlex
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from .._version import __version__
 from ..errors import DeclarationError
 from ..options import CompileOptions
 from . import toolchain as _toolchain
 from .headers import cuda_include_dir
-from .unit import CompileUnit
 
 KEY_SCHEMA = 2
 
@@ -148,3 +147,45 @@ def include_dirs_digest(dirs: tuple[str, ...]) -> str:
     digest = h.hexdigest()
     _dir_digests[dirs] = (signature, digest)
     return digest
+
+
+class CompileUnit:
+    """One kernel's part of an NVRTC program, as the kernel layer gives it
+    (``Kernel.compile_unit``), so that compiling reads records, not kernels.
+
+    A program holds one ``prelude`` and the ``unit`` of each kernel compiled in it (kernels
+    of one family share their prelude); ``source`` is what one kernel alone compiles.
+    """
+
+    __slots__ = ("declaration", "family", "headers", "label", "line_sources", "links", "name", "name_expression",
+                 "on_compiled", "options", "prelude", "qualname", "source_text", "unit")  # fmt: skip
+
+    def __init__(self, *, label: str, name: str, qualname: str, name_expression: str, prelude: str, unit: str,
+                 line_sources: Mapping[str, str], headers: Mapping[str, str], options: CompileOptions,
+                 links: tuple[Any, ...], source_text: str | None, declaration: int, family: bool,
+                 on_compiled: Callable[[Any], None]) -> None:  # fmt: skip
+        self.label = label  # the kernel as messages name it: "Axpy[float32, 256]"
+        self.name = name  # the C++ name, for the program's name
+        self.qualname = qualname  # the declaring class's module and name: an ahead-of-time build's entries
+        self.name_expression = name_expression  # what NVRTC looks up: "Axpy<float, 256>"
+        self.prelude = prelude
+        self.unit = unit
+        self.line_sources = line_sources  # #line file names -> their text, for error messages
+        self.headers = headers  # template headers, given to NVRTC in memory
+        self.options = options  # the class's
+        self.links = links  # what it is linked with: Modules, ObjectCodes, CUDA C++ sources
+        self.source_text = source_text  # the source= text it is declared over, if any
+        self.declaration = declaration  # one value per declaration: a family's instantiations share it
+        self.family = family  # an instantiation of a template
+        self.on_compiled = on_compiled  # told of each CompiledKernel made for it, sibling compiles included
+
+    @property
+    def source(self) -> str:
+        """The translation unit of this kernel alone."""
+        return self.prelude + self.unit
+
+
+class Compilable(Protocol):
+    """What the compile layer takes: an object that describes its compile."""
+
+    def compile_unit(self) -> CompileUnit: ...

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import CompileError
 from . import nvrtc as _compile
-from .unit import CompileUnit
+from .identity import CompileUnit
 
 
 def object_code(item: Any) -> Any:

@@ -36,8 +36,8 @@ from .. import _config
 from ..errors import CompileError
 from . import nvrtc as _compile
 from . import pch as _pch
+from .identity import CompileUnit
 from .stats import counters
-from .unit import CompileUnit
 
 if TYPE_CHECKING:  # multiprocessing and concurrent.futures.process slow `import cuforge`: imported on use
     from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor

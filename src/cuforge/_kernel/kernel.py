@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .._compile import cache as _cache
 from .._compile import identity as _identity
 from .._compile.artifact import CompiledKernel
+from .._compile.identity import CompileUnit
 from .._compile.targets import default_arch
-from .._compile.unit import CompileUnit
 from .._declare import launch_rules as _launch_rules
 from .._declare import rules as _rules
 from .._declare.declaration import Declaration, substitute
