@@ -8,6 +8,7 @@ what it does on a device besides a call is `OnDevice`'s (``device.py``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._compile import cache as _cache
@@ -41,18 +42,11 @@ class _PythonCall:
     """Where cuforge's C extension is not built, Kernel's call is this Python method: every
     call takes the general path (see docs/guide/types.md, "Without a C compiler")."""
 
-    label: str  # set by Kernel
-    _plan: LaunchPlan
+    _launch_general: Callable[..., None]  # Kernel's: what the C launcher hands a declined call
 
     def __call__(self, *args: Any, grid: Any = None, block: Any = None, shared_mem: int = 0,
                  stream: Any = None, **kwargs: Any) -> None:  # fmt: skip
-        plan = self._plan
-        checked = _launch.check_and_pack(plan, args, kwargs, grid, block, shared_mem, stream)
-        if checked is not None:  # None: the sizing array is empty, nothing to do
-            try:
-                _launch.launch_checked(plan, checked)
-            except NoDeviceError as exc:
-                raise _cuda.no_device_for(self.label, exc) from None
+        self._launch_general(args, kwargs, grid, block, shared_mem, stream)
 
 
 # With the extension, calls reach KernelBase's tp_call in C, with no Python frame between:

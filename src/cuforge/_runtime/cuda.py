@@ -7,7 +7,6 @@ name, never from here: this module is for the layers above."""
 from __future__ import annotations
 
 from .device import (
-    FORKED,
     DeviceInfo,
     context_error,
     core_device,
@@ -29,11 +28,8 @@ from .faults import (
     check,
     error_text,
     fault,
-    history,
     last_launch,
-    launch_count,
     note_launch,
-    recent_launches,
 )
 from .launch import LaunchConfig
 from .libcuda import bindings, claunch
@@ -41,14 +37,9 @@ from .loading import (
     compiled,
     kernel_attribute,
     kernel_param_sizes,
-    library_kernel,
-    load_library,
-    set_kernel_attribute,
-    unload_library,
 )
 
 __all__ = [
-    "FORKED",
     "DeviceInfo",
     "context_error",
     "core_device",
@@ -68,19 +59,12 @@ __all__ = [
     "check",
     "error_text",
     "fault",
-    "history",
     "last_launch",
-    "launch_count",
     "note_launch",
-    "recent_launches",
     "LaunchConfig",
     "bindings",
     "claunch",
     "compiled",
     "kernel_attribute",
     "kernel_param_sizes",
-    "library_kernel",
-    "load_library",
-    "set_kernel_attribute",
-    "unload_library",
 ]
