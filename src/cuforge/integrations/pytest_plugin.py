@@ -145,7 +145,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After a GPU test, make sure its kernels did not fault: a fault (illegal address, device
-    assert) poisons the CUDA context, so it fails this test, naming the kernel, and the rest of
+    assert) poisons the CUDA context, so it fails this test, naming the last cuforge launch
+    as the suspect (the driver does not say which kernel faulted), and the rest of
     the session's GPU tests are skipped with that reason instead of failing one by one."""
     if not _uses_gpu(item) or item.config.stash[STATE].gpu_reason is not None:
         return (yield)
@@ -172,15 +173,22 @@ def _context_fault(item: pytest.Item) -> str | None:
     err = _cuda.context_error()
     if not err:
         return None
+    # The driver does not say which kernel faulted: the last cuforge launch is a suspect, and so
+    # is any GPU work another library (CuPy, PyTorch) ran after it.
     last = _cuda.last_launch()
-    where = f"{last[0]} (grid={last[1]}, block={last[2]}, shared_mem={last[3]})" if last else "a kernel"
+    where = (
+        f"the last cuforge launch was {last[0]} (grid={last[1]}, block={last[2]}, shared_mem={last[3]}): the fault "
+        "is in it, or in GPU work another library (CuPy, PyTorch) ran after it"
+        if last
+        else "no cuforge kernel was launched: the fault is in GPU work another library (CuPy, PyTorch) ran"
+    )
     state = item.config.stash[STATE]
     state.context_broken = (
-        f"the CUDA context is unusable after {item.nodeid}: {where} faulted with {_cuda.error_text(err)}; "
-        f"restart the process to run GPU tests again"
+        f"the CUDA context is unusable after {item.nodeid}, which faulted with {_cuda.error_text(err)}; {where}. "
+        "Restart the process to run GPU tests again"
     )
     return (
-        f"{where} faulted: {_cuda.error_text(err)}. "
+        f"the GPU faulted during this test: {_cuda.error_text(err)}; {where}. "
         "The CUDA context of this process is now unusable; the remaining GPU tests are skipped."
     )
 
