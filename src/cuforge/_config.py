@@ -31,6 +31,9 @@ CUFORGE_COMPILE_WORKERS processes a heavy family's compile may use (default: the
                         CPUs this process may run on; 1: compile in this process)
 CUFORGE_COMPILE_SPLIT_S the compile time, in seconds, past which a heavy family's
                         instantiations are split across them (default 1)
+CUFORGE_DEVICE          where launches run when a call does not say: cuda (the
+                        default) or cpu (cuforge's CPU backend)
+CUFORGE_CPU_THREADS     the CPU backend's worker threads (default: one per core)
 ======================  =========================================================
 """
 
@@ -46,7 +49,7 @@ from .errors import ConfigError
 
 __all__ = [
     "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "compile_split_seconds",
-    "compile_workers", "cuda_include",
+    "compile_workers", "cuda_include", "device",
     "ensure_dir", "get", "launcher", "pch", "pch_heap_bytes", "scope", "set_cache", "template_path",
 ]  # fmt: skip
 
@@ -64,6 +67,8 @@ _DEFAULTS: dict[str, Any] = {
     "pch_heap_mb": "400",
     "compile_workers": "",
     "compile_split_s": "1",
+    "device": "cuda",
+    "cpu_threads": "",
 }
 SCHEMA = "v2"  # the layout of what cuforge writes under the cache dir (v1: cuda.core's file names)
 _overrides: dict[str, Any] = {}
@@ -153,6 +158,14 @@ def launcher() -> str:
     value = str(get("launcher")).strip().lower()
     if value not in ("auto", "c", "bindings"):
         raise ConfigError(f"CUFORGE_LAUNCHER expects auto, c or bindings, got {value!r}; unset it to launch from C when built")
+    return value
+
+
+def device() -> str:
+    """CUFORGE_DEVICE: ``cuda`` or ``cpu``, where a launch that names no device runs."""
+    value = str(get("device")).strip().lower()
+    if value not in ("cuda", "cpu"):
+        raise ConfigError(f"CUFORGE_DEVICE expects cuda or cpu, got {value!r}; unset it to launch on the GPU")
     return value
 
 

@@ -14,7 +14,7 @@ LAYERS = [
     ("foundation", ["cuforge.errors", "cuforge.options", "cuforge._config", "cuforge._version"]),
     ("declare", ["cuforge._declare"]),
     ("compile", ["cuforge._compile"]),
-    ("runtime", ["cuforge._runtime", "cuforge._claunch"]),
+    ("runtime", ["cuforge._runtime", "cuforge._claunch", "cuforge._cpu"]),
     ("launch", ["cuforge._launch"]),
     ("kernel", ["cuforge._kernel"]),
     ("integrations", ["cuforge.integrations"]),

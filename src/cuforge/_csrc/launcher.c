@@ -30,6 +30,10 @@ static THREAD_LOCAL void *thread_ctx = NULL;
 /* Set while this thread captures a cf.graph(): its launches then take the general path
  * (_launch/capture.py), which sends them to the capture stream and refuses what a graph cannot hold. */
 static THREAD_LOCAL int thread_capturing = 0;
+/* Launches that run on the CPU (cuforge's CPU backend) take the general path: this thread's
+ * choice (cf.set_device: 1 the CPU, 0 a GPU, -1 none), else the process's (CUFORGE_DEVICE). */
+static THREAD_LOCAL int thread_cpu = -1;
+static int process_cpu = 0;
 
 static PyObject *launcher_type, *zero, *s_launch_general, *s_current_device, *s_id, *on_error, *option_names[4];
 
@@ -42,6 +46,16 @@ static PyObject *set_thread_device(PyObject *module, PyObject *args) {
     void *c = PyLong_AsVoidPtr(ctx);
     if (c == NULL && PyErr_Occurred()) return NULL;
     thread_device = d, thread_ctx = c;
+    Py_RETURN_NONE;
+}
+
+/* set_cpu(thread, process): -1 leaves that one as it is */
+static PyObject *set_cpu(PyObject *module, PyObject *args) {
+    (void)module;
+    int t, p;
+    if (!PyArg_ParseTuple(args, "ii", &t, &p)) return NULL;
+    if (t >= -1) thread_cpu = t;
+    if (p >= 0) process_cpu = p;
     Py_RETURN_NONE;
 }
 
@@ -60,6 +74,7 @@ static PyObject *launcher_run(Launcher *self, PyObject *const *args, Py_ssize_t 
                               PyObject *grid, PyObject *block, PyObject *shared, PyObject *stream) {
     Packed p;
     if (!has_entry() || thread_capturing) Py_RETURN_FALSE; /* no device yet, CUFORGE_LAUNCHER=bindings, a capture */
+    if (thread_cpu == 1 || (thread_cpu < 0 && process_cpu)) Py_RETURN_FALSE; /* the CPU backend's */
     int r = check_and_pack(self, args, nargs, named, grid, block, shared, stream, &p);
     if (r < 0) return NULL;
     if (r == DECLINE) Py_RETURN_FALSE;
@@ -358,6 +373,7 @@ static PyMethodDef methods[] = {
      "launch(function, grid, block, shared_mem, stream, params, attrs=None) -> CUresult as an int."},
     {"set_thread_device", set_thread_device, METH_VARARGS,
      "set_thread_device(ordinal, context): this thread's launch device and its primary context"},
+    {"set_cpu", set_cpu, METH_VARARGS, "set_cpu(thread, process): launches on the CPU (1), a GPU (0), unchanged (-2/-1)"},
     {"set_capturing", set_capturing, METH_O, "set_capturing(flag): this thread captures a cf.graph() (the C path declines)"},
     {"set_context", py_set_context, METH_VARARGS,
      "set_context(cuCtxGetCurrent, cuCtxSetCurrent, primary context of device 0): new threads' first launches"},

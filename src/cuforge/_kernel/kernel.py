@@ -134,6 +134,8 @@ class Kernel(_KernelBase, OnDevice):
         self._family = family
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = c_launcher(self._plan)
+        self._plan.cpu = self._cpu_entry
+        self._cpu: int | None = None  # the entry's address in its CPU library, once built
         if decl.source is not None and decl.module is None:
             _cache.note_source_kernel(decl.source, self)  # compiled with the other kernels of its source
 
@@ -282,6 +284,22 @@ class Kernel(_KernelBase, OnDevice):
         """The kernel on ``device``, compiled and loaded on its first launch there."""
         return self._loader.function(device)
 
+    def _cpu_entry(self) -> int:
+        """The kernel compiled for the CPU (on its first launch there): its entry's address."""
+        if self._cpu is None:
+            if self._decl.module is not None:
+                raise CuforgeError(
+                    f"{self.label}: the kernel is prebuilt (module={self._decl.module!r}), GPU code with no source to "
+                    f"compile for the CPU; launch it on a GPU (device='cuda'), or declare it from its CUDA C++ source"
+                )
+            from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
+
+            unit = self.compile_unit()
+            program = _cpu_library.build(self.label, unit.source, line_sources=unit.line_sources, headers=unit.headers,
+                                         options=unit.options, entries=[self.name_expression])  # fmt: skip
+            self._cpu = program.entries[self.name_expression]
+        return self._cpu
+
     def _use_launcher(self, launcher: Any) -> None:
         """Calls go to ``launcher`` (a C Launcher), or with None to the general path."""
         self._fast = launcher
@@ -303,6 +321,11 @@ class Kernel(_KernelBase, OnDevice):
                         shared_mem: Any, stream: Any) -> None:  # fmt: skip
         """Every call the C launcher declines: bind, check (raising on bad input), launch."""
         plan = self._plan
+        if kwargs.get("device") == "cpu" if "device" in kwargs else _cuda.on_cpu():
+            from .._launch import cpu as _cpu_launch  # (the CPU backend loads on its first use)
+
+            kwargs = {k: v for k, v in kwargs.items() if k != "device"}
+            return _cpu_launch.launch(plan, args, kwargs, grid, block, shared_mem, stream)
         checked = _launch.check_and_pack(plan, args, kwargs, grid, block, shared_mem, stream)
         if checked is not None:  # None: the sizing array is empty, nothing to do
             try:

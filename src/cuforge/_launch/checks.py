@@ -32,11 +32,13 @@ from ..errors import ArgumentError, ArgumentTypeError
 Arrays = list[tuple[int, ArrayArg]]
 
 
-def checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], Any]:
-    """The checker of one parameter (see the module docstring)."""
+def checker(kernel: str, spec: ParamSpec, *, host: bool = False) -> Callable[[Any, Arrays], Any]:
+    """The checker of one parameter (see the module docstring); ``host`` for a launch on the
+    CPU, which takes host memory (used in place) and refuses device memory."""
     if not spec.is_array:
         return scalar_checker(kernel, spec)
-    check = vector_array_checker(kernel, spec) if isinstance(spec.dtype, VectorDType) else array_checker(kernel, spec)
+    check = (vector_array_checker(kernel, spec, host) if isinstance(spec.dtype, VectorDType)
+             else array_checker(kernel, spec, host))  # fmt: skip
     return optional_checker(check) if spec.optional else check
 
 
@@ -50,14 +52,14 @@ def optional_checker(check: Callable[[Any, Arrays], int]) -> Callable[[Any, Arra
     return check_optional
 
 
-def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
+def vector_array_checker(kernel: str, spec: ParamSpec, host: bool = False) -> Callable[[Any, Arrays], int]:
     """An array of a vector type (``float4``): an array of its element dtype whose last
     dimension is the vector's length, checked as such, and aligned to the vector's size. The
     launch rule sees its shape without that dimension (it counts vectors)."""
     vec = spec.dtype
     assert isinstance(vec, VectorDType)
     element = spec._replace(dtype=vec.element, ndim=spec.ndim + 1 if spec.ndim >= 0 else -1)
-    check_elements = array_checker(kernel, element)
+    check_elements = array_checker(kernel, element, host)
 
     def fail(message: str) -> Exception:
         return ArgumentTypeError(f"{kernel}: argument '{spec.name}' expects {spec.type_name} ({vec.cpp}), {message}")
@@ -68,7 +70,7 @@ def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays]
         if not arg.shape or arg.shape[-1] != vec.lanes:
             raise fail(f"got shape {arg.shape}; its last dimension must be {vec.lanes}, one {vec.cpp} each: reshape it "
                        f"to (..., {vec.lanes})")  # fmt: skip
-        if arg.device != HOST and ptr % vec.align:
+        if (host or arg.device != HOST) and ptr % vec.align:  # (host NumPy arrays for a GPU are copied)
             raise fail(f"got memory at {ptr:#x}, which is not aligned to {vec.align} bytes as {a_or_an(vec.cpp)} must be (an "
                        f"offset view?); pass an array that starts at an aligned address")  # fmt: skip
         arrays[-1] = (i, arg._replace(shape=arg.shape[:-1]))
@@ -80,7 +82,7 @@ def vector_array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays]
 # ---------------------------------------------------------------- arrays
 
 
-def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
+def array_checker(kernel: str, spec: ParamSpec, host: bool = False) -> Callable[[Any, Arrays], int]:
     want, ndim, writes, name, index = spec.dtype, spec.ndim, spec.writes, spec.name, spec.index
 
     def fail(message: str) -> Exception:
@@ -93,7 +95,7 @@ def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
             ptr, dtype, shape, contiguous, device, readonly, origin = arg  # ArrayArg's fields, unpacked at once
             # One expression for the common case; every failure is sorted out in explain().
             if (dtype is want and contiguous and (ndim < 0 or len(shape) == ndim) and not (writes and readonly)
-                    and (device != HOST or origin == "numpy")):  # fmt: skip
+                    and ((device == HOST) if host else (device != HOST or origin == "numpy"))):  # fmt: skip
                 arrays.append((index, arg))
                 return ptr  # type: ignore[no-any-return]
         arg = explain(value)
@@ -105,6 +107,8 @@ def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
         if arg is None:
             hint = f" (to let it be None, declare it cf.Optional[{_as_written(spec.type)}])" if value is None else ""
             raise fail(
+                f"got {describe(value)}; pass a host array (NumPy, a CPU tensor, anything with __array_interface__ "
+                f"or the buffer protocol){hint}" if host else
                 f"got {describe(value)}; pass a device array (CuPy, PyTorch, cuforge.DeviceArray, "
                 f"anything with __cuda_array_interface__ or DLPack) or a NumPy array{hint}"
             )
@@ -123,11 +127,17 @@ def array_checker(kernel: str, spec: ParamSpec) -> Callable[[Any, Arrays], int]:
             )
         if arg.readonly and writes:
             raise fail(f"got a read-only array ({type_name(value)}); the kernel writes to it, pass a writable one")
-        if arg.device == HOST and arg.origin != "numpy":  # host NumPy arrays are staged; nothing else is
+        if host and arg.device != HOST:
+            raise fail(f"got {a_or_an(arg.origin)} array in GPU memory, but the launch runs on the CPU; pass host memory: "
+                       f"{_TO_HOST.get(arg.origin, 'copy it to a NumPy array first')}")  # fmt: skip
+        if not host and arg.device == HOST and arg.origin != "numpy":  # host NumPy arrays are staged; nothing else is
             raise fail(f"got a {arg.origin} array in host memory; move it to the GPU first (.cuda() or cf.to_device)")
         return arg
 
     return check
+
+
+_TO_HOST = {"cupy": "x.get() (or cupy.asnumpy(x))", "torch": "x.cpu()", "cuforge": "x.to_numpy()"}
 
 
 def _foreign_dtype(value: Any) -> str:

@@ -109,21 +109,26 @@ def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
 
 
 def check_and_pack(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
-                   shared_mem: Any, stream: Any) -> Checked | None:  # fmt: skip
+                   shared_mem: Any, stream: Any, checks: tuple[Any, ...] | None = None) -> Checked | None:  # fmt: skip
     """Bind and check a call (raising on bad input, no CUDA call); None when the sizing
-    array is empty, so there is nothing to launch."""
+    array is empty, so there is nothing to launch. ``checks``: the plan's host checks, for a
+    launch on the CPU."""
     kind, device = plan.kind, None
     if kwargs and not kwargs.keys().isdisjoint(CALL_OPTIONS):
         if "device" in kwargs:
             kwargs = dict(kwargs)
             device = kwargs.pop("device")
-            if device.__class__ is not int or device < 0:
-                raise ArgumentError(f"{plan.label}: device expects a device ordinal (an int >= 0), got {device!r}")
+            if device != "cpu" and (device.__class__ is not int or device < 0):
+                raise ArgumentError(
+                    f"{plan.label}: device expects a device ordinal (an int >= 0) or 'cpu', got {device!r}"
+                )
         kind, kwargs = _kinds.from_call(plan.label, kind, kwargs)
-    if kwargs or len(args) != len(plan.checks):
+    if checks is None:
+        checks = plan.checks
+    if kwargs or len(args) != len(checks):
         args = bind(plan, args, kwargs)
     arrays: list[tuple[int, ArrayArg]] = []  # filled by the array checks
-    values = [check(a, arrays) for check, a in zip(plan.checks, args)]
+    values = [check(a, arrays) for check, a in zip(checks, args)]
     label = plan.label
     if shared_mem.__class__ is not int or not 0 <= shared_mem <= SHARED_MEM_MAX:
         raise ArgumentError(f"{label}: shared_mem expects an int from 0 to {SHARED_MEM_MAX} (bytes), got {shared_mem!r}")

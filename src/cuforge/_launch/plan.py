@@ -89,8 +89,8 @@ class LaunchPlan:
     with their checked dims (see ``general.check_and_pack``).
     """
 
-    __slots__ = ("attrs", "block", "checks", "grid", "grid_sync", "kind", "label", "load", "loaded", "module",
-                 "packer", "seen_block", "seen_grid", "signature", "smem", "specs")  # fmt: skip
+    __slots__ = ("attrs", "block", "checks", "cpu", "grid", "grid_sync", "host_checks", "kind", "label", "load",
+                 "loaded", "module", "packer", "seen_block", "seen_grid", "signature", "smem", "specs")  # fmt: skip
 
     def __init__(self, label: str, signature: Signature, specs: tuple[ParamSpec, ...], *, block: tuple[int, int, int],
                  grid: GridRule, smem: SharedMemRule | None, kind: _kinds.LaunchKind, module: Any,
@@ -104,5 +104,9 @@ class LaunchPlan:
         self.loaded: dict[int, _limits.Loaded] = {}
         self.attrs: bytes | None = None  # cuLaunchKernelEx's launch attributes of a plain launch
         self.grid_sync = False
+        # the CPU backend: the checks of a launch there (host memory in place), made on its first
+        # launch, and what compiles the kernel for it and gives its entry's address
+        self.host_checks: tuple[Callable[[Any, Any], Any], ...] | None = None
+        self.cpu: Callable[[], int] | None = None
         self.seen_grid: tuple[Any, Any] = (None, None)  # (the object, its dims): dims once set
         self.seen_block: tuple[Any, Any] = (None, None)

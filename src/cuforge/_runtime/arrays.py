@@ -111,6 +111,32 @@ def _from_cai(a: Any) -> ArrayArg:
     return ArrayArg(ptr or 0, dt, shape, contiguous, UNKNOWN_DEVICE, bool(readonly), "cai")
 
 
+def _from_host_interface(a: Any) -> ArrayArg:
+    """Host memory described by NumPy's ``__array_interface__`` (used in place by a CPU launch)."""
+    import numpy as np
+
+    ai = a.__array_interface__
+    ptr, readonly = ai["data"] if isinstance(ai.get("data"), tuple) else (np.asarray(a).ctypes.data, False)
+    shape = tuple(ai["shape"])
+    try:
+        npdt = np.dtype(ai["typestr"])
+    except TypeError:
+        npdt = None
+    contiguous = _c_contiguous(shape, ai.get("strides"), npdt.itemsize if npdt is not None else 1)
+    dt = dtype_of(npdt) if npdt is not None else None
+    return _new(ArrayArg, (ptr or 0, dt, shape, contiguous, HOST, bool(readonly), "array_interface"))
+
+
+def _from_buffer(a: Any) -> ArrayArg:
+    """Anything with the buffer protocol (``array.array``, ``bytearray``, ``memoryview``): host memory."""
+    import numpy as np
+
+    view = np.asarray(memoryview(a))  # a view of the same memory: nothing is copied
+    dt = BY_NUMPY.get(view.dtype) or dtype_of(view.dtype)
+    return _new(ArrayArg, (view.ctypes.data, dt, view.shape, view.flags.c_contiguous, HOST, not view.flags.writeable,
+                           "buffer"))  # fmt: skip
+
+
 def _from_dlpack(a: Any) -> ArrayArg:
     from cuda.core.utils import StridedMemoryView
 
@@ -162,8 +188,12 @@ def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
         LIBRARIES.publish()
     elif hasattr(tp, "__cuda_array_interface__"):
         found = _from_cai
+    elif hasattr(tp, "__array_interface__"):
+        found = _from_host_interface
     elif hasattr(tp, "__dlpack__"):
         found = _from_dlpack
+    elif hasattr(tp, "__buffer__") or tp in (bytearray, memoryview) or (tp.__module__ == "array" and tp.__name__ == "array"):
+        found = _from_buffer
     else:
         found = None
     EXTRACTORS[tp] = found

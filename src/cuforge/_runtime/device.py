@@ -17,7 +17,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ..errors import NoDeviceError
+from .. import _config
+from ..errors import ArgumentError, NoDeviceError
 from . import libcuda as _libcuda
 from .faults import check, error_text, history, launch_count
 from .launch import entry_for
@@ -33,6 +34,7 @@ class DeviceInfo(NamedTuple):
 
 
 COMPILE_FIX = "compiling does not: use {}.compile(arch='sm_90')"
+ON_CPU = "pass device='cpu', call cf.set_device('cpu') or set CUFORGE_DEVICE=cpu to run it with cuforge's CPU backend"
 FORKED = (
     "CUDA cannot be used in a process forked from one that had already used CUDA (the driver's state "
     "does not survive fork()); start worker processes with the 'spawn' or 'forkserver' start method: "
@@ -88,8 +90,8 @@ class DeviceState:
                         raise RuntimeError(f"cuInit: {error_text(err)}")
                     count = check(_libcuda.get("cuDeviceGetCount", ctypes.c_int), "cuDeviceGetCount")
                 except Exception as exc:  # driver missing, no device, broken install
-                    self.failure = (f"no CUDA device is available ({type(exc).__name__}: {exc}); launching needs "
-                                    f"an NVIDIA GPU and driver; {COMPILE_FIX.format('Kernel')}")  # fmt: skip
+                    self.failure = (f"no CUDA device is available ({type(exc).__name__}: {exc}); launching needs an "
+                                    f"NVIDIA GPU and driver, or the CPU: {ON_CPU}; {COMPILE_FIX.format('Kernel')}")  # fmt: skip
                     raise NoDeviceError(self.failure) from None
                 self.multi_gpu = self.multi_gpu or count > 1
                 if not 0 <= device_id < count:
@@ -129,10 +131,24 @@ class DeviceState:
         self._adopt(info)
         return info
 
-    def set_device(self, device_id: int) -> None:
+    def set_device(self, device_id: int | str) -> None:
         """Make ``device_id`` the device this thread's launches go to (see `cuforge.set_device`)."""
-        self._make_current(device_id)
-        self.tls.device_id = device_id
+        if device_id == "cpu":
+            self.tls.cpu = True
+        elif device_id.__class__ is not int or device_id < 0:  # type: ignore[operator]
+            raise ArgumentError(f"set_device expects a CUDA device ordinal (an int >= 0) or 'cpu', got {device_id!r}")
+        else:
+            self._make_current(device_id)  # type: ignore[arg-type]
+            self.tls.device_id = device_id
+            self.tls.cpu = False
+        if _claunch is not None:
+            _claunch.set_cpu(int(self.tls.cpu), -1)
+
+    def on_cpu(self) -> bool:
+        """Whether a launch that names no device runs on the CPU: this thread's `set_device`,
+        else CUFORGE_DEVICE."""
+        chosen = getattr(self.tls, "cpu", None)
+        return _config.device() == "cpu" if chosen is None else bool(chosen)
 
     def _make_current(self, device_id: int) -> DeviceInfo:
         """Make ``device_id``'s primary context current in this thread, which launches there from
@@ -262,14 +278,15 @@ enter_device = state.enter_device
 on_device = state.on_device
 
 
-def set_device(device_id: int) -> None:
+def set_device(device_id: int | str) -> None:
     """Make ``device_id`` the device this thread's launches go to when their arrays do not say
-    (launches run on the device their arrays are on).
+    (launches run on the device their arrays are on), or ``"cpu"``: this thread's launches
+    then run on the CPU (cuforge's CPU backend) unless a call passes ``device=``.
 
     Parameters
     ----------
-    device_id : int
-        A CUDA device ordinal.
+    device_id : int or "cpu"
+        A CUDA device ordinal, or ``"cpu"``.
 
     Raises
     ------
@@ -281,6 +298,9 @@ def set_device(device_id: int) -> None:
     >>> cf.set_device(0)  # doctest: +GPU
     """
     state.set_device(device_id)
+
+
+on_cpu = state.on_cpu
 
 
 def synchronize() -> None:

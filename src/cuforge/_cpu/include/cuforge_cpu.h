@@ -1,0 +1,642 @@
+// cuforge_cpu.h: the CUDA built-ins for a kernel compiled for the host (cuforge's CPU backend).
+//
+// A kernel's rendered CUDA C++ is compiled with this header first. A launch runs each block on
+// one worker thread of cuforge's pool (cuforge_cpu_runtime.cpp). A block's threads run as a plain
+// loop, one after the other, until one of them reaches a barrier or a warp function; from then
+// on that block's threads are fibers on that worker, switched by hand (save the callee-saved
+// registers and the stack pointer, load the other's) at each barrier and warp function, so that
+// a barrier waits for every thread of the block and a shuffle sees every lane's value.
+//
+// Per-thread state (threadIdx, ...) is thread_local to the worker: each switch restores the
+// resumed thread's copy. __shared__ declarations are rewritten by cuforge (cuforge/_cpu/translate.py)
+// into references into the running block's arena, so that two blocks of one worker (a cooperative
+// launch) keep their own shared memory.
+#pragma once
+#define CUFORGE_CPU 1
+#include <crt/host_defines.h>
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <csetjmp>
+#include <csignal>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector_types.h>
+#include <vector_functions.h>
+
+#define CF_EXPORT __attribute__((visibility("default")))
+
+#include "cuforge_cpu_abi.h"
+
+// ---------------------------------------------------------------- built-in variables
+namespace {
+thread_local uint3 threadIdx;
+thread_local uint3 blockIdx;
+thread_local dim3 blockDim;
+thread_local dim3 gridDim;
+}  // namespace
+static constexpr int warpSize = 32;
+
+namespace cuforge_cpu {
+
+constexpr size_t STACK = CUFORGE_CPU_STACK;   // each CUDA thread's stack once on a fiber
+constexpr size_t STATIC_SHARED = 256 * 1024;  // static __shared__ of every kernel of one library
+constexpr size_t SHARED_ALIGN = 1024;         // dynamic shared memory's alignment
+constexpr unsigned MAX_THREADS = CUFORGE_CPU_MAX_THREADS;
+
+// ---------------------------------------------------------------- fibers (x86-64 SysV)
+extern "C" void cuforge_cpu_switch(void** save, void* to);
+extern "C" void cuforge_cpu_boot();
+#if defined(__x86_64__)
+__asm__(
+    ".text\n"
+    ".p2align 4\n"
+    "cuforge_cpu_switch:\n"  // (void** save, void* to): park here, resume `to`
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".p2align 4\n"
+    "cuforge_cpu_boot:\n"  // a new fiber's first return lands here: fn(arg0, arg1)
+    "  movq %r12, %rdi\n  movq %r13, %rsi\n  callq *%r14\n  ud2\n");
+#else
+#error "cuforge's CPU backend switches fibers with x86-64 code; this machine is not x86-64"
+#endif
+
+// A fiber's first stack: what cuforge_cpu_switch pops, then cuforge_cpu_boot as return address.
+inline void* fiber_stack(char* base, size_t size, void (*fn)(void*, unsigned), void* a0, unsigned a1) {
+    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top - 72);  // so that the call in boot is 16-byte aligned
+    sp[0] = nullptr;                                  // r15
+    sp[1] = reinterpret_cast<void*>(fn);              // r14
+    sp[2] = reinterpret_cast<void*>(uintptr_t(a1));   // r13
+    sp[3] = a0;                                       // r12
+    sp[4] = nullptr;                                  // rbx
+    sp[5] = nullptr;                                  // rbp
+    sp[6] = reinterpret_cast<void*>(&cuforge_cpu_boot);
+    return sp;
+}
+
+// ---------------------------------------------------------------- one worker's block state
+enum State : unsigned char { FRESH, READY, WAIT_BAR, WAIT_WARP, DONE };
+enum WarpKind : int { W_SYNC, W_IDX, W_UP, W_DOWN, W_XOR, W_BALLOT, W_ANY, W_ALL, W_MATCH_ANY, W_MATCH_ALL,
+                      W_ADD, W_MIN, W_MAX, W_UMIN, W_UMAX, W_AND, W_OR, W_XORR };
+static const char* const WARP_NAMES[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+    "__shfl_xor_sync", "__ballot_sync", "__any_sync", "__all_sync", "__match_any_sync", "__match_all_sync",
+    "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_min_sync", "__reduce_max_sync",
+    "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"};
+
+struct WarpOp {
+    int kind;
+    unsigned mask, arrived;
+    int width;
+    unsigned long long value[32];
+    int arg[32];
+    unsigned long long out[32];
+};
+
+struct Fiber {
+    void* sp;
+    unsigned char state;
+};
+
+struct Block;  // the threads of one block
+typedef void (*ThreadFn)(void**);
+
+struct Worker {
+    cuforge_cpu_launch* L = nullptr;
+    ThreadFn thread_fn = nullptr;
+    sigjmp_buf jump;
+    // the block range this call runs, and the plain loop's position in it
+    long long b = 0, last = 0;
+    unsigned n = 0;        // threads per block
+    unsigned cur = 0;      // the running thread (linear index)
+    bool fibers = false;   // this block's threads are on fibers
+    bool block_done = false;
+    bool plain = false;    // compiled as a plain loop: the source names no barrier or warp function
+    unsigned exited = 0;
+    unsigned bar_arrived = 0, bar_gen = 0;
+    int bar_acc[2] = {0, 0}, bar_res[2] = {0, 0};
+    Fiber* f = nullptr;
+    char* stacks = nullptr;       // MAX_THREADS + 1 stacks (the last is the plain loop's)
+    void* runner = nullptr;       // the worker's own context, parked while fibers run
+    WarpOp warps[MAX_THREADS / 32];
+    char* shared = nullptr;       // this block's arena: static, then dynamic from STATIC_SHARED
+};
+
+inline Worker& worker() {
+    static thread_local Worker w;
+    return w;
+}
+
+enum Status { FAILED = 1, FAULTED = 2, ASSERTED = 3 };  // cuforge_cpu_launch.status
+
+// End this worker's blocks with an error: the first one of a launch is the one reported.
+[[noreturn]] inline void vfail(int status, const char* fmt, va_list ap) {
+    Worker& w = worker();
+    if (__sync_bool_compare_and_swap(&w.L->status, 0, status)) vsnprintf(w.L->message, sizeof w.L->message, fmt, ap);
+    siglongjmp(w.jump, 1);
+}
+[[noreturn]] inline void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+[[noreturn]] inline void fail(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(FAILED, fmt, ap);
+}
+
+inline void set_thread(Worker& w, unsigned t) {
+    unsigned bx = blockDim.x, by = blockDim.y;
+    threadIdx.x = t % bx;
+    threadIdx.y = (t / bx) % by;
+    threadIdx.z = t / (bx * by);
+    w.cur = t;
+}
+
+// "threads 3, 5-9 and 12" of a block, by linear index
+inline void describe(char* out, size_t size, Worker& w, bool (*pick)(Worker&, unsigned, unsigned), unsigned arg) {
+    size_t used = 0;
+    out[0] = 0;
+    for (unsigned t = 0; t < w.n && used + 24 < size;) {
+        if (!pick(w, t, arg)) { ++t; continue; }
+        unsigned e = t;
+        while (e + 1 < w.n && pick(w, e + 1, arg)) ++e;
+        used += snprintf(out + used, size - used, used ? ", %u" : "%u", t);
+        if (e > t) used += snprintf(out + used, size - used, "-%u", e);
+        t = e + 1;
+    }
+}
+inline bool in_state(Worker& w, unsigned t, unsigned s) { return w.f[t].state == s; }
+
+#define CF_BLOCK_FMT "block (%u, %u, %u)"
+#define CF_BLOCK_ARGS blockIdx.x, blockIdx.y, blockIdx.z
+
+[[noreturn]] inline void deadlock(Worker& w) {
+    char waiting[400], warp[400], exited[400];
+    describe(waiting, sizeof waiting, w, in_state, WAIT_BAR);
+    describe(warp, sizeof warp, w, in_state, WAIT_WARP);
+    describe(exited, sizeof exited, w, in_state, DONE);
+    fail(CF_BLOCK_FMT ": the block's threads can never all meet: threads waiting at __syncthreads: [%s]; threads "
+         "waiting at a warp function: [%s]; threads that exited: [%s]. Every thread of a block must reach each "
+         "__syncthreads (and every lane in a warp function's mask must reach it); on a GPU this hangs or is "
+         "undefined", CF_BLOCK_ARGS, waiting, warp, exited);
+}
+
+void fiber_main(void* worker, unsigned t);
+
+[[noreturn]] inline void plain_only(Worker& w, const char* what) {
+    fail(CF_BLOCK_FMT ": thread %u called %s, but cuforge found no barrier or warp function in the kernel's source "
+         "and compiled its threads as a plain loop; name the function in the source (not only in a header)",
+         CF_BLOCK_ARGS, w.cur, what);
+}
+
+// Give the CPU to the next thread that can run (round robin), or back to the worker when the
+// block is done; returns when this thread may go on.
+inline void park(Worker& w) {
+    unsigned me = w.cur;
+    uint3 mine = threadIdx;
+    unsigned next = me;
+    for (unsigned i = 1; i <= w.n; ++i) {
+        unsigned t = (me + i) % w.n;
+        if (w.f[t].state == READY || w.f[t].state == FRESH) { next = t; break; }
+    }
+    if (next == me && w.f[me].state != READY) {
+        if (w.exited == w.n) {  // the last thread exited: back to the worker
+            w.block_done = true;
+            cuforge_cpu_switch(&w.f[me].sp, w.runner);
+            __builtin_unreachable();
+        }
+        deadlock(w);
+    }
+    if (next != me) {
+        if (w.f[next].state == FRESH) {
+            w.f[next].state = READY;
+            w.f[next].sp = fiber_stack(w.stacks + size_t(next) * STACK, STACK, fiber_main, &w, next);
+        }
+        w.cur = next;
+        cuforge_cpu_switch(&w.f[me].sp, w.f[next].sp);
+    }
+    w.cur = me;
+    threadIdx = mine;
+}
+
+inline void enter_fibers(Worker& w) {
+    w.fibers = true;
+    for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
+    w.exited = w.cur;
+    w.bar_arrived = 0;
+    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) w.warps[i].arrived = 0;
+}
+
+inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a barrier or warp function waiting
+    if (w.bar_arrived) {
+        char waiting[400];
+        describe(waiting, sizeof waiting, w, in_state, WAIT_BAR);
+        fail(CF_BLOCK_FMT ": thread %u exited without reaching the __syncthreads that threads [%s] wait at; every "
+             "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, t, waiting);
+    }
+    WarpOp& op = w.warps[t / 32];
+    if (op.arrived && (op.mask >> (t % 32) & 1))
+        fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
+             "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
+             WARP_NAMES[op.kind], op.arrived, op.mask);
+}
+
+inline void exit_thread(Worker& w) {
+    unsigned t = w.cur;
+    check_exit(w, t);
+    w.f[t].state = DONE;
+    ++w.exited;
+    park(w);
+    __builtin_unreachable();
+}
+
+inline void fiber_main(void* worker, unsigned t) {
+    Worker& w = *static_cast<Worker*>(worker);
+    set_thread(w, t);
+    w.thread_fn(w.L->args);
+    exit_thread(w);
+}
+
+// ---------------------------------------------------------------- barriers
+enum BarMode { B_PLAIN, B_COUNT, B_AND, B_OR };
+
+inline int barrier(int predicate, BarMode mode) {
+    Worker& w = worker();
+    if (w.n == 1) return mode == B_COUNT ? (predicate != 0) : predicate != 0;
+    if (!w.fibers) {
+        if (w.plain) plain_only(w, "__syncthreads");
+        if (w.cur > 0)
+            fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that threads 0-%u exited without reaching; every "
+                 "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, w.cur - 1);
+        enter_fibers(w);
+    }
+    if (w.exited) {
+        char gone[400];
+        describe(gone, sizeof gone, w, in_state, DONE);
+        fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that threads [%s] exited without reaching; every "
+             "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, gone);
+    }
+    unsigned g = w.bar_gen & 1;
+    if (w.bar_arrived == 0) w.bar_acc[g] = 0;
+    w.bar_acc[g] += predicate != 0;
+    if (++w.bar_arrived == w.n) {
+        w.bar_arrived = 0;
+        w.bar_res[g] = w.bar_acc[g];
+        ++w.bar_gen;
+        for (unsigned t = 0; t < w.n; ++t)
+            if (w.f[t].state == WAIT_BAR) w.f[t].state = READY;
+    } else {
+        w.f[w.cur].state = WAIT_BAR;
+        park(w);
+    }
+    int count = w.bar_res[g];
+    return mode == B_COUNT ? count : mode == B_AND ? count == int(w.n) : mode == B_OR ? count > 0 : 0;
+}
+
+// ---------------------------------------------------------------- warp functions
+inline unsigned lanes_of(const Worker& w, unsigned warp) {  // the lanes that exist in a (last, partial) warp
+    unsigned left = w.n - warp * 32;
+    return left >= 32 ? 0xffffffffu : (1u << left) - 1;
+}
+
+inline void warp_compute(WarpOp& op, unsigned live) {
+    unsigned mask = op.mask & live;
+    int width = op.width;
+    unsigned seg = unsigned(32 - width);  // PTX shfl's segment mask, c[12:8]
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(mask >> l & 1)) continue;
+        int b = op.arg[l];
+        int lane = int(l), j = lane;
+        int min_lane = lane & int(seg), max_lane = min_lane | (31 & ~int(seg));
+        bool ok = false;
+        switch (op.kind) {
+        case W_IDX: j = min_lane | (b & ~int(seg)); ok = j <= max_lane; break;
+        case W_UP: j = lane - b; ok = j >= min_lane; break;
+        case W_DOWN: j = lane + b; ok = j <= max_lane; break;
+        case W_XOR: j = lane ^ b; ok = j <= max_lane; break;
+        default: break;
+        }
+        if (op.kind >= W_IDX && op.kind <= W_XOR) {
+            if (!ok || j < 0 || j > 31 || !(mask >> j & 1)) j = lane;
+            op.out[l] = op.value[j];
+        }
+    }
+    unsigned long long acc = 0;
+    switch (op.kind) {
+    case W_BALLOT: case W_ANY: case W_ALL: {
+        unsigned bits = 0;
+        for (unsigned l = 0; l < 32; ++l)
+            if ((mask >> l & 1) && op.value[l]) bits |= 1u << l;
+        acc = op.kind == W_BALLOT ? bits : op.kind == W_ANY ? bits != 0 : bits == mask;
+        for (unsigned l = 0; l < 32; ++l) op.out[l] = acc;
+        break;
+    }
+    case W_MATCH_ANY: case W_MATCH_ALL: {
+        bool all = true;
+        for (unsigned l = 0; l < 32; ++l) {
+            if (!(mask >> l & 1)) continue;
+            unsigned same = 0;
+            for (unsigned k = 0; k < 32; ++k)
+                if ((mask >> k & 1) && op.value[k] == op.value[l]) same |= 1u << k;
+            op.out[l] = same;
+            all = all && same == mask;
+        }
+        if (op.kind == W_MATCH_ALL)
+            for (unsigned l = 0; l < 32; ++l) op.out[l] = all ? (mask | (1ull << 32)) : 0;  // bit 32: the predicate
+        break;
+    }
+    case W_ADD: case W_MIN: case W_MAX: case W_UMIN: case W_UMAX: case W_AND: case W_OR: case W_XORR: {
+        bool first = true;
+        for (unsigned l = 0; l < 32; ++l) {
+            if (!(mask >> l & 1)) continue;
+            unsigned v = unsigned(op.value[l]);
+            if (first) { acc = v; first = false; continue; }
+            unsigned a = unsigned(acc);
+            switch (op.kind) {
+            case W_ADD: a += v; break;
+            case W_MIN: a = unsigned(int(a) < int(v) ? int(a) : int(v)); break;
+            case W_MAX: a = unsigned(int(a) > int(v) ? int(a) : int(v)); break;
+            case W_UMIN: a = a < v ? a : v; break;
+            case W_UMAX: a = a > v ? a : v; break;
+            case W_AND: a &= v; break;
+            case W_OR: a |= v; break;
+            default: a ^= v; break;
+            }
+            acc = a;
+        }
+        for (unsigned l = 0; l < 32; ++l) op.out[l] = acc;
+        break;
+    }
+    default: break;
+    }
+}
+
+inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width) {
+    Worker& w = worker();
+    unsigned t = w.cur, lane = t % 32, warp = t / 32;
+    if (!(mask >> lane & 1))
+        fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s with mask 0x%08x, which leaves its own lane out; the mask "
+             "must include the calling lane", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask);
+    if (width < 1 || width > 32 || (width & (width - 1)))
+        fail(CF_BLOCK_FMT ": thread %u called %s with width %d; the width must be a power of 2 from 1 to 32",
+             CF_BLOCK_ARGS, t, WARP_NAMES[kind], width);
+    unsigned live = lanes_of(w, warp);
+    if ((mask & live) == (1u << lane)) {  // only this lane: no one to wait for
+        WarpOp solo{};
+        solo.kind = kind, solo.mask = mask, solo.width = width;
+        solo.value[lane] = value, solo.arg[lane] = arg;
+        warp_compute(solo, 1u << lane);
+        return solo.out[lane];
+    }
+    if (!w.fibers) {
+        if (w.plain) plain_only(w, WARP_NAMES[kind]);
+        enter_fibers(w);
+    }
+    WarpOp& op = w.warps[warp];
+    if (op.arrived == 0) {
+        op.kind = kind, op.mask = mask, op.width = width;
+    } else if (op.kind != kind || op.mask != mask || op.width != width) {
+        fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp wait "
+             "at %s (mask 0x%08x, width %d); the lanes of a mask must call the same warp function together",
+             CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, width, op.arrived, WARP_NAMES[op.kind], op.mask,
+             op.width);
+    }
+    for (unsigned l = 0; l < 32; ++l)
+        if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == DONE)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
+                 "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, l);
+    op.value[lane] = value;
+    op.arg[lane] = arg;
+    op.arrived |= 1u << lane;
+    if ((op.arrived & mask & live) == (mask & live)) {
+        warp_compute(op, live);
+        op.arrived = 0;
+        for (unsigned l = 0; l < 32; ++l)
+            if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == WAIT_WARP) w.f[warp * 32 + l].state = READY;
+    } else {
+        w.f[t].state = WAIT_WARP;
+        park(w);
+    }
+    return op.out[lane];
+}
+
+template <class T> inline unsigned long long to_bits(T v) {
+    static_assert(sizeof(T) <= 8, "warp functions move values of up to 8 bytes");
+    unsigned long long b = 0;
+    memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <class T> inline T from_bits(unsigned long long b) {
+    T v;
+    memcpy(&v, &b, sizeof(T));
+    return v;
+}
+
+inline unsigned lane_id() { return worker().cur % 32; }
+
+inline unsigned active_mask() {
+    Worker& w = worker();
+    unsigned warp = w.cur / 32, live = lanes_of(w, warp), m = 0;
+    for (unsigned l = 0; l < 32; ++l) {
+        if (!(live >> l & 1)) continue;
+        unsigned t = warp * 32 + l;
+        bool gone = w.fibers ? w.f[t].state == DONE : t < w.cur;
+        if (!gone) m |= 1u << l;
+    }
+    return m;
+}
+
+// ---------------------------------------------------------------- shared memory
+// Where a __shared__ declaration lives in a block's arena: given once per declaration (a static
+// local in the rewritten source), in the order the declarations are first reached.
+inline size_t static_shared_offset(size_t size, size_t align, const char* name) {
+    static std::mutex lock;
+    static size_t next = 0;
+    size_t at;
+    {
+        std::lock_guard<std::mutex> hold(lock);
+        at = (next + align - 1) / align * align;
+        next = at + size;
+    }
+    if (at + size > STATIC_SHARED)
+        fail("the static __shared__ memory of this source's kernels (%zu bytes with '%s') is more than the CPU "
+             "backend's %zu bytes", at + size, name, STATIC_SHARED);
+    return at;
+}
+inline char* block_shared() { return worker().shared; }
+inline void* dynamic_shared() { return worker().shared + STATIC_SHARED; }
+
+// ---------------------------------------------------------------- the entry
+template <class F> struct arity;
+template <class... A> struct arity<void (*)(A...)> { static constexpr size_t value = sizeof...(A); };
+template <auto K, class... A, size_t... I>
+inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) {
+    K(*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...);
+}
+// One CUDA thread: the kernel called with its parameters unpacked from kernelParams' layout.
+template <auto K> void call_kernel(void** args) {
+    invoke_with<K>(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
+}
+
+inline void begin_block(Worker& w, long long b) {
+    unsigned gx = w.L->grid[0], gy = w.L->grid[1];
+    blockIdx.x = unsigned(b % gx);
+    blockIdx.y = unsigned((b / gx) % gy);
+    blockIdx.z = unsigned(b / (long long)(gx * gy));
+    w.fibers = false;
+    w.block_done = false;
+}
+
+template <ThreadFn TF, bool PLAIN> void plain_main(void* worker, unsigned) {
+    Worker& w = *static_cast<Worker*>(worker);
+    void** args = w.L->args;
+    unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
+    for (; w.b < w.last; ++w.b) {
+        begin_block(w, w.b);
+        unsigned t = 0;
+        for (unsigned z = 0; z < bz; ++z) {
+            threadIdx.z = z;
+            for (unsigned y = 0; y < by; ++y) {
+                threadIdx.y = y;
+                if (PLAIN) {  // no barrier or warp function in the source: a loop the compiler may vectorize
+                    for (unsigned x = 0; x < bx; ++x) {
+                        threadIdx.x = x;
+                        TF(args);
+                    }
+                    continue;
+                }
+                for (unsigned x = 0; x < bx; ++x, ++t) {
+                    threadIdx.x = x;
+                    w.cur = t;
+                    TF(args);
+                    if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
+                }
+            }
+        }
+    }
+    w.block_done = false;
+    cuforge_cpu_switch(&w.f[MAX_THREADS].sp, w.runner);
+    __builtin_unreachable();
+}
+
+inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
+    if (!w.f) w.f = new Fiber[MAX_THREADS + 1];
+    w.stacks = cuforge_cpu_stacks();
+    w.shared = cuforge_cpu_arena(STATIC_SHARED + L->shared_mem);
+    if (!w.stacks || !w.shared) return false;
+    w.L = L;
+    w.thread_fn = tf;
+    w.plain = plain;
+    blockDim = dim3(L->block[0], L->block[1], L->block[2]);
+    gridDim = dim3(L->grid[0], L->grid[1], L->grid[2]);
+    w.n = L->block[0] * L->block[1] * L->block[2];
+    return true;
+}
+
+// Run blocks [first, last) of a launch on this thread. A fault, a failed assert or threads that
+// can never meet end the range early with L->status set.
+template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
+    Worker& w = worker();
+    if (!prepare(w, L, &call_kernel<K>, PLAIN)) {
+        if (__sync_bool_compare_and_swap(&L->status, 0, 1))
+            snprintf(L->message, sizeof L->message, "out of memory for the fibers' stacks or shared memory");
+        return;
+    }
+    volatile int sig = 0;
+    void* volatile addr = nullptr;
+    if (sigsetjmp(w.jump, 0)) {  // fail() or a fault came back here
+        cuforge_cpu_guard(nullptr, nullptr, nullptr);
+        if (sig && __sync_bool_compare_and_swap(&L->status, 0, FAULTED))
+            snprintf(L->message, sizeof L->message, "%s at address %p in " CF_BLOCK_FMT,
+                     sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
+                     : sig == SIGBUS ? "a bus error (a misaligned or unmapped access)"
+                     : "an arithmetic fault (an integer division by zero, which on a GPU gives an undefined value)",
+                     (void*)addr, CF_BLOCK_ARGS);
+        return;
+    }
+    cuforge_cpu_guard(&w.jump, &sig, &addr);
+    w.b = first, w.last = last;
+    while (w.b < w.last && !L->status) {
+        w.f[MAX_THREADS].sp = fiber_stack(w.stacks + size_t(MAX_THREADS) * STACK, STACK, plain_main<&call_kernel<K>, PLAIN>, &w, 0);
+        cuforge_cpu_switch(&w.runner, w.f[MAX_THREADS].sp);
+        if (w.block_done) ++w.b;  // a block on fibers finished: the plain loop goes on after it
+    }
+    cuforge_cpu_guard(nullptr, nullptr, nullptr);
+}
+
+[[noreturn]] inline void assert_failed(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(ASSERTED, fmt, ap);
+}
+[[noreturn]] inline void assert_fail(const char* expr, const char* file, unsigned line) {
+    assert_failed("assert(%s) failed at %s, line %u, in " CF_BLOCK_FMT ", thread (%u, %u, %u)", expr, file, line,
+                  CF_BLOCK_ARGS, threadIdx.x, threadIdx.y, threadIdx.z);
+}
+
+}  // namespace cuforge_cpu
+
+// ---------------------------------------------------------------- the CUDA names
+inline void __syncthreads() { cuforge_cpu::barrier(1, cuforge_cpu::B_PLAIN); }
+inline int __syncthreads_count(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_COUNT); }
+inline int __syncthreads_and(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_AND); }
+inline int __syncthreads_or(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_OR); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { cuforge_cpu::warp_op(cuforge_cpu::W_SYNC, mask, 0, 0, 32); }
+inline unsigned __activemask() { return cuforge_cpu::active_mask(); }
+inline unsigned __lanemask_lt() { return (1u << cuforge_cpu::lane_id()) - 1; }
+inline unsigned __ballot_sync(unsigned mask, int p) {
+    return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_BALLOT, mask, p != 0, 0, 32));
+}
+inline int __any_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cuforge_cpu::W_ANY, mask, p != 0, 0, 32)); }
+inline int __all_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cuforge_cpu::W_ALL, mask, p != 0, 0, 32)); }
+template <class T> inline T __shfl_sync(unsigned mask, T v, int lane, int width = warpSize) {
+    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_IDX, mask, cuforge_cpu::to_bits(v), lane, width));
+}
+template <class T> inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_UP, mask, cuforge_cpu::to_bits(v), int(delta), width));
+}
+template <class T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_DOWN, mask, cuforge_cpu::to_bits(v), int(delta), width));
+}
+template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize) {
+    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_XOR, mask, cuforge_cpu::to_bits(v), lane_mask, width));
+}
+template <class T> inline unsigned __match_any_sync(unsigned mask, T v) {
+    return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ANY, mask, cuforge_cpu::to_bits(v), 0, 32));
+}
+template <class T> inline unsigned __match_all_sync(unsigned mask, T v, int* pred) {
+    unsigned long long r = cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ALL, mask, cuforge_cpu::to_bits(v), 0, 32);
+    *pred = int(r >> 32);
+    return unsigned(r);
+}
+#define CF_REDUCE(name, kind, T) \
+    inline T name(unsigned mask, T v) { return T(cuforge_cpu::warp_op(cuforge_cpu::kind, mask, (unsigned)v, 0, 32)); }
+CF_REDUCE(__reduce_add_sync, W_ADD, unsigned)
+CF_REDUCE(__reduce_add_sync, W_ADD, int)
+CF_REDUCE(__reduce_min_sync, W_UMIN, unsigned)
+CF_REDUCE(__reduce_min_sync, W_MIN, int)
+CF_REDUCE(__reduce_max_sync, W_UMAX, unsigned)
+CF_REDUCE(__reduce_max_sync, W_MAX, int)
+CF_REDUCE(__reduce_and_sync, W_AND, unsigned)
+CF_REDUCE(__reduce_or_sync, W_OR, unsigned)
+CF_REDUCE(__reduce_xor_sync, W_XORR, unsigned)
+#undef CF_REDUCE
+
+#undef assert
+#ifdef NDEBUG
+#define assert(e) ((void)0)
+#else
+#define assert(e) ((e) ? (void)0 : ::cuforge_cpu::assert_fail(#e, __FILE__, __LINE__))
+#endif
+
+#if __has_include("cuforge/cpu_math.h")
+#include "cuforge/cpu_math.h"
+#endif

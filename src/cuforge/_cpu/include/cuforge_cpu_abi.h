@@ -1,0 +1,35 @@
+// The C interface between a kernel library, cuforge's CPU runtime library and Python (ctypes).
+#pragma once
+#include <csetjmp>
+
+extern "C" {
+// The launch as the runtime, the entry and Python (ctypes) see it: one C struct.
+struct cuforge_cpu_launch {
+    unsigned grid[3], block[3];
+    unsigned long long shared_mem;  // dynamic shared memory per block, in bytes
+    void** args;                    // a pointer to each parameter, as cuLaunchKernel's kernelParams
+    int cooperative;                // every block of the grid alive at once (grid.sync())
+    int cluster[3];                 // blocks that run together (map_shared_rank), or 0
+    volatile int status;            // 0 ok; the first error sets it (see cuforge_cpu::fail)
+    char message[2048];
+};
+// From cuforge's runtime library (loaded before any kernel): a fault in kernel code (SIGSEGV,
+// SIGBUS, SIGFPE) jumps back to the frame that set `guard` on this thread.
+void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* signal, void* volatile* address);
+// This worker thread's memory, shared by every kernel library: MAX_THREADS + 1 fiber stacks of
+// STACK bytes (each with a guard page), and a shared-memory arena of at least `bytes`.
+char* cuforge_cpu_stacks(void);
+char* cuforge_cpu_arena(unsigned long long bytes);
+}
+
+extern "C" {
+typedef void (*cuforge_cpu_entry)(struct cuforge_cpu_launch*, long long first, long long last);
+// Run every block of a launch (on the pool's workers and the calling thread) and return when all
+// are done or one failed (L->status).
+void cuforge_cpu_run(cuforge_cpu_entry entry, struct cuforge_cpu_launch* L);
+// The pool's size (worker threads, the caller included); 0 asks for one per core.
+int cuforge_cpu_threads(int wanted);
+}
+
+#define CUFORGE_CPU_STACK (128 * 1024)
+#define CUFORGE_CPU_MAX_THREADS 1024

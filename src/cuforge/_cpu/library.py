@@ -1,0 +1,83 @@
+"""A kernel's program compiled for the CPU: its translation unit (``translate``), built by the
+host compiler into a shared object (``store``: cached like a cubin) and loaded once per
+process, with the address of each kernel's entry and each module variable."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from .._compile.headers import cccl_include_dir, cuda_include_dir
+from .._compile.identity import include_dirs_digest
+from ..options import CompileOptions
+from . import runtime as _runtime
+from . import store as _store
+from . import toolchain as _toolchain
+from .translate import translation_unit
+
+
+class Program(NamedTuple):
+    """One program loaded for the CPU: entry addresses by name expression, variable addresses by name."""
+
+    library: ctypes.CDLL
+    entries: dict[str, int]
+    variables: dict[str, int]
+    path: str
+
+
+def flags_of(options: CompileOptions) -> tuple[str, ...]:
+    """The host compiler's flags for ``options`` (the std, defines, debug; the rest is NVRTC's)."""
+    compiler = _toolchain.find_compiler()
+    flags = list(_toolchain.compile_flags(compiler, debug=options.debug))
+    flags = [f for f in flags if not f.startswith("-std=")] + [f"-std={options.std}"]
+    if options.fast_math:
+        flags.append("-ffast-math")
+    flags += ["-fvisibility=hidden"] + [f"-D{d}" for d in options.defines]
+    return tuple(flags)
+
+
+def include_dirs(options: CompileOptions) -> tuple[str, ...]:
+    """Where a CPU compile finds headers: cuforge's (first, so that its shims win), the CUDA
+    runtime's and CCCL's, then the class's own."""
+    found = [_runtime.INCLUDE] + [d for d in (cuda_include_dir(), cccl_include_dir()) if d]
+    return tuple(found) + tuple(options.include_dirs)
+
+
+_lock = threading.Lock()
+_programs: dict[tuple[str, ...], Program] = {}
+
+
+def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
+          options: CompileOptions, entries: Sequence[str], variables: Sequence[str] = ()) -> Program:  # fmt: skip
+    """``source`` (a rendered program) built for the CPU and loaded, once per process."""
+    _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
+    tu = translation_unit(label, source, line_sources, entries, variables)
+    flags = flags_of(options)
+    dirs = include_dirs(options)
+    memo = (tu, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
+    found = _programs.get(memo)
+    if found is not None:
+        return found
+    with _lock:
+        found = _programs.get(memo)
+        if found is None:
+            extra = (_runtime.sources_digest(), include_dirs_digest(tuple(options.include_dirs)))
+            path = _store.shared_object(tu, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
+                                        key_extra=extra)  # fmt: skip
+            lib = _store.load(path)
+            found = _programs[memo] = Program(
+                lib,
+                {e: ctypes.cast(getattr(lib, f"cuforge_entry_{i}"), ctypes.c_void_p).value or 0
+                 for i, e in enumerate(entries)},
+                {v: _address(lib, f"cuforge_variable_{i}") for i, v in enumerate(variables)},
+                path,
+            )  # fmt: skip
+    return found
+
+
+def _address(lib: ctypes.CDLL, accessor: str) -> int:
+    f = getattr(lib, accessor)
+    f.restype = ctypes.c_void_p
+    return int(f() or 0)

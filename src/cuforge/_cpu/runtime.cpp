@@ -1,0 +1,228 @@
+// cuforge's CPU runtime library: the pool of worker threads that runs a launch's blocks, each
+// thread's fiber stacks and shared-memory arena, and the guard that turns a fault in kernel code
+// into an error instead of a dead process. Compiled once per compiler (cuforge/_cpu/runtime.py)
+// and loaded RTLD_GLOBAL before any kernel library, which calls these functions.
+#include "cuforge_cpu_abi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace {
+
+// ---------------------------------------------------------------- per-thread memory
+struct ThreadMemory {
+    char* stacks = nullptr;
+    size_t stack_bytes = 0;
+    char* arena = nullptr;
+    unsigned long long arena_bytes = 0;
+    char* alt = nullptr;  // the signal stack: a fault on a fiber's guard page needs one
+    ~ThreadMemory() {
+        if (stacks) munmap(stacks, stack_bytes);
+        free(arena);
+    }
+};
+thread_local ThreadMemory memory;
+
+void ensure_alt_stack() {
+    if (memory.alt) return;
+    stack_t old;
+    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE)) {  // the thread has one (faulthandler's)
+        memory.alt = static_cast<char*>(old.ss_sp);
+        return;
+    }
+    size_t size = 64 * 1024;
+    memory.alt = static_cast<char*>(malloc(size));
+    stack_t st;
+    st.ss_sp = memory.alt;
+    st.ss_size = size;
+    st.ss_flags = 0;
+    sigaltstack(&st, nullptr);
+}
+
+// ---------------------------------------------------------------- the fault guard
+thread_local sigjmp_buf* guard_jump;
+thread_local volatile int* guard_signal;
+thread_local void* volatile* guard_address;
+const int SIGNALS[] = {SIGSEGV, SIGBUS, SIGFPE};
+struct sigaction previous[3];
+std::mutex handler_lock;
+
+int slot(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : 2; }
+
+void on_fault(int sig, siginfo_t* info, void* context) {
+    if (sigjmp_buf* jump = guard_jump) {  // kernel code on this thread: back to its entry
+        guard_jump = nullptr;
+        *guard_signal = sig;
+        *guard_address = info->si_addr;
+        siglongjmp(*jump, 1);
+    }
+    // Not a kernel's fault: whoever handled it before (Python's faulthandler, the default) does.
+    const struct sigaction& p = previous[slot(sig)];
+    if ((p.sa_flags & SA_SIGINFO) && p.sa_sigaction) {
+        p.sa_sigaction(sig, info, context);
+    } else if (p.sa_handler == SIG_IGN) {
+        return;
+    } else if (p.sa_handler != SIG_DFL && p.sa_handler) {
+        p.sa_handler(sig);
+    } else {
+        signal(sig, SIG_DFL);  // the faulting instruction runs again and the default action ends the process
+    }
+}
+
+// Installed at each launch unless still in place: a handler installed later (faulthandler.enable())
+// becomes the one that non-kernel faults are handed to.
+void ensure_handlers() {
+    std::lock_guard<std::mutex> hold(handler_lock);
+    for (int sig : SIGNALS) {
+        struct sigaction now;
+        sigaction(sig, nullptr, &now);
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault) continue;
+        struct sigaction mine;
+        memset(&mine, 0, sizeof mine);
+        mine.sa_sigaction = on_fault;
+        mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        sigemptyset(&mine.sa_mask);
+        sigaction(sig, &mine, &previous[slot(sig)]);
+    }
+}
+
+// ---------------------------------------------------------------- the pool
+struct Pool {
+    std::mutex lock;
+    std::condition_variable work, done;
+    std::mutex launching;  // one launch at a time spreads over the workers; another runs on its own thread
+    int workers = 0;       // threads besides the caller
+    unsigned long long job = 0;
+    int busy = 0;
+    cuforge_cpu_entry entry = nullptr;
+    cuforge_cpu_launch* L = nullptr;
+    long long blocks = 0, chunk = 1;
+    std::atomic<long long> next{0};
+
+    void run_share() {
+        for (;;) {
+            if (L->status) return;
+            long long b = next.fetch_add(chunk, std::memory_order_relaxed);
+            if (b >= blocks) return;
+            entry(L, b, std::min(b + chunk, blocks));
+        }
+    }
+    void serve() {
+        ensure_alt_stack();
+        unsigned long long seen = 0;
+        for (;;) {
+            {
+                std::unique_lock<std::mutex> hold(lock);
+                work.wait(hold, [&] { return job != seen; });
+                seen = job;
+            }
+            run_share();
+            std::lock_guard<std::mutex> hold(lock);
+            if (--busy == 0) done.notify_all();
+        }
+    }
+};
+
+Pool* pool = nullptr;  // never deleted: its threads may still wait on it at exit
+int wanted_threads = 0;
+std::once_flag fork_hook;
+
+int cores() {
+    if (const char* env = getenv("CUFORGE_CPU_THREADS")) {
+        int n = atoi(env);
+        if (n > 0) return n;
+    }
+    unsigned n = std::thread::hardware_concurrency();
+    return n ? int(n) : 1;
+}
+
+Pool* the_pool() {
+    std::call_once(fork_hook, [] { pthread_atfork(nullptr, nullptr, [] { pool = nullptr; }); });  // threads do not survive fork
+    if (!pool) {
+        Pool* p = new Pool;
+        p->workers = (wanted_threads > 0 ? wanted_threads : cores()) - 1;
+        for (int i = 0; i < p->workers; ++i) std::thread([p] { p->serve(); }).detach();
+        pool = p;
+    }
+    return pool;
+}
+
+}  // namespace
+
+extern "C" {
+
+void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* sig, void* volatile* address) {
+    guard_signal = sig;
+    guard_address = address;
+    guard_jump = jump;
+}
+
+char* cuforge_cpu_stacks(void) {
+    if (!memory.stacks) {
+        size_t bytes = size_t(CUFORGE_CPU_MAX_THREADS + 1) * CUFORGE_CPU_STACK;
+        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return nullptr;
+        memory.stacks = static_cast<char*>(m);
+        memory.stack_bytes = bytes;
+        for (size_t i = 0; i <= CUFORGE_CPU_MAX_THREADS; ++i)  // a guard page under each stack
+            mprotect(memory.stacks + i * CUFORGE_CPU_STACK, 4096, PROT_NONE);
+    }
+    ensure_alt_stack();
+    return memory.stacks;
+}
+
+char* cuforge_cpu_arena(unsigned long long bytes) {
+    if (memory.arena_bytes < bytes) {
+        free(memory.arena);
+        unsigned long long size = (bytes + 1023) / 1024 * 1024;
+        memory.arena = static_cast<char*>(aligned_alloc(1024, size));
+        memory.arena_bytes = memory.arena ? size : 0;
+    }
+    return memory.arena;
+}
+
+int cuforge_cpu_threads(int wanted) {
+    if (wanted > 0 && !pool) wanted_threads = wanted;
+    return pool ? pool->workers + 1 : (wanted_threads > 0 ? wanted_threads : cores());
+}
+
+void cuforge_cpu_run(cuforge_cpu_entry entry, cuforge_cpu_launch* L) {
+    ensure_handlers();
+    long long blocks = (long long)L->grid[0] * L->grid[1] * L->grid[2];
+    long long threads = (long long)L->block[0] * L->block[1] * L->block[2];
+    // Small launches, cooperative ones (every block on one worker, so that all are alive at once)
+    // and a launch while another has the pool run on the calling thread.
+    Pool* p = blocks > 1 && !L->cooperative && blocks * threads >= 4096 ? the_pool() : nullptr;
+    if (!p || p->workers == 0 || !p->launching.try_lock()) {
+        entry(L, 0, blocks);
+    } else {
+        {
+            std::lock_guard<std::mutex> hold(p->lock);
+            p->entry = entry, p->L = L, p->blocks = blocks;
+            p->chunk = std::max(1LL, blocks / (8LL * (p->workers + 1)));
+            p->next.store(0);
+            p->busy = p->workers;
+            ++p->job;
+        }
+        p->work.notify_all();
+        p->run_share();
+        {
+            std::unique_lock<std::mutex> hold(p->lock);
+            p->done.wait(hold, [&] { return p->busy == 0; });
+        }
+        p->launching.unlock();
+    }
+    fflush(stdout);  // printf from the kernel shows before Python's next output
+}
+
+}  // extern "C"

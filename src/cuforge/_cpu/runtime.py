@@ -1,0 +1,102 @@
+"""cuforge's CPU runtime library (``runtime.cpp``: the worker pool, the fibers' memory, the
+fault guard), built once per compiler and loaded with its symbols global before any kernel
+library, which calls into it; and `run`, the one call that runs a launch's blocks."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import threading
+
+from . import store as _store
+from . import toolchain as _toolchain
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDE = os.path.join(HERE, "include")  # cuforge_cpu.h and the CUDA headers' host shims
+MESSAGE_BYTES = 2048
+
+
+class Launch(ctypes.Structure):
+    """``struct cuforge_cpu_launch`` (include/cuforge_cpu_abi.h)."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("shared_mem", ctypes.c_ulonglong),
+        ("args", ctypes.c_void_p),
+        ("cooperative", ctypes.c_int),
+        ("cluster", ctypes.c_int * 3),
+        ("status", ctypes.c_int),
+        ("message", ctypes.c_char * MESSAGE_BYTES),
+    ]
+
+
+# Launch.status: a rule of the launch broken (barrier, warp function), a fault, a failed assert
+FAILED, FAULTED, ASSERTED = 1, 2, 3
+
+
+@functools.lru_cache(maxsize=1)
+def sources_digest() -> str:
+    """A digest of the runtime header and library sources: it enters every CPU compile's key."""
+    h = hashlib.sha256()
+    for root, _, files in sorted(os.walk(INCLUDE)):
+        for name in sorted(files):
+            with open(os.path.join(root, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    with open(os.path.join(HERE, "runtime.cpp"), "rb") as f:
+        h.update(f.read())
+    return h.hexdigest()
+
+
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+
+
+def library() -> ctypes.CDLL:
+    """The runtime library, built (or read from the cache) and loaded on first use."""
+    global _library
+    if _library is None:
+        with _lock:
+            if _library is None:
+                compiler = _toolchain.find_compiler()
+                with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
+                    source = f.read()
+                path = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
+                                            flags=_toolchain.compile_flags(compiler, debug=False),
+                                            label="cuforge's CPU runtime", key_extra=(sources_digest(),))  # fmt: skip
+                lib = _store.load(path, global_symbols=True)
+                lib.cuforge_cpu_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch)]
+                lib.cuforge_cpu_run.restype = None
+                lib.cuforge_cpu_threads.argtypes = [ctypes.c_int]
+                lib.cuforge_cpu_threads.restype = ctypes.c_int
+                _library = lib
+    return _library
+
+
+_tls = threading.local()
+
+
+def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int, args: int,
+        *, cooperative: bool = False) -> tuple[int, str]:  # fmt: skip
+    """Run every block of a launch (``entry`` is a kernel library's ``cuforge_entry_<i>``,
+    ``args`` the address of its kernelParams array); returns (0, "") or (status, message)."""
+    launch = getattr(_tls, "launch", None)
+    if launch is None:
+        launch = _tls.launch = Launch()
+    launch.grid[0], launch.grid[1], launch.grid[2] = grid
+    launch.block[0], launch.block[1], launch.block[2] = block
+    launch.shared_mem = shared_mem
+    launch.args = args
+    launch.cooperative = int(cooperative)
+    launch.status = 0
+    library().cuforge_cpu_run(entry, ctypes.byref(launch))
+    if launch.status:
+        return launch.status, launch.message.decode("utf-8", "replace")
+    return 0, ""
+
+
+def threads() -> int:
+    """The pool's size: one worker per core (``CUFORGE_CPU_THREADS`` to change it)."""
+    return int(library().cuforge_cpu_threads(0))

@@ -1,0 +1,154 @@
+"""The CPU backend's translation unit: a kernel's rendered CUDA C++ made host C++.
+
+Three changes, each keeping every line where it was (so that the compiler's messages point at
+the body's lines, as NVRTC's do):
+
+- constructs the CPU cannot run (inline PTX, CUB and Thrust, textures, dynamic parallelism,
+  tensor-core ``wmma``/``mma``) are refused, naming the construct and the line;
+- ``__shared__`` declarations become references into the running block's shared memory, and
+  ``extern __shared__`` arrays pointers to its dynamic part (``cuforge_cpu.h``);
+- an ``extern "C"`` entry per kernel (its name expression) and an address accessor per module
+  variable are appended, which the launch and ``get_global``/``set_global`` look up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ..errors import CompileError
+
+HEADER = '#include "cuforge_cpu.h"\n'
+
+# What cannot run on the CPU, each with what to say about it.
+_REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), what)
+    for pattern, what in (
+        (r"\basm\b\s*(volatile\b\s*)?\(|\b__asm__\b", "inline PTX (asm)"),
+        (r"#\s*include\s*[<\"](cub|thrust)/|\b(cub|thrust)::", "CUB/Thrust device code"),
+        (r"\btex(1D|2D|3D|1Dfetch|Cubemap)\w*\s*[<(]|\bsurf(1D|2D|3D)\w*\s*[<(]|\bcuda(Texture|Surface)Object_t\b",
+         "textures and surfaces"),
+        (r"<<<", "dynamic parallelism (a launch from device code)"),
+        (r"\bwmma::|\bmma_sync\b|\b__hmma\w*|\bmma\.sync\b", "tensor-core matrix operations (wmma/mma)"),
+    )
+)  # fmt: skip
+
+# What makes a block's threads wait for each other: without any of these in the source, its
+# threads run as a plain loop (cuforge_cpu.h refuses a call to one of them that comes anyway).
+_SYNCS = re.compile(
+    r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|"
+    r"__activemask|__lanemask\w*|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|coalesced_threads|"
+    r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
+)
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+_ALIGN = r"(?:__align__\s*\(\s*\d+\s*\)\s*)"
+_EXTERN_SHARED = re.compile(
+    rf"\bextern\s+(?:volatile\s+)?__shared__\s+{_ALIGN}?(?P<type>[\w:<>,\s*]+?)\s*{_ALIGN}?\b(?P<name>\w+)\s*\[\s*\]\s*;"
+)
+_SHARED = re.compile(
+    rf"(?:\bstatic\s+)?(?P<volatile>volatile\s+)?__shared__\s+{_ALIGN}?(?P<type>(?:[\w:]+(?:\s*<[^;{{}}]*?>)?[\s*&]*?)+?)"
+    rf"\s*{_ALIGN}?(?P<decls>\b\w+\s*(?:\[[^;\]]*\]\s*)*(?:,\s*\w+\s*(?:\[[^;\]]*\]\s*)*)*);"
+)
+_DECLARATOR = re.compile(r"(\w+)\s*((?:\[[^\]]*\]\s*)*)")
+
+
+def _refused(message: str, source: str) -> CompileError:
+    return CompileError(message, log=message, source=source, options=())
+
+
+def masked(source: str) -> str:
+    """``source`` with comments and literals blanked out (same length, same newlines)."""
+    return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+
+
+def _line(source: str, at: int, line_sources: Mapping[str, str]) -> str:
+    """Where ``at`` is, as the ``#line`` directives before it name it ("Saxpy.body", line 3)."""
+    before = source[:at]
+    found = list(re.finditer(r'^#line (\d+) "([^"]+)"\n', before, re.MULTILINE))
+    directive = found[-1] if found else None
+    if directive is None:
+        return f"line {before.count(chr(10)) + 1}"
+    line = int(directive.group(1)) + before[directive.end():].count("\n")  # fmt: skip
+    text = line_sources.get(directive.group(2), "").splitlines()
+    shown = f": {text[line - 1].strip()}" if 0 < line <= len(text) else ""
+    return f"{directive.group(2)}, line {line}{shown}"
+
+
+def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str]) -> None:
+    """Raise CompileError for the first construct the CPU backend cannot run."""
+    plain = masked(source)
+    for pattern, what in _REFUSED:
+        m = pattern.search(plain)
+        if m is not None:
+            raise _refused(
+                f"{label}: {what} cannot run on the CPU ({_line(plain, m.start(), line_sources)}); "
+                f"launch it on a GPU with device='cuda', or write that part in plain CUDA C++",
+                source,
+            )
+
+
+def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[str, str]) -> str:
+    edits: list[tuple[int, int, str]] = []
+    for m in _EXTERN_SHARED.finditer(plain):
+        ctype = re.sub(_ALIGN, "", source[m.start("type"):m.end("type")]).strip()  # fmt: skip
+        name = m.group("name")
+        edits.append((m.start(), m.end(), f"{ctype}* const {name} = reinterpret_cast<{ctype}*>(cuforge_cpu::dynamic_shared());"))
+    taken = [(s, e) for s, e, _ in edits]
+    for m in _SHARED.finditer(plain):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        if _depth(plain, m.start()) == 0:
+            raise _refused(
+                f"{label}: a __shared__ variable at namespace scope ({_line(plain, m.start(), line_sources)}) cannot "
+                f"run on the CPU; declare it inside the kernel (or the __device__ function) that uses it",
+                source,
+            )
+        ctype = (m.group("volatile") or "") + source[m.start("type"):m.end("type")].strip()  # fmt: skip
+        out = []
+        for d in _DECLARATOR.finditer(plain[m.start("decls"):m.end("decls")]):  # fmt: skip
+            name = d.group(1)
+            dims_src = source[m.start("decls") + d.start(2):m.start("decls") + d.end(2)].strip()  # fmt: skip
+            t = f"cuforge_shared_{name}_t"
+            out.append(
+                f"typedef {ctype} {t}{dims_src}; static const size_t cuforge_shared_{name}_at = "
+                f'cuforge_cpu::static_shared_offset(sizeof({t}), alignof({t}), "{name}"); '
+                f"{t}& {name} = *reinterpret_cast<{t}*>(cuforge_cpu::block_shared() + cuforge_shared_{name}_at);"
+            )
+        edits.append((m.start(), m.end(), " ".join(out)))
+    for start, end, text in sorted(edits, reverse=True):
+        newlines = source.count("\n", start, end)
+        source = source[:start] + text + "\n" * newlines + source[end:]
+    return source
+
+
+def _depth(plain: str, at: int) -> int:
+    """The brace depth at ``at``, minus namespace and extern "C" braces: 0 at namespace scope."""
+    depth = 0
+    for m in re.finditer(r"\bnamespace\b[^{;]*\{|\bextern\s*\"C\"\s*\{|\{|\}", plain[:at]):
+        token = m.group()
+        if token == "}":
+            depth = max(depth - 1, 0) if depth else 0
+        elif token.startswith(("namespace", "extern")):
+            continue
+        else:
+            depth += 1
+    return depth
+
+
+def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str],
+                     variables: Sequence[str] = ()) -> str:  # fmt: skip
+    """The host C++ of a rendered program: its kernels' ``entries`` (name expressions) become
+    ``cuforge_entry_<i>``, its ``variables`` (module variables' names) ``cuforge_variable_<i>``."""
+    refuse_unsupported(label, source, line_sources)
+    plain = _SYNCS.search(masked(source)) is None
+    body = _rewrite_shared(label, source, masked(source), line_sources)
+    tail = ['\n#line 1 "cuforge_cpu_entries"\nextern "C" {']
+    for i, expression in enumerate(entries):
+        tail.append(
+            f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* L, long long first, long long last) "
+            f"{{ cuforge_cpu::run_range<&{expression}, {'true' if plain else 'false'}>(L, first, last); }}"
+        )
+    for i, name in enumerate(variables):
+        tail.append(f"CF_EXPORT void* cuforge_variable_{i}() {{ return (void*)&{name}; }}")
+    tail.append("}\n")
+    return HEADER + body + "\n".join(tail)

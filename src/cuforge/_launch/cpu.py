@@ -1,0 +1,60 @@
+"""A launch on the CPU (cuforge's CPU backend, ``_cpu``): the same binding, checks, launch rules
+and packing as a GPU launch, with the host checks (host memory used in place, device memory
+refused), then the kernel's CPU entry run on the worker pool. It returns when the kernel is done."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._cpu import runtime as _cpu_runtime
+from .._declare import kinds as _kinds
+from ..errors import ArgumentError, DeviceFaultError, LaunchError
+from .checks import checker
+from .general import check_and_pack
+from .plan import LaunchPlan
+
+# The GPU's limits, which a CPU launch is held to as well (sm_90's: the opt-in maximum of
+# dynamic shared memory per block), so that what runs on the CPU runs on the GPU.
+MAX_SHARED = 227 * 1024
+
+
+def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
+           shared_mem: Any, stream: Any) -> None:  # fmt: skip
+    """Check a call and run it on the CPU."""
+    label = plan.label
+    if stream is not None:
+        raise ArgumentError(
+            f"{label}: stream= names a CUDA stream, but this launch runs on the CPU, where a launch is done "
+            f"before the call returns; leave stream= out"
+        )
+    checks = plan.host_checks
+    if checks is None:
+        checks = plan.host_checks = tuple(checker(label, s, host=True) for s in plan.specs)
+    c = check_and_pack(plan, args, kwargs, grid, block, shared_mem, None, checks)
+    if c is None:
+        return
+    _, values, _, grid, block, shared_mem, _, kind, _ = c
+    if shared_mem > MAX_SHARED:
+        raise ArgumentError(
+            f"{label}: shared_mem={shared_mem} bytes is more than the {MAX_SHARED} bytes of dynamic shared memory a "
+            f"block can have on the GPU (sm_90's opt-in maximum), which a CPU launch is held to as well; ask for less"
+        )
+    entry = plan.cpu() if plan.cpu is not None else 0
+    if plan.grid_sync and not kind.cooperative:
+        raise ArgumentError(
+            f"{label}: the kernel's source syncs the whole grid (a grid group's sync()), which needs a cooperative "
+            f"launch; set cooperative = True on the class or pass cooperative=True"
+        )
+    if grid is _kinds.FITS:  # a cooperative launch's default: a block per worker thread
+        grid = (_cpu_runtime.threads(), 1, 1)
+    status, message = _cpu_runtime.run(entry, grid, block, shared_mem, plan.packer.pack(values),
+                                       cooperative=kind.cooperative or kind.cluster is not None)  # fmt: skip
+    if status == _cpu_runtime.ASSERTED:
+        raise DeviceFaultError(f"{label} (grid={grid}, block={block}) on the CPU: {message}")
+    if status == _cpu_runtime.FAULTED:
+        raise DeviceFaultError(
+            f"{label} faulted on the CPU (grid={grid}, block={block}): {message}. An out-of-bounds access that lands "
+            f"in memory the process owns is not caught (as on a GPU without compute-sanitizer)"
+        )
+    if status:
+        raise LaunchError(f"{label} (grid={grid}, block={block}) on the CPU: {message}")
