@@ -82,9 +82,11 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 // Installed at each launch unless still in place: a handler installed later (faulthandler.enable())
 // becomes the one that non-kernel faults are handed to.
 void ensure_handlers() {
+    struct sigaction now;
+    sigaction(SIGSEGV, nullptr, &now);  // one look per launch: the three are installed together
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault) return;
     std::lock_guard<std::mutex> hold(handler_lock);
     for (int sig : SIGNALS) {
-        struct sigaction now;
         sigaction(sig, nullptr, &now);
         if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault) continue;
         struct sigaction mine;

@@ -8,7 +8,9 @@ import ctypes
 import functools
 import hashlib
 import os
+import struct
 import threading
+from typing import Any
 
 from . import store as _store
 from . import toolchain as _toolchain
@@ -76,22 +78,24 @@ def library() -> ctypes.CDLL:
 
 
 _tls = threading.local()
+_HEAD = struct.Struct("=6IQQi")  # grid, block, shared_mem, args, cooperative: the struct's first fields
+_run: Any = None  # cuforge_cpu_run, once the library is loaded
 
 
 def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int, args: int,
         *, cooperative: bool = False) -> tuple[int, str]:  # fmt: skip
     """Run every block of a launch (``entry`` is a kernel library's ``cuforge_entry_<i>``,
     ``args`` the address of its kernelParams array); returns (0, "") or (status, message)."""
+    global _run
     launch = getattr(_tls, "launch", None)
     if launch is None:
         launch = _tls.launch = Launch()
-    launch.grid[0], launch.grid[1], launch.grid[2] = grid
-    launch.block[0], launch.block[1], launch.block[2] = block
-    launch.shared_mem = shared_mem
-    launch.args = args
-    launch.cooperative = int(cooperative)
+        _tls.ref = ctypes.byref(launch)
+    if _run is None:
+        _run = library().cuforge_cpu_run
+    _HEAD.pack_into(launch, 0, *grid, *block, shared_mem, args, cooperative)
     launch.status = 0
-    library().cuforge_cpu_run(entry, ctypes.byref(launch))
+    _run(entry, _tls.ref)
     if launch.status:
         return launch.status, launch.message.decode("utf-8", "replace")
     return 0, ""

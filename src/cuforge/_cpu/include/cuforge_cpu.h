@@ -72,8 +72,10 @@ __asm__(
 #endif
 
 // A fiber's first stack: what cuforge_cpu_switch pops, then cuforge_cpu_boot as return address.
+// Each fiber's top is moved down by a different number of cache lines: stacks STACK bytes apart
+// would otherwise put every fiber's frames in the same cache sets, which the switches thrash.
 inline void* fiber_stack(char* base, size_t size, void (*fn)(void*, unsigned), void* a0, unsigned a1) {
-    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size) & ~uintptr_t(15);
+    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size - (a1 % 512) * 128) & ~uintptr_t(15);
     void** sp = reinterpret_cast<void**>(top - 72);  // so that the call in boot is 16-byte aligned
     sp[0] = nullptr;                                  // r15
     sp[1] = reinterpret_cast<void*>(fn);              // r14
