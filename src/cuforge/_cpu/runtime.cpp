@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -135,6 +136,45 @@ struct Pool {
     }
 };
 
+// ---------------------------------------------------------------- groups (cooperative, clusters)
+struct Group {
+    std::mutex lock;
+    std::condition_variable changed;
+    unsigned size = 0;           // blocks in the group
+    unsigned arrived = 0, generation = 0, exited = 0;
+    long long first_exited = -1;  // the rank of a block that ended while others may wait
+    std::vector<char*> arenas;   // each block's shared memory, by its rank in the group
+    cuforge_cpu_launch* L = nullptr;
+};
+thread_local Group* my_group = nullptr;
+thread_local unsigned my_rank = 0;
+
+// Run blocks `ranks` (linear block indices) of a launch at once, each on its own thread.
+void run_group(cuforge_cpu_entry entry, cuforge_cpu_launch* L, const std::vector<long long>& blocks) {
+    Group g;
+    g.size = unsigned(blocks.size());
+    g.arenas.assign(blocks.size(), nullptr);
+    g.L = L;
+    unsigned long long arena = 256ull * 1024 + L->shared_mem;  // cuforge_cpu.h's STATIC_SHARED + dynamic
+    std::vector<std::thread> threads;
+    unsigned ready = 0;
+    for (unsigned r = 0; r < g.size; ++r)
+        threads.emplace_back([&, r] {
+            my_group = &g, my_rank = r;
+            char* mine = cuforge_cpu_arena(arena);
+            {
+                std::unique_lock<std::mutex> hold(g.lock);
+                g.arenas[r] = mine;
+                if (++ready == g.size) g.changed.notify_all();
+                g.changed.wait(hold, [&] { return ready == g.size; });  // every arena known before any block runs
+            }
+            entry(L, blocks[r], blocks[r] + 1);
+            cuforge_cpu_group_exit();
+            my_group = nullptr;
+        });
+    for (auto& t : threads) t.join();
+}
+
 Pool* pool = nullptr;  // never deleted: its threads may still wait on it at exit
 int wanted_threads = 0;
 std::once_flag fork_hook;
@@ -198,9 +238,69 @@ int cuforge_cpu_threads(int wanted) {
     return pool ? pool->workers + 1 : (wanted_threads > 0 ? wanted_threads : cores());
 }
 
+int cuforge_cpu_group_sync(cuforge_cpu_launch* L, char* why, unsigned long long size) {
+    Group* g = my_group;
+    if (!g) {
+        snprintf(why, size, "grid.sync() and cluster.sync() need a cooperative or clustered launch");
+        return 1;
+    }
+    std::unique_lock<std::mutex> hold(g->lock);
+    unsigned gen = g->generation;
+    if (++g->arrived == g->size) {
+        g->arrived = 0;
+        ++g->generation;
+        g->changed.notify_all();
+        return 0;
+    }
+    g->changed.wait(hold, [&] { return g->generation != gen || g->exited || L->status; });
+    if (g->generation != gen) return 0;
+    if (g->exited)
+        snprintf(why, size, "block %lld of the %s exited without reaching the sync that the others wait at; every block "
+                 "must reach each grid.sync() (cluster.sync())", g->first_exited, L->cluster[0] > 0 ? "cluster" : "grid");
+    else
+        snprintf(why, size, "another block of the group failed");
+    return 1;
+}
+
+char* cuforge_cpu_group_arena(unsigned rank) {
+    Group* g = my_group;
+    return g && rank < g->size ? g->arenas[rank] : nullptr;
+}
+
+void cuforge_cpu_group_exit(void) {
+    Group* g = my_group;
+    if (!g) return;
+    std::lock_guard<std::mutex> hold(g->lock);
+    if (!g->exited++) g->first_exited = my_rank;
+    g->changed.notify_all();
+}
+
 void cuforge_cpu_run(cuforge_cpu_entry entry, cuforge_cpu_launch* L) {
     ensure_handlers();
     long long blocks = (long long)L->grid[0] * L->grid[1] * L->grid[2];
+    if (L->cooperative) {  // the grid at once, or each cluster at once, one after the other
+        int cx = L->cluster[0] > 0 ? L->cluster[0] : 0, cy = L->cluster[1] > 0 ? L->cluster[1] : 1,
+            cz = L->cluster[2] > 0 ? L->cluster[2] : 1;
+        std::vector<long long> group;
+        if (!cx) {
+            for (long long b = 0; b < blocks; ++b) group.push_back(b);
+            run_group(entry, L, group);
+        } else {
+            unsigned gx = L->grid[0], gy = L->grid[1], gz = L->grid[2];
+            for (unsigned z0 = 0; z0 < gz && !L->status; z0 += cz)
+                for (unsigned y0 = 0; y0 < gy && !L->status; y0 += cy)
+                    for (unsigned x0 = 0; x0 < gx && !L->status; x0 += cx) {
+                        group.clear();  // ranked as cluster.block_rank() counts: x fastest
+                        for (int z = 0; z < cz; ++z)
+                            for (int y = 0; y < cy; ++y)
+                                for (int x = 0; x < cx; ++x)
+                                    group.push_back((long long)(x0 + x) + gx * ((long long)(y0 + y) + gy * (z0 + z)));
+                        run_group(entry, L, group);
+                    }
+        }
+        fflush(stdout);
+        return;
+    }
     long long threads = (long long)L->block[0] * L->block[1] * L->block[2];
     // Small launches, cooperative ones (every block on one worker, so that all are alive at once)
     // and a launch while another has the pool run on the calling thread.

@@ -78,14 +78,15 @@ def library() -> ctypes.CDLL:
 
 
 _tls = threading.local()
-_HEAD = struct.Struct("=6IQQi")  # grid, block, shared_mem, args, cooperative: the struct's first fields
+_HEAD = struct.Struct("=6IQQ4i")  # grid, block, shared_mem, args, cooperative, cluster: the struct's first fields
 _run: Any = None  # cuforge_cpu_run, once the library is loaded
 
 
 def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int, args: int,
-        *, cooperative: bool = False) -> tuple[int, str]:  # fmt: skip
+        *, cooperative: bool = False, cluster: tuple[int, int, int] | None = None) -> tuple[int, str]:  # fmt: skip
     """Run every block of a launch (``entry`` is a kernel library's ``cuforge_entry_<i>``,
-    ``args`` the address of its kernelParams array); returns (0, "") or (status, message)."""
+    ``args`` the address of its kernelParams array); returns (0, "") or (status, message).
+    A cooperative launch runs every block at once; a clustered one each cluster at once."""
     global _run
     launch = getattr(_tls, "launch", None)
     if launch is None:
@@ -93,7 +94,8 @@ def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], sha
         _tls.ref = ctypes.byref(launch)
     if _run is None:
         _run = library().cuforge_cpu_run
-    _HEAD.pack_into(launch, 0, *grid, *block, shared_mem, args, cooperative)
+    _HEAD.pack_into(launch, 0, *grid, *block, shared_mem, args, int(cooperative or cluster is not None),
+                    *(cluster or (0, 0, 0)))
     launch.status = 0
     _run(entry, _tls.ref)
     if launch.status:

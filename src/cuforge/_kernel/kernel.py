@@ -16,6 +16,7 @@ from .._compile import identity as _identity
 from .._compile.artifact import CompiledKernel
 from .._compile.identity import CompileUnit
 from .._compile.targets import default_arch
+from .._declare import kinds as _kinds
 from .._declare import launch_rules as _launch_rules
 from .._declare import rules as _rules
 from .._declare.declaration import Declaration, substitute
@@ -298,6 +299,8 @@ class Kernel(_KernelBase, OnDevice):
             program = _cpu_library.build(self.label, unit.source, line_sources=unit.line_sources, headers=unit.headers,
                                          options=unit.options, entries=[self.name_expression])  # fmt: skip
             self._cpu = program.entries[self.name_expression]
+            if _kinds.uses_grid_sync(unit.source):
+                self._plan.grid_sync = True
         return self._cpu
 
     def _use_launcher(self, launcher: Any) -> None:

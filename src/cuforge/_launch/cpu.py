@@ -16,6 +16,7 @@ from .plan import LaunchPlan
 # The GPU's limits, which a CPU launch is held to as well (sm_90's: the opt-in maximum of
 # dynamic shared memory per block), so that what runs on the CPU runs on the GPU.
 MAX_SHARED = 227 * 1024
+MAX_COOPERATIVE = 256  # blocks of a cooperative launch on the CPU: a thread each
 
 
 def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
@@ -47,8 +48,13 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
         )
     if grid is _kinds.FITS:  # a cooperative launch's default: a block per worker thread
         grid = (_cpu_runtime.threads(), 1, 1)
+    if kind.cooperative and grid[0] * grid[1] * grid[2] > MAX_COOPERATIVE:
+        raise ArgumentError(
+            f"{label}: a cooperative launch on the CPU runs every block at once, each on a thread of its own: at most "
+            f"{MAX_COOPERATIVE} blocks, got grid={grid}; use a smaller grid (a grid-stride loop covers the rest)"
+        )
     status, message = _cpu_runtime.run(entry, grid, block, shared_mem, plan.packer.pack(values),
-                                       cooperative=kind.cooperative or kind.cluster is not None)  # fmt: skip
+                                       cooperative=kind.cooperative, cluster=kind.cluster)  # fmt: skip
     if status == _cpu_runtime.ASSERTED:
         raise DeviceFaultError(f"{label} (grid={grid}, block={block}) on the CPU: {message}")
     if status == _cpu_runtime.FAULTED:

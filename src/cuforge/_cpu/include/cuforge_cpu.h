@@ -268,11 +268,21 @@ inline void fiber_main(void* worker, unsigned t) {
 }
 
 // ---------------------------------------------------------------- barriers
-enum BarMode { B_PLAIN, B_COUNT, B_AND, B_OR };
+enum BarMode { B_PLAIN, B_COUNT, B_AND, B_OR, B_GROUP };
+
+// grid.sync() / cluster.sync(): the block's last thread to arrive waits for the group's other blocks.
+inline void group_wait(Worker& w) {
+    char why[512];
+    if (cuforge_cpu_group_sync(w.L, why, sizeof why))
+        fail(CF_BLOCK_FMT ", thread %u: %s", CF_BLOCK_ARGS, w.cur, why);
+}
 
 inline int barrier(int predicate, BarMode mode) {
     Worker& w = worker();
-    if (w.n == 1) return mode == B_COUNT ? (predicate != 0) : predicate != 0;
+    if (w.n == 1) {
+        if (mode == B_GROUP) group_wait(w);
+        return predicate != 0;
+    }
     if (!w.fibers) {
         if (w.plain) plain_only(w, "__syncthreads");
         if (w.cur > 0)
@@ -290,6 +300,7 @@ inline int barrier(int predicate, BarMode mode) {
     if (w.bar_arrived == 0) w.bar_acc[g] = 0;
     w.bar_acc[g] += predicate != 0;
     if (++w.bar_arrived == w.n) {
+        if (mode == B_GROUP) group_wait(w);
         w.bar_arrived = 0;
         w.bar_res[g] = w.bar_acc[g];
         ++w.bar_gen;
@@ -454,6 +465,21 @@ inline unsigned active_mask() {
         if (!gone) m |= 1u << l;
     }
     return m;
+}
+
+// ---------------------------------------------------------------- clusters
+inline unsigned cluster_dim(int i) { return worker().L->cluster[i] > 0 ? unsigned(worker().L->cluster[i]) : 1; }
+inline unsigned cluster_block_rank() {
+    unsigned cx = cluster_dim(0), cy = cluster_dim(1), cz = cluster_dim(2);
+    return blockIdx.x % cx + cx * (blockIdx.y % cy + cy * (blockIdx.z % cz));
+}
+template <class T> inline T* map_shared_rank(T* p, unsigned rank) {
+    Worker& w = worker();
+    char* other = cuforge_cpu_group_arena(rank);
+    if (!other)
+        fail(CF_BLOCK_FMT ", thread %u: map_shared_rank(.., %u) names no block of this cluster (a clustered launch has "
+             "%u blocks per cluster)", CF_BLOCK_ARGS, w.cur, rank, cluster_dim(0) * cluster_dim(1) * cluster_dim(2));
+    return reinterpret_cast<T*>(other + (reinterpret_cast<char*>(p) - w.shared));
 }
 
 // ---------------------------------------------------------------- shared memory

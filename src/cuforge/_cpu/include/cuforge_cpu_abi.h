@@ -8,8 +8,8 @@ struct cuforge_cpu_launch {
     unsigned grid[3], block[3];
     unsigned long long shared_mem;  // dynamic shared memory per block, in bytes
     void** args;                    // a pointer to each parameter, as cuLaunchKernel's kernelParams
-    int cooperative;                // every block of the grid alive at once (grid.sync())
-    int cluster[3];                 // blocks that run together (map_shared_rank), or 0
+    int cooperative;                // the blocks of a group alive at once: the grid (grid.sync()), or each cluster
+    int cluster[3];                 // a clustered launch's cluster dims, else 0
     volatile int status;            // 0 ok; the first error sets it (see cuforge_cpu::fail)
     char message[2048];
 };
@@ -29,6 +29,14 @@ typedef void (*cuforge_cpu_entry)(struct cuforge_cpu_launch*, long long first, l
 void cuforge_cpu_run(cuforge_cpu_entry entry, struct cuforge_cpu_launch* L);
 // The pool's size (worker threads, the caller included); 0 asks for one per core.
 int cuforge_cpu_threads(int wanted);
+// Cooperative launches and clusters run the blocks of a group (the grid; a cluster) at once, each
+// on a thread of its own. The last thread of a block to reach grid.sync()/cluster.sync() waits
+// here for the group's other blocks: 0 when all came, else the message of why they cannot.
+int cuforge_cpu_group_sync(struct cuforge_cpu_launch* L, char* why, unsigned long long size);
+// The shared-memory arena of block `rank` of this block's cluster (map_shared_rank), or null.
+char* cuforge_cpu_group_arena(unsigned rank);
+// This block's thread is done with its blocks (a group's block that exits stops the others' waits).
+void cuforge_cpu_group_exit(void);
 }
 
 #define CUFORGE_CPU_STACK (128 * 1024)
