@@ -34,7 +34,7 @@ def flags_of(options: CompileOptions) -> tuple[str, ...]:
     flags = [f for f in flags if not f.startswith("-std=")] + [f"-std={options.std}"]
     if options.fast_math:
         flags.append("-ffast-math")
-    flags += ["-fvisibility=hidden"] + [f"-D{d}" for d in options.defines]
+    flags += ["-fvisibility=hidden", "-Wno-attributes"] + [f"-D{d}" for d in options.defines]
     return tuple(flags)
 
 

@@ -14,6 +14,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -260,6 +263,14 @@ int cuforge_cpu_group_sync(cuforge_cpu_launch* L, char* why, unsigned long long 
     else
         snprintf(why, size, "another block of the group failed");
     return 1;
+}
+
+// The size in bytes of the data symbol at `address` (a module variable), 0 if unknown.
+unsigned long long cuforge_cpu_symbol_size(void* address) {
+    Dl_info info;
+    void* found = nullptr;
+    if (!dladdr1(address, &info, &found, RTLD_DL_SYMENT) || !found) return 0;
+    return static_cast<const ElfW(Sym)*>(found)->st_size;
 }
 
 char* cuforge_cpu_group_arena(unsigned rank) {

@@ -73,6 +73,8 @@ def library() -> ctypes.CDLL:
                 lib.cuforge_cpu_run.restype = None
                 lib.cuforge_cpu_threads.argtypes = [ctypes.c_int]
                 lib.cuforge_cpu_threads.restype = ctypes.c_int
+                lib.cuforge_cpu_symbol_size.argtypes = [ctypes.c_void_p]
+                lib.cuforge_cpu_symbol_size.restype = ctypes.c_ulonglong
                 _library = lib
     return _library
 
@@ -106,3 +108,12 @@ def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], sha
 def threads() -> int:
     """The pool's size: one worker per core (``CUFORGE_CPU_THREADS`` to change it)."""
     return int(library().cuforge_cpu_threads(0))
+
+
+def variable(kernels: ctypes.CDLL, name: str) -> tuple[int, int] | None:
+    """(address, bytes) of module variable ``name`` in a kernel library, or None."""
+    try:
+        address = ctypes.cast(getattr(kernels, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return None
+    return address, int(library().cuforge_cpu_symbol_size(address))

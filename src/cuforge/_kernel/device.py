@@ -133,7 +133,7 @@ class OnDevice:
         return _prepared.prepare(self._plan, args, kwargs, grid, block, shared_mem, stream)
 
     @_names_the_kernel
-    def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
+    def set_global(self, name: str, value: Any, *, stream: Any = None, device: int | str | None = None) -> None:
         """Write host data into a module variable (``__constant__`` or ``__device__``, at
         namespace scope). Loads the kernel on the device first.
 
@@ -145,8 +145,8 @@ class OnDevice:
             Host data whose size in bytes is the variable's.
         stream : stream-like, optional
             The copy's stream (default: the legacy default stream).
-        device : int, optional
-            Default: the thread's device.
+        device : int or "cpu", optional
+            Default: the thread's device (``"cpu"``: the kernel's CPU build, see ``cf.set_device``).
 
         Raises
         ------
@@ -169,7 +169,7 @@ class OnDevice:
         _globals.set_global(self._plan, name, value, stream=stream, device=device)
 
     @_names_the_kernel
-    def get_global(self, name: str, dtype: Any = "uint8", *, device: int | None = None) -> Any:
+    def get_global(self, name: str, dtype: Any = "uint8", *, device: int | str | None = None) -> Any:
         """Read a module variable back, after the device's work so far.
 
         Parameters
@@ -178,8 +178,8 @@ class OnDevice:
             The variable.
         dtype : dtype-like
             How to view its bytes (default: ``uint8``).
-        device : int, optional
-            Default: the thread's device.
+        device : int or "cpu", optional
+            Default: the thread's device (``"cpu"``: the kernel's CPU build).
 
         Returns
         -------

@@ -136,7 +136,9 @@ class Kernel(_KernelBase, OnDevice):
         self._compiled: dict[tuple[str, tuple[str, ...]], CompiledKernel] = {}  # for display
         self._fast = c_launcher(self._plan)
         self._plan.cpu = self._cpu_entry
+        self._plan.cpu_library = self._cpu_library
         self._cpu: int | None = None  # the entry's address in its CPU library, once built
+        self._cpu_lib: Any = None
         if decl.source is not None and decl.module is None:
             _cache.note_source_kernel(decl.source, self)  # compiled with the other kernels of its source
 
@@ -298,10 +300,15 @@ class Kernel(_KernelBase, OnDevice):
             unit = self.compile_unit()
             program = _cpu_library.build(self.label, unit.source, line_sources=unit.line_sources, headers=unit.headers,
                                          options=unit.options, entries=[self.name_expression])  # fmt: skip
-            self._cpu = program.entries[self.name_expression]
+            self._cpu, self._cpu_lib = program.entries[self.name_expression], program.library
             if _kinds.uses_grid_sync(unit.source):
                 self._plan.grid_sync = True
         return self._cpu
+
+    def _cpu_library(self) -> Any:
+        """The kernel's CPU library (built on first use): where its module variables are."""
+        self._cpu_entry()
+        return self._cpu_lib
 
     def _use_launcher(self, launcher: Any) -> None:
         """Calls go to ``launcher`` (a C Launcher), or with None to the general path."""

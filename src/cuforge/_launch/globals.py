@@ -11,6 +11,7 @@ own; kernels declared over one ``source=`` text share one program, and so its va
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -38,31 +39,65 @@ def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> t
     return int(ptr), int(size)
 
 
-def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, device: int | None = None) -> None:
+def _on_cpu(device: int | str | None) -> bool:
+    return device == "cpu" or (device is None and _cuda.on_cpu())
+
+
+def _cpu_address(plan: LaunchPlan, name: str, who: str) -> tuple[int, int]:
+    """(address, bytes) of variable ``name`` in the kernel's CPU library."""
+    from .._cpu import runtime as _cpu_runtime
+
+    found = _cpu_runtime.variable(plan.cpu_library(), name) if plan.cpu_library is not None else None
+    if found is None or not found[1]:
+        raise ArgumentError(
+            f"{who}: the CPU build of {plan.label} has no variable {name!r}; declare it at namespace scope, outside any "
+            f"C++ namespace, e.g. `__constant__ float {name}[16];` in the preamble"
+        )
+    return found
+
+
+def _size_error(who: str, size: int, data: np.ndarray) -> ArgumentTypeError:
+    return ArgumentTypeError(
+        f"{who}: the variable holds {size} bytes; got {data.nbytes} ({data.dtype}, shape {data.shape}); pass "
+        f"exactly {size} bytes, e.g. {size // max(data.itemsize, 1)} values of {data.dtype}"
+    )
+
+
+def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, device: int | str | None = None) -> None:
     """Copy host data ``value`` (a NumPy array or anything ``numpy.asarray`` takes) into the
-    module variable ``name`` on ``device`` (default: the thread's), on ``stream`` (default:
-    the legacy default stream). Its size must be the variable's, exactly."""
+    module variable ``name`` on ``device`` (default: the thread's; ``"cpu"``: the kernel's CPU
+    build), on ``stream`` (default: the legacy default stream). Its size must be the variable's,
+    exactly."""
     who = f"{plan.label}.set_global({name!r})"
     data = np.ascontiguousarray(value)
     if data.dtype.hasobject or data.dtype.kind not in "biufc":
         raise ArgumentTypeError(f"{who}: expects numbers (a NumPy array), got {data.dtype} ({type(value).__name__})")
+    if _on_cpu(device):
+        ptr, size = _cpu_address(plan, name, who)
+        if data.nbytes != size:
+            raise _size_error(who, size, data)
+        ctypes.memmove(ptr, data.ctypes.data, size)
+        return
     handle = 0 if stream is None else stream_handle(stream, who)
     with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
         ptr, size = _address(plan, name, info, who)
         if data.nbytes != size:
-            raise ArgumentTypeError(
-                f"{who}: the variable holds {size} bytes; got {data.nbytes} ({data.dtype}, shape {data.shape}); pass "
-                f"exactly {size} bytes, e.g. {size // max(data.itemsize, 1)} values of {data.dtype}"
-            )
+            raise _size_error(who, size, data)
         # from pageable memory the call returns once the data is staged: `data` may go at once
         _cuda.check(_cuda.bindings().cuMemcpyHtoDAsync(ptr, data.ctypes.data, size, handle), "cuMemcpyHtoDAsync")
 
 
-def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: int | None = None) -> np.ndarray:
-    """The module variable ``name`` on ``device``, copied to a host array of ``dtype`` (its size
-    must divide by the itemsize), after the device's work so far (``cuCtxSynchronize``)."""
+def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: int | str | None = None) -> np.ndarray:
+    """The module variable ``name`` on ``device`` (``"cpu"``: the kernel's CPU build), copied to
+    a host array of ``dtype`` (its size must divide by the itemsize), after the device's work so
+    far (``cuCtxSynchronize``)."""
     who = f"{plan.label}.get_global({name!r})"
     dt = np.dtype(dtype)
+    if _on_cpu(device):
+        ptr, size = _cpu_address(plan, name, who)
+        if size % dt.itemsize:
+            raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
+        return np.frombuffer(ctypes.string_at(ptr, size), dt).copy()
     with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
         ptr, size = _address(plan, name, info, who)
         if size % dt.itemsize:

@@ -89,7 +89,7 @@ class LaunchPlan:
     with their checked dims (see ``general.check_and_pack``).
     """
 
-    __slots__ = ("attrs", "block", "checks", "cpu", "grid", "grid_sync", "host_checks", "kind", "label", "load",
+    __slots__ = ("attrs", "block", "checks", "cpu", "cpu_library", "grid", "grid_sync", "host_checks", "kind", "label", "load",
                  "loaded", "module", "packer", "seen_block", "seen_grid", "signature", "smem", "specs")  # fmt: skip
 
     def __init__(self, label: str, signature: Signature, specs: tuple[ParamSpec, ...], *, block: tuple[int, int, int],
@@ -108,5 +108,6 @@ class LaunchPlan:
         # launch, and what compiles the kernel for it and gives its entry's address
         self.host_checks: tuple[Callable[[Any, Any], Any], ...] | None = None
         self.cpu: Callable[[], int] | None = None
+        self.cpu_library: Callable[[], Any] | None = None  # the kernel's loaded CPU library (ctypes.CDLL)
         self.seen_grid: tuple[Any, Any] = (None, None)  # (the object, its dims): dims once set
         self.seen_block: tuple[Any, Any] = (None, None)

@@ -32,6 +32,12 @@
 #include <vector_functions.h>
 
 #define CF_EXPORT __attribute__((visibility("default")))
+// Module variables stay visible in the kernel library (built with hidden visibility), so that
+// set_global/get_global find them by name, as cuLibraryGetGlobal does.
+#undef __constant__
+#undef __device__
+#define __constant__ CF_EXPORT
+#define __device__ CF_EXPORT
 
 #include "cuforge_cpu_abi.h"
 

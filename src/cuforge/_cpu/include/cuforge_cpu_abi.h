@@ -35,6 +35,8 @@ int cuforge_cpu_threads(int wanted);
 int cuforge_cpu_group_sync(struct cuforge_cpu_launch* L, char* why, unsigned long long size);
 // The shared-memory arena of block `rank` of this block's cluster (map_shared_rank), or null.
 char* cuforge_cpu_group_arena(unsigned rank);
+// The size of the module variable at `address` (from the library's symbol table), 0 if unknown.
+unsigned long long cuforge_cpu_symbol_size(void* address);
 // This block's thread is done with its blocks (a group's block that exits stops the others' waits).
 void cuforge_cpu_group_exit(void);
 }
