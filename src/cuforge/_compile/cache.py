@@ -145,6 +145,12 @@ def note_source_kernel(source: str, kernel: Compilable) -> None:
         _by_source.setdefault(source, weakref.WeakSet()).add(kernel)
 
 
+def kernels_over(source: str) -> list[Compilable]:
+    """The kernels declared over the source= text ``source`` (alive), in no set order."""
+    with _source_lock:
+        return list(_by_source.get(source, ()))
+
+
 def _siblings(kernels: Sequence[Compilable], first: CompileUnit, options: CompileOptions | None, flags: tuple[str, ...],
               opts: CompileOptions) -> list[tuple[CompileUnit, str]]:  # fmt: skip
     """(unit, key) of the other kernels declared over the same source= text as ``first``, with

@@ -288,7 +288,9 @@ class Kernel(_KernelBase, OnDevice):
         return self._loader.function(device)
 
     def _cpu_entry(self) -> int:
-        """The kernel compiled for the CPU (on its first launch there): its entry's address."""
+        """The kernel compiled for the CPU (on its first launch there): its entry's address.
+        Kernels declared over the same source= text (a %%cuda cell's) are built with it, in one
+        library, so that they share its module variables as they do on a GPU."""
         if self._cpu is None:
             if self._decl.module is not None:
                 raise CuforgeError(
@@ -298,12 +300,27 @@ class Kernel(_KernelBase, OnDevice):
             from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
 
             unit = self.compile_unit()
-            program = _cpu_library.build(self.label, unit.source, line_sources=unit.line_sources, headers=unit.headers,
-                                         options=unit.options, entries=[self.name_expression])  # fmt: skip
-            self._cpu, self._cpu_lib = program.entries[self.name_expression], program.library
-            if _kinds.uses_grid_sync(unit.source):
-                self._plan.grid_sync = True
+            group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
+            if unit.source_text is not None:
+                for k in _cache.kernels_over(unit.source_text):
+                    if isinstance(k, Kernel) and k is not self and k._cpu is None:
+                        other = k.compile_unit()
+                        if _cache.same_program(unit, other):
+                            group.append((k, other))
+            source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))
+            lines = {name: text for _, u in group for name, text in u.line_sources.items()}
+            program = _cpu_library.build(self.label, source, line_sources=lines, headers=unit.headers,
+                                         options=unit.options, entries=[k.name_expression for k, _ in group])  # fmt: skip
+            grid_sync = _kinds.uses_grid_sync(source)
+            for k, _ in group:
+                k._cpu, k._cpu_lib = program.entries[k.name_expression], program.library
+                k._plan.grid_sync = k._plan.grid_sync or grid_sync
         return self._cpu
+
+    def _launch_on_cpu(self) -> None:
+        """Calls that name no device run on the CPU (``%%cuda --device cpu``)."""
+        self._plan.on_cpu = True
+        self._fast = None
 
     def _cpu_library(self) -> Any:
         """The kernel's CPU library (built on first use): where its module variables are."""
@@ -312,7 +329,7 @@ class Kernel(_KernelBase, OnDevice):
 
     def _use_launcher(self, launcher: Any) -> None:
         """Calls go to ``launcher`` (a C Launcher), or with None to the general path."""
-        self._fast = launcher
+        self._fast = None if self._plan.on_cpu else launcher
 
     @property
     def family(self) -> Any:
@@ -331,7 +348,7 @@ class Kernel(_KernelBase, OnDevice):
                         shared_mem: Any, stream: Any) -> None:  # fmt: skip
         """Every call the C launcher declines: bind, check (raising on bad input), launch."""
         plan = self._plan
-        if kwargs.get("device") == "cpu" if "device" in kwargs else _cuda.on_cpu():
+        if kwargs.get("device") == "cpu" if "device" in kwargs else plan.on_cpu or _cuda.on_cpu():
             from .._launch import cpu as _cpu_launch  # (the CPU backend loads on its first use)
 
             kwargs = {k: v for k, v in kwargs.items() if k != "device"}
@@ -379,6 +396,14 @@ class Kernel(_KernelBase, OnDevice):
         from .display import kernel_html
 
         return kernel_html(self, list(self._compiled.values()))
+
+
+def run_on_cpu(kernels: list[Kernel]) -> None:
+    """Build ``kernels`` for the CPU now (a compile error shows here), and make the CPU where
+    their calls that name no device run (``%%cuda --device cpu``)."""
+    for k in kernels:
+        k._launch_on_cpu()
+        k._cpu_entry()
 
 
 def current_cc() -> int:

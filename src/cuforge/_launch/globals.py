@@ -39,8 +39,8 @@ def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> t
     return int(ptr), int(size)
 
 
-def _on_cpu(device: int | str | None) -> bool:
-    return device == "cpu" or (device is None and _cuda.on_cpu())
+def _on_cpu(plan: LaunchPlan, device: int | str | None) -> bool:
+    return device == "cpu" or (device is None and (plan.on_cpu or _cuda.on_cpu()))
 
 
 def _cpu_address(plan: LaunchPlan, name: str, who: str) -> tuple[int, int]:
@@ -72,7 +72,7 @@ def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, d
     data = np.ascontiguousarray(value)
     if data.dtype.hasobject or data.dtype.kind not in "biufc":
         raise ArgumentTypeError(f"{who}: expects numbers (a NumPy array), got {data.dtype} ({type(value).__name__})")
-    if _on_cpu(device):
+    if _on_cpu(plan, device):
         ptr, size = _cpu_address(plan, name, who)
         if data.nbytes != size:
             raise _size_error(who, size, data)
@@ -93,7 +93,7 @@ def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: in
     far (``cuCtxSynchronize``)."""
     who = f"{plan.label}.get_global({name!r})"
     dt = np.dtype(dtype)
-    if _on_cpu(device):
+    if _on_cpu(plan, device):
         ptr, size = _cpu_address(plan, name, who)
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")

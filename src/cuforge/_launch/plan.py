@@ -90,7 +90,7 @@ class LaunchPlan:
     """
 
     __slots__ = ("attrs", "block", "checks", "cpu", "cpu_library", "grid", "grid_sync", "host_checks", "kind", "label", "load",
-                 "loaded", "module", "packer", "seen_block", "seen_grid", "signature", "smem", "specs")  # fmt: skip
+                 "loaded", "module", "on_cpu", "packer", "seen_block", "seen_grid", "signature", "smem", "specs")  # fmt: skip
 
     def __init__(self, label: str, signature: Signature, specs: tuple[ParamSpec, ...], *, block: tuple[int, int, int],
                  grid: GridRule, smem: SharedMemRule | None, kind: _kinds.LaunchKind, module: Any,
@@ -109,5 +109,6 @@ class LaunchPlan:
         self.host_checks: tuple[Callable[[Any, Any], Any], ...] | None = None
         self.cpu: Callable[[], int] | None = None
         self.cpu_library: Callable[[], Any] | None = None  # the kernel's loaded CPU library (ctypes.CDLL)
+        self.on_cpu = False  # calls that name no device run on the CPU (%%cuda --device cpu)
         self.seen_grid: tuple[Any, Any] = (None, None)  # (the object, its dims): dims once set
         self.seen_block: tuple[Any, Any] = (None, None)

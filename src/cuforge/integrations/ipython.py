@@ -24,7 +24,7 @@ from .._declare import cparse as _cparse
 from .._declare import render as _render
 from .._declare.dtypes import BY_NAME
 from .._kernel.decorator import Kernel, kernel
-from .._kernel.kernel import current_cc, refuse_compile_in_capture
+from .._kernel.kernel import current_cc, refuse_compile_in_capture, run_on_cpu
 from .._kernel.template import KernelTemplate
 from .._runtime import cuda as _cuda
 from ..errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
@@ -52,6 +52,8 @@ class CudaMagics(Magics):
 
     @magic_arguments()
     @argument("--arch", help="target arch, e.g. sm_90 (default: the GPU's; CUFORGE_ARCH without one)")
+    @argument("--device", choices=["cuda", "cpu"], default="cuda",
+              help="cpu: compile for the CPU, and the kernels' calls run there (cuforge's CPU backend)")
     @argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="a macro (repeatable)")
     @argument("--std", help="C++ dialect: c++11, c++14, c++17 (default) or c++20")
     @argument("--options", default="", help="further NVRTC flags, as one quoted string")
@@ -71,8 +73,9 @@ class CudaMagics(Magics):
         args.options, args.name, args.arch = _unquote(args.options), _unquote(args.name), _unquote(args.arch)
         opts = self._options(args)
         args.launch = {"cooperative": args.cooperative, "cluster": _cluster(_unquote(args.cluster))}
+        on_cpu = args.device == "cpu"
         try:
-            arch = check_arch(args.arch) if args.arch else _default_arch()
+            arch = check_arch(args.arch) if args.arch else "" if on_cpu else _default_arch()
         except DeclarationError as exc:
             raise UsageError(f"%%cuda: --{exc}") from None
         # extern __shared__ arrays as one array of bytes: a template's, instantiated for two
@@ -81,8 +84,12 @@ class CudaMagics(Magics):
         bound = self._build(source, args, opts)
         with _config.scope(cache="0") if args.no_cache else contextlib.nullcontext():
             kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
-            try:  # every kernel of the cell in one NVRTC program: the cell is one source
-                compiled = _cache.compile_together(kernels, arch, None, who="%%cuda", guard=refuse_compile_in_capture)
+            try:  # every kernel of the cell in one program (NVRTC's, or the CPU's library): the cell is one source
+                if on_cpu:
+                    run_on_cpu(kernels)
+                    compiled = []
+                else:
+                    compiled = _cache.compile_together(kernels, arch, None, who="%%cuda", guard=refuse_compile_in_capture)
             except CompileError as exc:
                 raise CellCompileError(str(exc), log=exc.log, source=exc.source, options=exc.options) from None
         if any(_parallel.fell_back(ck.log) for ck in compiled):  # this cell's results, not another thread's
@@ -92,6 +99,8 @@ class CudaMagics(Magics):
                   f"__shared__ array of a template's type does where cuforge cannot rewrite it as one array of bytes; "
                   f"each kernel then has its own copy of the cell's __device__ and __constant__ variables")  # fmt: skip
         for what in args.show:
+            if on_cpu and what != "source":
+                raise UsageError(f"%%cuda: --show {what} shows GPU code; with --device cpu only --show source is there")
             self._show(what, bound, arch)
         self._user_ns.update(bound)
         print("bound: " + "; ".join(_describe(name, obj) for name, obj in bound.items()))
