@@ -65,6 +65,7 @@ from .errors import ArgumentError as ArgumentError
 from .errors import ArgumentTypeError as ArgumentTypeError
 from .errors import CellCompileError as CellCompileError
 from .errors import CompileError as CompileError
+from .errors import CompilerNotFoundError as CompilerNotFoundError
 from .errors import ConfigError as ConfigError
 from .errors import CuforgeError as CuforgeError
 from .errors import DeclarationError as DeclarationError
@@ -144,6 +145,7 @@ __all__ = [
     "CompiledKernel",
     "CellCompileError",
     "CompileError",
+    "CompilerNotFoundError",
     "ConfigError",
     "CompileOptions",
     "complex128",

@@ -8,6 +8,7 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── TemplateError                    Jinja could not render a body or template
     ├── CompileError                     NVRTC rejected the rendered source (.log, .source, .options)
     │   └── CellCompileError             ... in a %%cuda cell (shown without a traceback)
+    ├── CompilerNotFoundError (RuntimeError)  no host C++ compiler for the CPU backend
     ├── ArgumentError (ValueError)       a launch argument is missing, extra or out of range
     │   └── ArgumentTypeError (TypeError)   a launch argument has the wrong type or dtype
     ├── SignatureMismatchError           a ``source=`` kernel disagrees with its annotations
@@ -29,6 +30,7 @@ __all__ = [
     "ArgumentTypeError",
     "CellCompileError",
     "CompileError",
+    "CompilerNotFoundError",
     "ConfigError",
     "CuforgeError",
     "DeclarationError",
@@ -113,6 +115,13 @@ class CompileError(CuforgeError):
 
 def _rebuild(cls: type[CompileError], message: str, log: str, source: str, options: tuple[str, ...]) -> CompileError:
     return cls(message, log=log, source=source, options=options)
+
+
+class CompilerNotFoundError(CuforgeError, RuntimeError):
+    """No host C++ compiler to build kernels for the CPU with (``CXX``, ``c++``, ``g++``,
+    ``clang++`` or the ``ziglang`` wheel); the message says how to get one."""
+
+    __module__ = "cuforge"
 
 
 class ArgumentError(CuforgeError, ValueError):

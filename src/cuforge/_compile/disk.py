@@ -73,10 +73,10 @@ class CacheWriteWarning(UserWarning):
 _warned: set[str] = set()
 
 
-def _warn_once(what: str, message: str) -> None:
+def _warn_once(what: str, message: str, stacklevel: int = 4) -> None:
     if what not in _warned:
         _warned.add(what)
-        warnings.warn(message, CacheWriteWarning, stacklevel=4)
+        warnings.warn(message, CacheWriteWarning, stacklevel=stacklevel)
 
 
 ENTRY_SCHEMA = 1
@@ -173,15 +173,18 @@ class DiskCache:
             self._store[f"code:{digest}"] = result.code  # code first: a meta entry never points at nothing
             self.put_json(self.meta_name(key), meta, raising=True)
         except OSError as exc:
-            counters.add(disk_errors=1)
-            _debug("cuforge cache: could not write %s in %s: %s", key[:16], self.root, exc)
-            _warn_once("write", f"cuforge: cannot write the compile cache at {self.root} ({exc}); kernels still work, "
-                                f"but a new process compiles them again. Free space or set CUFORGE_CACHE_DIR "
-                                f"(this warning is given once per process)")  # fmt: skip
+            self._write_failed(key, exc)
             return
         self._results[digest] = result
         counters.add(disk_writes=1)
         self._wrote(len(result.code) + 1024)
+
+    def _write_failed(self, name: str, exc: OSError) -> None:
+        counters.add(disk_errors=1)
+        _debug("cuforge cache: could not write %s in %s: %s", name[:24], self.root, exc)
+        _warn_once("write", f"cuforge: cannot write the compile cache at {self.root} ({exc}); kernels still work, "
+                            f"but a new process compiles them again. Free space or set CUFORGE_CACHE_DIR "
+                            f"(this warning is given once per process)", stacklevel=5)  # fmt: skip
 
     def _bad(self, name: str, why: str, *, quiet: bool = False) -> None:
         """Count and log a damaged entry, and remove it so the rewrite can take its place."""
@@ -231,6 +234,36 @@ class DiskCache:
             return
         if not raising:  # a kernel's metadata is accounted with its code in put()
             self._wrote(len(data))
+
+    # ------------------------------------------------------------ other compiled code (the CPU backend's)
+
+    def get_bytes(self, name: str, sha256: str, *, quiet: bool = False) -> bytes | None:
+        """Entry ``name``'s bytes when their SHA-256 is ``sha256``; None when missing or
+        damaged (counted, unless ``quiet``, and removed)."""
+        try:
+            data = self._store[name]
+        except KeyError:
+            self._bad(name, "entry missing", quiet=quiet)
+            return None
+        except OSError as exc:
+            self._bad(name, f"unreadable: {exc}", quiet=quiet)
+            return None
+        if _digest(data) != sha256:
+            self._bad(name, "checksum mismatch", quiet=quiet)
+            return None
+        counters.add(disk_hits=1)
+        return data
+
+    def put_bytes(self, name: str, data: bytes) -> bool:
+        """Write ``data`` as entry ``name``; False (counted, warned once) when it could not be."""
+        try:
+            self._store[name] = data
+        except OSError as exc:
+            self._write_failed(name, exc)
+            return False
+        counters.add(disk_writes=1)
+        self._wrote(len(data))
+        return True
 
     # ------------------------------------------------------------ cross-process locks
 

@@ -1,5 +1,6 @@
 """The process-wide cache counters behind `cuforge.cache_stats` (NVRTC compiles are
-counted where they happen, in ``nvrtc``; hits and writes in ``store`` and ``disk``)."""
+counted where they happen, in ``nvrtc``, and host compiles in ``_cpu.store``; hits and
+writes in ``store``, ``disk`` and ``_cpu.store``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class CacheStats(NamedTuple):
     pch_creations: int = 0  # NVRTC precompiled headers made (see _pch)
     pch_hits: int = 0  # compiles that used one
     batch_fallbacks: int = 0  # batches compiled one instantiation at a time, their declarations clashing
+    cpu_compiles: int = 0  # shared objects the host C++ compiler built for the CPU backend
 
 
 CacheStats.__module__ = "cuforge"  # (a NamedTuple's body cannot set it)
@@ -38,7 +40,7 @@ class _Counters:
 
     def reset(self) -> None:
         self.memory_hits = self.disk_hits = self.compiles = self.disk_errors = self.disk_writes = 0
-        self.pch_creations = self.pch_hits = self.batch_fallbacks = 0
+        self.pch_creations = self.pch_hits = self.batch_fallbacks = self.cpu_compiles = 0
         self.compile_seconds = 0.0
 
     def add(self, **deltas: float) -> None:
@@ -53,7 +55,9 @@ counters = _Counters()
 def cache_stats(reset: bool = False) -> CacheStats:
     """Counters of this process: memory and disk hits, NVRTC compiles and their seconds,
     disk errors (damaged or unreadable entries, failed writes), disk writes, NVRTC
-    precompiled headers made and used, and batches compiled one instantiation at a time.
+    precompiled headers made and used, batches compiled one instantiation at a time, and
+    shared objects the host C++ compiler built for the CPU (their hits and disk entries
+    count with the kernels').
 
     Parameters
     ----------
@@ -74,7 +78,7 @@ def cache_stats(reset: bool = False) -> CacheStats:
         snap = CacheStats(
             counters.memory_hits, counters.disk_hits, counters.compiles,
             counters.compile_seconds, counters.disk_errors, counters.disk_writes, counters.pch_creations,
-            counters.pch_hits, counters.batch_fallbacks,
+            counters.pch_hits, counters.batch_fallbacks, counters.cpu_compiles,
         )  # fmt: skip
         if reset:
             counters.reset()

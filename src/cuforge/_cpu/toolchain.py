@@ -1,0 +1,130 @@
+"""The host C++ compiler the CPU backend builds kernels with, and its flags.
+
+Found once per process (per value of ``CXX`` and ``PATH``): ``$CXX`` when set (split as a
+shell would: ``ccache g++`` or a path), else the first of ``c++``, ``g++``, ``clang++`` on
+``PATH``, else the compiler of the ``ziglang`` wheel (``pip install "cuforge[cpu]"``). Its
+``--version`` line enters every CPU compile's cache key, so a compiler upgrade rebuilds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import CompilerNotFoundError
+
+__all__ = ["Compiler", "compile_flags", "find_compiler"]
+
+CANDIDATES = ("c++", "g++", "clang++")
+VERSION_TIMEOUT_S = 60.0
+FIX = (
+    'Fix: set CXX to a C++17 compiler, install g++ or clang++, or pip install "cuforge[cpu]" '
+    "(which brings the ziglang wheel's C++ compiler)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Compiler:
+    """A host C++ compiler: the command that runs it, its family, and its ``--version`` line."""
+
+    argv: tuple[str, ...]
+    kind: Literal["gcc", "clang", "zig"]
+    version: str
+
+
+_found: dict[tuple[str, str], Compiler] = {}
+
+
+def find_compiler() -> Compiler:
+    """The host C++ compiler, looked up once per process (and again if ``CXX`` or ``PATH``
+    changes). Raises `CompilerNotFoundError`, saying how to get one, when there is none."""
+    where = (os.environ.get("CXX", ""), os.environ.get("PATH", ""))
+    found = _found.get(where)
+    if found is None:  # (a failure is not remembered: installing a compiler fixes the next call)
+        found = _found[where] = _find(*where)
+    return found
+
+
+def _find(cxx: str, path: str) -> Compiler:
+    if cxx.strip():
+        argv = shlex.split(cxx)
+        program = shutil.which(argv[0], path=path or None) if os.sep not in argv[0] else argv[0]
+        if program is None or not os.access(program, os.X_OK):
+            raise CompilerNotFoundError(
+                f"running kernels on the CPU needs a C++17 compiler: CXX={cxx!r} names {argv[0]!r}, which is not an "
+                f"executable program{'' if os.sep in argv[0] else ' on PATH'}. {FIX}, or unset CXX to use the first "
+                f"of {', '.join(CANDIDATES)} found on PATH"
+            )
+        return _describe((program, *argv[1:]), cxx=cxx)
+    for name in CANDIDATES:
+        program = shutil.which(name, path=path) if path else None
+        if program is not None:
+            return _describe((program,))
+    import importlib.util
+
+    if importlib.util.find_spec("ziglang") is not None:
+        return _describe((sys.executable, "-m", "ziglang", "c++"))
+    raise CompilerNotFoundError(
+        "running kernels on the CPU needs a C++17 compiler, and none was found: CXX is unset, none of "
+        f"{', '.join(CANDIDATES)} is on PATH, and the ziglang package is not installed. {FIX}"
+    )
+
+
+def _describe(argv: tuple[str, ...], *, cxx: str = "") -> Compiler:
+    """``argv`` with its kind and version; the version costs a process, so it is asked once."""
+    try:
+        version = _version(argv)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        what = f"CXX={cxx!r}" if cxx else shlex.join(argv)
+        raise CompilerNotFoundError(
+            f"running kernels on the CPU needs a C++17 compiler, and {what} did not answer --version ({exc}). {FIX}"
+        ) from None
+    return Compiler(argv, _kind(argv, version), version)
+
+
+def _kind(argv: tuple[str, ...], version: str) -> Literal["gcc", "clang", "zig"]:
+    if "ziglang" in argv or any(os.path.basename(a) in ("zig", "zig.exe") for a in argv):
+        return "zig"
+    return "clang" if "clang" in version.lower() else "gcc"
+
+
+@functools.cache
+def _version(argv: tuple[str, ...]) -> str:
+    """The first line of ``argv --version`` (zig's clang names no zig release: the wheel's
+    version is put before it)."""
+    run = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False)
+    lines = (run.stdout or run.stderr).strip().splitlines()
+    if run.returncode != 0 or not lines:
+        raise ValueError(f"exit status {run.returncode}: {(run.stderr or run.stdout).strip()[:200]!r}")
+    if "ziglang" in argv:
+        from importlib.metadata import version
+
+        return f"ziglang {version('ziglang')}: {lines[0].strip()}"
+    return lines[0].strip()
+
+
+def compile_flags(compiler: Compiler, *, debug: bool) -> tuple[str, ...]:
+    """The flags that build one translation unit into a shared object this Python can load
+    (the caller adds ``-D`` and ``-I``).
+
+    - ``-fno-strict-aliasing``: CUDA code reads one type through a pointer to another
+      (``reinterpret_cast<float4*>``) and nvcc compiles it as meant; so must we.
+    - ``-fno-math-errno``: CUDA's math functions never set ``errno``; without the flag
+      ``sqrtf`` and friends cannot become single instructions.
+    - Signed overflow and the rest of the language's undefined behaviour stay as the
+      compiler's default (no ``-fwrapv``), as under nvcc.
+    - zig: its clang turns UBSan on with traps in unoptimised builds; kernels get the same
+      semantics from every compiler, so it is off.
+    """
+    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-pthread"]
+    if compiler.kind == "zig":
+        flags.append("-fno-sanitize=undefined")
+    if debug:
+        flags.append("-g")
+    return tuple(flags)
