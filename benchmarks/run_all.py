@@ -2,7 +2,7 @@
 
     python benchmarks/run_all.py [OUTPUT_DIR]       (default: docs/benchmarks, where the docs show them)
 
-Writes results.json (launch kinds and a build's start-up included) and launch_overhead.png,
+Writes results.json (launch kinds, a build's start-up and the CPU backend included) and launch_overhead.png,
 graphs.png, bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
 a peer that is not installed is reported as missing, never skipped silently.
 """
@@ -20,6 +20,7 @@ sys.path.insert(0, HERE)
 
 import bandwidth  # noqa: E402
 import compile_speed  # noqa: E402
+import cpu_backend  # noqa: E402
 import family_compile  # noqa: E402
 import graphs  # noqa: E402
 import import_time  # noqa: E402
@@ -96,6 +97,7 @@ def targets(r: dict) -> dict:
         best = min(th[f"{n} threads: {peer} (us per launch)"] for peer in ("cupy RawKernel", "cuda.core launch"))
         at_most(f"{n} threads: cuforge <= best peer (first launches included)",
                 _ratio(th[f"{n} threads: cuforge (us per launch)"], best), 1.0)  # fmt: skip
+    out.update(r["cpu_backend"]["targets"])  # the CPU backend's, on this machine's CPU
     return out
 
 
@@ -151,6 +153,8 @@ def main(outdir: str) -> dict:
     r["compile_speed"] = compile_speed.main()
     r["startup"] = {"warm start": warm_start.main(), "import": import_time.main(), "processes": startup.main()}
     r["launch_kinds"] = launch_kinds.main()  # reported, not a target: cooperative cost, build vs cache start-up
+    # The GPU machine's CPU; Numba's simulator rows need CUFORGE_BENCH_NUMBA_PYTHON (or numba here).
+    r["cpu_backend"] = cpu_backend.main()
     r["targets"] = targets(r)
     with open(os.path.join(outdir, "results.json"), "w") as fh:
         json.dump(r, fh, indent=1)
