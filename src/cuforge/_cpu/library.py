@@ -63,7 +63,7 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
     with _lock:
         found = _programs.get(memo)
         if found is None:
-            extra = (_runtime.sources_digest(), include_dirs_digest(tuple(options.include_dirs)))
+            extra = (_runtime.sources_digest(), include_dirs_digest(tuple(options.include_dirs)), _toolchain.host_cpu())
             path = _store.shared_object(tu, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
                                         key_extra=extra)  # fmt: skip
             lib = _store.load(path)

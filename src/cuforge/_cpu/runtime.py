@@ -67,7 +67,7 @@ def library() -> ctypes.CDLL:
                     source = f.read()
                 path = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
                                             flags=_toolchain.compile_flags(compiler, debug=False),
-                                            label="cuforge's CPU runtime", key_extra=(sources_digest(),))  # fmt: skip
+                                            label="cuforge's CPU runtime", key_extra=(sources_digest(), _toolchain.host_cpu()))  # fmt: skip
                 lib = _store.load(path, global_symbols=True)
                 lib.cuforge_cpu_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch)]
                 lib.cuforge_cpu_run.restype = None

@@ -119,12 +119,33 @@ def compile_flags(compiler: Compiler, *, debug: bool) -> tuple[str, ...]:
       ``sqrtf`` and friends cannot become single instructions.
     - Signed overflow and the rest of the language's undefined behaviour stay as the
       compiler's default (no ``-fwrapv``), as under nvcc.
+    - ``-O3 -march=native``: a barrier-free kernel's threads are a loop the compiler can
+      vectorize, which needs this machine's masked loads and stores; the library is cached
+      for this machine only (`host_cpu` enters its key).
     - zig: its clang turns UBSan on with traps in unoptimised builds; kernels get the same
       semantics from every compiler, so it is off.
     """
-    flags = ["-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-pthread"]
+    flags = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno",
+             "-pthread"]  # fmt: skip
     if compiler.kind == "zig":
         flags.append("-fno-sanitize=undefined")
     if debug:
         flags.append("-g")
     return tuple(flags)
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> str:
+    """This machine's processor as ``-march=native`` sees it: its model and feature flags
+    (a digest), so that a library built for one CPU is never loaded on another."""
+    import hashlib
+    import platform
+
+    text = platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            info = f.read().split("\n\n", 1)[0]
+    except OSError:
+        info = platform.processor()
+    keep = [line for line in info.splitlines() if line.split(":")[0].strip() in ("vendor_id", "model name", "flags")]
+    return text + ":" + hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector_types.h>
@@ -519,6 +520,13 @@ inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) 
 template <auto K> void call_kernel(void** args) {
     invoke_with<K>(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
 }
+// The parameters copied out once (for the plain loop: locals the compiler knows no store reaches,
+// so that it can keep them in registers and vectorize the loop over the threads).
+template <class... A, size_t... I>
+inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
+                                                                            std::index_sequence<I...>) {
+    return {*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...};
+}
 
 inline void begin_block(Worker& w, long long b) {
     unsigned gx = w.L->grid[0], gy = w.L->grid[1];
@@ -529,9 +537,10 @@ inline void begin_block(Worker& w, long long b) {
     w.block_done = false;
 }
 
-template <ThreadFn TF, bool PLAIN> void plain_main(void* worker, unsigned) {
+template <auto K, bool PLAIN> void plain_main(void* worker, unsigned) {
     Worker& w = *static_cast<Worker*>(worker);
     void** args = w.L->args;
+    const auto params = unpack(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
     unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
     for (; w.b < w.last; ++w.b) {
         begin_block(w, w.b);
@@ -543,14 +552,14 @@ template <ThreadFn TF, bool PLAIN> void plain_main(void* worker, unsigned) {
                 if (PLAIN) {  // no barrier or warp function in the source: a loop the compiler may vectorize
                     for (unsigned x = 0; x < bx; ++x) {
                         threadIdx.x = x;
-                        TF(args);
+                        std::apply(K, params);
                     }
                     continue;
                 }
                 for (unsigned x = 0; x < bx; ++x, ++t) {
                     threadIdx.x = x;
                     w.cur = t;
-                    TF(args);
+                    std::apply(K, params);
                     if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
                 }
             }
@@ -599,7 +608,7 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
     cuforge_cpu_guard(&w.jump, &sig, &addr);
     w.b = first, w.last = last;
     while (w.b < w.last && !L->status) {
-        w.f[MAX_THREADS].sp = fiber_stack(w.stacks + size_t(MAX_THREADS) * STACK, STACK, plain_main<&call_kernel<K>, PLAIN>, &w, 0);
+        w.f[MAX_THREADS].sp = fiber_stack(w.stacks + size_t(MAX_THREADS) * STACK, STACK, plain_main<K, PLAIN>, &w, 0);
         cuforge_cpu_switch(&w.runner, w.f[MAX_THREADS].sp);
         if (w.block_done) ++w.b;  // a block on fibers finished: the plain loop goes on after it
     }
