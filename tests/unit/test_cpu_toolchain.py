@@ -88,7 +88,8 @@ def test_no_compiler_at_all_names_the_fixes(monkeypatch):
 
 def test_flags():
     gcc = _toolchain.Compiler(("g++",), "gcc", "g++ 12")
-    base = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-pthread")
+    base = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno",
+            "-pthread")
     assert _toolchain.compile_flags(gcc, debug=False) == base
     assert _toolchain.compile_flags(gcc, debug=True) == (*base, "-g")
     zig = _toolchain.Compiler((sys.executable, "-m", "ziglang", "c++"), "zig", "ziglang 0.13.0: clang version 18")
