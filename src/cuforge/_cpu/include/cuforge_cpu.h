@@ -212,9 +212,9 @@ inline void park(Worker& w) {
     unsigned me = w.cur;
     uint3 mine = threadIdx;
     unsigned next = me;
-    for (unsigned i = 1; i <= w.n; ++i) {
-        unsigned t = (me + i) % w.n;
-        if (w.f[t].state == READY || w.f[t].state == FRESH) { next = t; break; }
+    for (unsigned i = 1, t = me; i <= w.n; ++i) {
+        if (++t == w.n) t = 0;
+        if (w.f[t].state <= READY) { next = t; break; }  // FRESH or READY
     }
     if (next == me && w.f[me].state != READY) {
         if (w.exited == w.n) {  // the last thread exited: back to the worker
@@ -333,7 +333,7 @@ inline void warp_compute(WarpOp& op, unsigned live) {
     unsigned seg = unsigned(32 - width);  // PTX shfl's segment mask, c[12:8]
     for (unsigned l = 0; l < 32; ++l) {
         if (!(mask >> l & 1)) continue;
-        int b = op.arg[l];
+        int b = op.arg[l] & 31;  // the hardware reads the low 5 bits of a lane, delta or lane mask
         int lane = int(l), j = lane;
         int min_lane = lane & int(seg), max_lane = min_lane | (31 & ~int(seg));
         bool ok = false;
@@ -356,7 +356,8 @@ inline void warp_compute(WarpOp& op, unsigned live) {
         for (unsigned l = 0; l < 32; ++l)
             if ((mask >> l & 1) && op.value[l]) bits |= 1u << l;
         acc = op.kind == W_BALLOT ? bits : op.kind == W_ANY ? bits != 0 : bits == mask;
-        for (unsigned l = 0; l < 32; ++l) op.out[l] = acc;
+        for (unsigned l = 0; l < 32; ++l)  // only the mask's lanes: others may not have read their last result
+            if (mask >> l & 1) op.out[l] = acc;
         break;
     }
     case W_MATCH_ANY: case W_MATCH_ALL: {
@@ -370,7 +371,8 @@ inline void warp_compute(WarpOp& op, unsigned live) {
             all = all && same == mask;
         }
         if (op.kind == W_MATCH_ALL)
-            for (unsigned l = 0; l < 32; ++l) op.out[l] = all ? (mask | (1ull << 32)) : 0;  // bit 32: the predicate
+            for (unsigned l = 0; l < 32; ++l)
+                if (mask >> l & 1) op.out[l] = all ? (mask | (1ull << 32)) : 0;  // bit 32: the predicate
         break;
     }
     case W_ADD: case W_MIN: case W_MAX: case W_UMIN: case W_UMAX: case W_AND: case W_OR: case W_XORR: {
@@ -392,7 +394,8 @@ inline void warp_compute(WarpOp& op, unsigned live) {
             }
             acc = a;
         }
-        for (unsigned l = 0; l < 32; ++l) op.out[l] = acc;
+        for (unsigned l = 0; l < 32; ++l)
+            if (mask >> l & 1) op.out[l] = acc;
         break;
     }
     default: break;
@@ -467,9 +470,9 @@ inline unsigned active_mask() {
     unsigned warp = w.cur / 32, live = lanes_of(w, warp), m = 0;
     for (unsigned l = 0; l < 32; ++l) {
         if (!(live >> l & 1)) continue;
-        unsigned t = warp * 32 + l;
-        bool gone = w.fibers ? w.f[t].state == DONE : t < w.cur;
-        if (!gone) m |= 1u << l;
+        // Before the block went on fibers its threads run one after the other, so none is known
+        // to have exited: the warp's lanes are all active, as in convergent code.
+        if (!w.fibers || w.f[warp * 32 + l].state != DONE) m |= 1u << l;
     }
     return m;
 }
