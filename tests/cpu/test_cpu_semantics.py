@@ -1,0 +1,640 @@
+"""CUDA C++ semantics on the CPU backend: barriers, shared memory, atomics, module variables,
+types, printf and math, and the faults and refusals that leave the process working. Each test
+launches a real kernel with device="cpu" and checks it against NumPy or exact values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+
+RNG = np.random.default_rng(2028)
+
+# ---------------------------------------------------------------- barriers and shared memory
+
+
+@cf.kernel
+class BlockSum:
+    """The shared-memory tree reduction: one element per thread, a sum per block."""
+
+    x: cf.In[cf.float32]
+    sums: cf.Out[cf.float32]
+    n: cf.int64
+    grid = "n"
+    block = 256
+    body = """
+    __shared__ float s[256];
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) s[threadIdx.x] += s[threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) sums[blockIdx.x] = s[0];
+    """
+
+
+def test_shared_memory_tree_reduction():
+    n = 2**16
+    x = RNG.integers(-1000, 1000, n).astype(np.float32)  # integer sums: exact in any order
+    sums = np.zeros(n // 256, np.float32)
+    BlockSum(x, sums, n, device="cpu")
+    np.testing.assert_array_equal(sums, x.reshape(-1, 256).sum(axis=1))
+
+
+@cf.kernel
+class SyncVotes:
+    """__syncthreads_count/_and/_or, as every thread of the block sees them."""
+
+    pred: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    n: cf.int64
+    block = 96
+    body = """
+    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    int p = pred[t];
+    out[0 * n + t] = __syncthreads_count(p);
+    out[1 * n + t] = __syncthreads_and(p);
+    out[2 * n + t] = __syncthreads_or(p);
+    out[3 * n + t] = __syncthreads_count(!p);
+    """
+
+
+def test_syncthreads_count_and_or():
+    blocks = 5
+    pred = (RNG.integers(0, 2, (blocks, 96)) * RNG.integers(1, 5, (blocks, 96))).astype(np.int32)
+    pred[1] = 3  # every predicate holds
+    pred[2] = 0  # none does
+    pred[3] = 0
+    pred[3, 95] = 1  # only the last thread's
+    out = np.zeros((4, blocks * 96), np.int32)
+    SyncVotes(pred.ravel(), out, blocks * 96, grid=blocks, device="cpu")
+    got = out.reshape(4, blocks, 96)
+    count = (pred != 0).sum(axis=1)
+    for row, want in enumerate([count, count == 96, count > 0, 96 - count]):
+        assert (got[row] == np.asarray(want, np.int32)[:, None]).all(), row
+
+
+@cf.kernel
+class Scan:
+    """An inclusive scan per block (Hillis-Steele), repeated `rounds` times: barriers inside
+    loops whose trip count is the same for every thread."""
+
+    x: cf.Array[cf.int32]
+    rounds: cf.int32
+    block = 256
+    body = """
+    __shared__ int buf[2][256];
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    unsigned t = threadIdx.x;
+    int v = x[i];
+    for (int r = 0; r < rounds; ++r) {
+        int cur = 0;
+        buf[cur][t] = v;
+        __syncthreads();
+        for (unsigned offset = 1; offset < blockDim.x; offset *= 2) {
+            buf[1 - cur][t] = buf[cur][t] + (t >= offset ? buf[cur][t - offset] : 0);
+            cur = 1 - cur;
+            __syncthreads();
+        }
+        v = buf[cur][t];
+        __syncthreads();
+    }
+    x[i] = v;
+    """
+
+
+def test_barriers_inside_uniform_loops():
+    x = RNG.integers(-50, 50, (4, 256)).astype(np.int32)
+    want = x.copy()
+    for _ in range(3):
+        want = np.cumsum(want, axis=1, dtype=np.int32)
+    Scan(x.ravel(), 3, grid=4, device="cpu")
+    np.testing.assert_array_equal(x, want)
+
+
+@cf.kernel
+class MatMul:
+    """c = a @ b with two 16x16 shared tiles."""
+
+    a: cf.In[cf.float32]
+    b: cf.In[cf.float32]
+    c: cf.Out[cf.float32]
+    m: cf.int32
+    k: cf.int32
+    n: cf.int32
+    block = (16, 16)
+    body = """
+    __shared__ float ta[16][16];
+    __shared__ float tb[16][16];
+    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < k; k0 += 16) {
+        ta[threadIdx.y][threadIdx.x] = a[row * k + k0 + threadIdx.x];
+        tb[threadIdx.y][threadIdx.x] = b[(k0 + threadIdx.y) * n + col];
+        __syncthreads();
+        for (int j = 0; j < 16; ++j) acc += ta[threadIdx.y][j] * tb[j][threadIdx.x];
+        __syncthreads();
+    }
+    c[row * n + col] = acc;
+    """
+
+
+def test_tiled_matmul_with_two_shared_tiles():
+    m, k, n = 48, 64, 80
+    a = RNG.integers(-8, 8, (m, k)).astype(np.float32)  # small integers: exact sums
+    b = RNG.integers(-8, 8, (k, n)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    MatMul(a, b, c, m, k, n, grid=(n // 16, m // 16), device="cpu")
+    np.testing.assert_array_equal(c, a @ b)
+
+
+@cf.kernel
+class Reverse:
+    """Each block reverses its part in dynamic shared memory, and says where that memory is."""
+
+    x: cf.Array[cf.float32]
+    aligned: cf.Out[cf.int32]
+    body = """
+    extern __shared__ float s[];
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    s[threadIdx.x] = x[i];
+    __syncthreads();
+    x[i] = s[blockDim.x - 1 - threadIdx.x];
+    if (threadIdx.x == 0) aligned[blockIdx.x] = (uintptr_t)s % 16 == 0;
+    """
+
+
+@pytest.mark.parametrize("block", [32, 100, 1024])
+def test_dynamic_shared_memory_and_its_alignment(block):
+    x = RNG.standard_normal((6, block)).astype(np.float32)
+    want = x[:, ::-1].copy()
+    aligned = np.zeros(6, np.int32)
+    Reverse(x.ravel(), aligned, grid=6, block=block, shared_mem=4 * block, device="cpu")
+    np.testing.assert_array_equal(x, want)
+    assert aligned.tolist() == [1] * 6
+
+
+@cf.kernel
+class SharedPair:
+    """Two __shared__ arrays of one kernel, and a __shared__ array in a __device__ function."""
+
+    x: cf.In[cf.int32]
+    out: cf.Out[cf.int64]
+    block = 128
+    preamble = """
+    __device__ int mirrored(int v) {
+        __shared__ int staged[128];
+        staged[threadIdx.x] = v;
+        __syncthreads();
+        int r = staged[blockDim.x - 1 - threadIdx.x];
+        __syncthreads();
+        return r;
+    }
+    """
+    body = """
+    __shared__ int squares[128];
+    __shared__ long long scaled[128];
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    int v = x[i];
+    squares[threadIdx.x] = v * v;
+    scaled[threadIdx.x] = 1000000000LL * v;
+    __syncthreads();
+    unsigned other = (threadIdx.x + 1) % blockDim.x;
+    out[i] = squares[other] + scaled[other] + mirrored(v);
+    """
+
+
+def test_two_shared_arrays_and_shared_in_a_device_function():
+    x = RNG.integers(-1000, 1000, (3, 128)).astype(np.int32)
+    out = np.zeros((3, 128), np.int64)
+    SharedPair(x.ravel(), out, grid=3, device="cpu")
+    v = x.astype(np.int64)
+    other = np.roll(v, -1, axis=1)
+    np.testing.assert_array_equal(out, other * other + 1_000_000_000 * other + v[:, ::-1])
+
+
+@cf.kernel
+class Rotate:
+    """A family: `__shared__ T s[N]` per instantiation."""
+
+    T = cf.typeparam(cf.float64, cf.int16)
+    N = cf.intparam(64, 32)
+    x: cf.Array[T]
+    block = "N"
+    body = """
+    __shared__ T s[N];
+    long long i = blockIdx.x * (long long)N + threadIdx.x;
+    s[threadIdx.x] = x[i];
+    __syncthreads();
+    x[i] = s[(threadIdx.x + 1) % N] + s[threadIdx.x];
+    """
+
+
+@pytest.mark.parametrize("ctype, dtype, n", [(cf.float64, np.float64, 64), (cf.int16, np.int16, 32)])
+def test_template_shared_array_per_instantiation(ctype, dtype, n):
+    x = RNG.integers(-100, 100, (3, n)).astype(dtype)
+    want = np.roll(x, -1, axis=1) + x
+    Rotate[ctype, n](x.ravel(), grid=3, device="cpu")
+    np.testing.assert_array_equal(x, want)
+
+
+# ---------------------------------------------------------------- atomics
+
+NO_ATOMICS = pytest.mark.xfail(
+    strict=True,
+    raises=cf.CompileError,
+    reason="the CPU runtime declares no atomic functions yet (atomicAdd, atomicCAS, atomicInc, ...: "
+    "'atomicAdd' was not declared in this scope)",
+)
+
+
+@cf.kernel
+class Atomics:
+    """A shared-memory histogram merged into a global one, a float sum of integers, a lock-free
+    max through atomicCAS, and atomicInc's wrap-around."""
+
+    x: cf.In[cf.int32]
+    hist: cf.Array[cf.uint32]
+    total: cf.Array[cf.float32]
+    biggest: cf.Array[cf.int32]
+    ring: cf.Array[cf.uint32]
+    n: cf.int64
+    grid = "n"
+    block = 256
+    body = """
+    __shared__ unsigned bins[256];
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    bins[threadIdx.x] = 0;
+    __syncthreads();
+    if (i < n) {
+        int v = x[i];
+        atomicAdd(&bins[v & 255], 1u);
+        atomicAdd(total, float(v & 7));
+        int seen = *biggest;
+        while (v > seen) {
+            int was = atomicCAS(biggest, seen, v);
+            if (was == seen) break;
+            seen = was;
+        }
+        atomicInc(ring, 9u);
+    }
+    __syncthreads();
+    if (bins[threadIdx.x]) atomicAdd(&hist[threadIdx.x], bins[threadIdx.x]);
+    """
+
+
+@pytest.fixture(scope="module")
+def atomics():
+    n = 100_000
+    x = RNG.integers(0, 2**31 - 1, n).astype(np.int32)
+    hist = np.zeros(256, np.uint32)
+    total = np.zeros(1, np.float32)
+    biggest = np.full(1, -1, np.int32)
+    ring = np.zeros(1, np.uint32)
+    Atomics(x, hist, total, biggest, ring, n, device="cpu")
+    return x, hist, total, biggest, ring
+
+
+@NO_ATOMICS
+def test_shared_then_global_histogram(atomics):
+    x, hist, *_ = atomics
+    np.testing.assert_array_equal(hist, np.bincount(x & 255, minlength=256))
+
+
+@NO_ATOMICS
+def test_float_atomic_add_of_integers_is_exact(atomics):
+    x, _, total, *_ = atomics
+    assert total[0] == float((x & 7).sum())  # under 2**24: every partial sum is exact
+
+
+@NO_ATOMICS
+def test_atomic_cas_max(atomics):
+    x, _, _, biggest, _ = atomics
+    assert biggest[0] == x.max()
+
+
+@NO_ATOMICS
+def test_atomic_inc_wraps_past_its_limit(atomics):
+    x, *_, ring = atomics
+    assert ring[0] == len(x) % 10  # atomicInc(p, 9) counts 0..9 then back to 0
+
+
+# ---------------------------------------------------------------- module variables
+
+MODULE_SOURCE = """
+__constant__ int table[4] = {3, 5, 7, 11};
+__device__ long long stash[4];
+extern "C" __global__ void put(const int* x, long long* y) {
+    stash[threadIdx.x] = (long long)x[threadIdx.x] * table[threadIdx.x];
+    y[threadIdx.x] = stash[threadIdx.x] + 1;
+}
+extern "C" __global__ void take(long long* y) { y[threadIdx.x] = stash[threadIdx.x]; }
+"""
+
+
+@cf.kernel
+class Put:
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int64]
+    name = "put"
+    block = 4
+    source = MODULE_SOURCE
+
+
+@cf.kernel
+class Take:
+    y: cf.Out[cf.int64]
+    name = "take"
+    block = 4
+    source = MODULE_SOURCE
+
+
+def test_constant_array_initialised_in_the_source_and_a_device_variable():
+    y = np.zeros(4, np.int64)
+    Put(np.array([1, -2, 3, 1000], np.int32), y, device="cpu")
+    assert y.tolist() == [4, -9, 22, 11001]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="on the CPU each kernel is built alone (_cpu_entry builds entries=[its own name]), so two kernels "
+    "declared over one source= text get two programs with their own __device__ variables; on the GPU they share one",
+)
+def test_kernels_of_one_source_share_device_variables():
+    y = np.zeros(4, np.int64)
+    Put(np.array([1, -2, 3, 1000], np.int32), np.zeros(4, np.int64), device="cpu")
+    Take(y, device="cpu")  # one source, one program: the same stash (as on the GPU and CuPy's RawModule)
+    assert y.tolist() == [3, -10, 21, 11000]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=cf.NoDeviceError,
+    reason="set_global/get_global are not routed to the CPU backend: device='cpu' reaches the CUDA driver, which "
+    "raises NoDeviceError (whose message even suggests passing device='cpu')",
+)
+def test_set_global_and_get_global_on_the_cpu():
+    y = np.zeros(4, np.int64)
+    Put.set_global("table", np.array([2, 4, 6, 8], np.int32), device="cpu")
+    Put(np.array([1, 1, 1, 1], np.int32), y, device="cpu")
+    assert y.tolist() == [3, 5, 7, 9]
+    assert Put.get_global("stash", np.int64, device="cpu").tolist() == [2, 4, 6, 8]
+
+
+# ---------------------------------------------------------------- types, printf, math
+
+
+@cf.kernel
+class Saxpy4:
+    a: cf.float32
+    x: cf.In[cf.vector(cf.float32, 4)]
+    y: cf.Array[cf.vector(cf.float32, 4)]
+    n4: cf.int64
+    grid = "n4"
+    block = 64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n4) { float4 v = x[i], w = y[i];
+                  y[i] = make_float4(a * v.x + w.x, a * v.y + w.y, a * v.z + w.z, a * v.w + w.w); }
+    """
+
+
+def test_float4_arrays():
+    x = RNG.integers(-100, 100, (1000, 4)).astype(np.float32)
+    y = RNG.integers(-100, 100, (1000, 4)).astype(np.float32)
+    want = np.float32(2.5) * x + y
+    Saxpy4(2.5, x, y, 1000, device="cpu")
+    np.testing.assert_array_equal(y, want)
+
+
+@cf.kernel
+class HalfOps:
+    x: cf.In[cf.float16]
+    y: cf.In[cf.float16]
+    out: cf.Out[cf.float16]
+    n: cf.int64
+    grid = "n"
+    block = 128
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] * y[i] + x[i];
+    """
+
+
+def test_half_arithmetic_rounds_as_numpy_float16():
+    x = RNG.uniform(-4, 4, 3000).astype(np.float16)
+    y = RNG.uniform(-4, 4, 3000).astype(np.float16)
+    out = np.zeros(3000, np.float16)
+    HalfOps(x, y, out, 3000, device="cpu")
+    np.testing.assert_array_equal(out, x * y + x)  # each operation rounded to half, as NumPy does
+
+
+@cf.kernel
+class CMul:
+    x: cf.In[cf.complex64]
+    y: cf.Array[cf.complex64]
+    n: cf.int64
+    grid = "n"
+    block = 64
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * y[i] + 1.0f;"
+
+
+def test_complex_multiply():
+    x = (RNG.integers(-50, 50, 500) + 1j * RNG.integers(-50, 50, 500)).astype(np.complex64)
+    y = (RNG.integers(-50, 50, 500) + 1j * RNG.integers(-50, 50, 500)).astype(np.complex64)
+    want = x * y + 1
+    CMul(x, y, 500, device="cpu")
+    np.testing.assert_array_equal(y, want)  # integer parts: exact
+
+
+@cf.kernel
+class Maths:
+    x: cf.In[cf.float32]
+    out: cf.Out[cf.float32]
+    n: cf.int64
+    grid = "n"
+    block = 64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        out[0 * n + i] = expf(v);
+        out[1 * n + i] = sinf(v);
+        out[2 * n + i] = sqrtf(fabsf(v));
+        out[3 * n + i] = fmaf(v, v, 1.0f);
+        if (i == 0) printf("Maths: block %d thread %d of %d sees %.2f\\n", blockIdx.x, threadIdx.x, blockDim.x, v);
+    }
+    """
+
+
+def test_math_functions_and_printf(capfd):
+    x = RNG.uniform(-5, 5, 300).astype(np.float32)
+    out = np.zeros((4, 300), np.float32)
+    Maths(x, out, 300, device="cpu")
+    np.testing.assert_allclose(out[0], np.exp(x), rtol=2e-7)
+    np.testing.assert_allclose(out[1], np.sin(x), rtol=2e-7, atol=1e-7)
+    np.testing.assert_array_equal(out[2], np.sqrt(np.abs(x)))  # correctly rounded, as on the GPU
+    np.testing.assert_array_equal(out[3], (x.astype(np.float64) ** 2 + 1).astype(np.float32))  # one rounding
+    assert capfd.readouterr().out == f"Maths: block 0 thread 0 of 64 sees {x[0]:.2f}\n"
+
+
+@cf.kernel
+class Bits:
+    x: cf.In[cf.uint32]
+    out: cf.Out[cf.int32]
+    n: cf.int64
+    grid = "n"
+    block = 64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i < n) { out[2 * i] = __popc(x[i]); out[2 * i + 1] = __clz(int(x[i])); }
+    """
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=cf.CompileError,
+    reason="the CPU runtime declares no integer intrinsics yet ('__popc' was not declared in this scope)",
+)
+def test_popc_and_clz():
+    x = RNG.integers(0, 2**32, 500, dtype=np.uint64).astype(np.uint32)
+    x[:3] = [0, 1, 0xFFFFFFFF]
+    out = np.zeros((500, 2), np.int32)
+    Bits(x, out, 500, device="cpu")
+    assert out[:, 0].tolist() == [bin(int(v)).count("1") for v in x]
+    assert out[:, 1].tolist() == [32 - int(v).bit_length() for v in x]
+
+
+# ---------------------------------------------------------------- faults and refusals
+
+
+@cf.kernel
+class Faulty:
+    """mode 0 runs well; 1 a divergent barrier; 2 a warp function some lanes never reach;
+    3 a failed assert; 4 a write through a wild pointer."""
+
+    mode: cf.int32
+    out: cf.Array[cf.int32]
+    block = 64
+    body = """
+    unsigned t = threadIdx.x;
+    long long i = blockIdx.x * (long long)blockDim.x + t;
+    if (mode == 1) { if (t < 16) __syncthreads(); }
+    if (mode == 2) { if (t % 32 < 8) out[i] = __shfl_sync(0xffffffffu, (int)t, 0); }
+    if (mode == 3) {
+        assert(out[i] >= 0);
+    }
+    if (mode == 4) ((int*)16)[t] = 1;
+    out[i] += 1;
+    """
+
+
+def runs_well() -> None:
+    """The process goes on: a good launch of the same kernel afterwards."""
+    out = np.arange(64, dtype=np.int32)
+    Faulty(0, out, grid=1, device="cpu")
+    assert out.tolist() == list(range(1, 65))
+
+
+def test_divergent_barrier_is_a_launch_error():
+    with pytest.raises(
+        cf.LaunchError,
+        match=r"Faulty \(grid=.*\) on the CPU: block \(0, 0, 0\): thread 16 exited without reaching the "
+        r"__syncthreads that threads \[0-15\] wait at",
+    ):
+        Faulty(1, np.zeros(64, np.int32), grid=1, device="cpu")
+    runs_well()
+
+
+def test_warp_function_some_lanes_never_reach():
+    with pytest.raises(
+        cf.LaunchError,
+        match=r"Faulty .* block \(0, 0, 0\): thread 8 \(lane 8\) exited without reaching the __shfl_sync that "
+        r"lanes 0x000000ff of its warp wait at \(mask 0xffffffff\)",
+    ):
+        Faulty(2, np.zeros(64, np.int32), grid=1, device="cpu")
+    runs_well()
+
+
+def test_failed_assert_is_a_device_fault():
+    out = np.zeros(128, np.int32)
+    out[64 + 37] = -1
+    with pytest.raises(
+        cf.DeviceFaultError,
+        match=r"Faulty .* on the CPU: assert\(out\[i\] >= 0\) failed at Faulty\.body, line 6, in block \(1, 0, 0\), "
+        r"thread \(37, 0, 0\)",
+    ):
+        Faulty(3, out, grid=2, device="cpu")
+    runs_well()
+
+
+def test_wild_pointer_write_is_a_device_fault():
+    with pytest.raises(cf.DeviceFaultError, match=r"Faulty faulted on the CPU .*segmentation fault.* at address 0x10"):
+        Faulty(4, np.zeros(64, np.int32), grid=1, device="cpu")
+    runs_well()
+
+
+class DeviceMemory:
+    """Memory a GPU library would hand over: known by __cuda_array_interface__ only."""
+
+    def __init__(self, n: int) -> None:
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<i4", "data": (0x7F0000000000, False),
+                                         "version": 3, "strides": None}  # fmt: skip
+
+
+def test_device_memory_is_refused_with_the_fix():
+    with pytest.raises(
+        cf.ArgumentTypeError,
+        match=r"Faulty: argument 'out' expects Array\[int32\], got a cai array in GPU memory, but the launch runs on "
+        r"the CPU; pass host memory: copy it to a NumPy array first",
+    ):
+        Faulty(0, DeviceMemory(64), grid=1, device="cpu")
+    runs_well()
+
+
+def test_wrong_dtype_is_refused_before_anything_runs():
+    out = np.zeros(64, np.int32)
+    with pytest.raises(cf.ArgumentTypeError, match=r"Faulty: argument 'out' expects Array\[int32\], got .*float64"):
+        Faulty(0, np.zeros(64, np.float64), grid=1, device="cpu")
+    with pytest.raises(cf.ArgumentTypeError, match=r"HalfOps: argument 'x' expects In\[float16\], got .*float32"):
+        HalfOps(np.zeros(4, np.float32), np.zeros(4, np.float16), np.zeros(4, np.float16), 4, device="cpu")
+    assert not out.any()
+    runs_well()
+
+
+@cf.kernel
+class InlinePtx:
+    x: cf.Array[cf.uint32]
+    body = """
+    unsigned lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    x[threadIdx.x] = lane;
+    """
+
+
+@cf.kernel
+class CubSum:
+    x: cf.Array[cf.int32]
+    block = 128
+    preamble = "#include <cub/block/block_reduce.cuh>"
+    body = """
+    using Reduce = cub::BlockReduce<int, 128>;
+    __shared__ typename Reduce::TempStorage tmp;
+    int total = Reduce(tmp).Sum(x[threadIdx.x]);
+    if (threadIdx.x == 0) x[0] = total;
+    """
+
+
+@pytest.mark.parametrize(
+    "kernel, construct",
+    [(InlinePtx, r"inline PTX \(asm\)"), (CubSum, r"CUB/Thrust device code")],
+    ids=["asm", "cub"],
+)
+def test_constructs_the_cpu_cannot_run_are_refused_at_compile(kernel, construct):
+    with pytest.raises(cf.CompileError, match=rf"{kernel.__name__}: {construct} cannot run on the CPU \(.*line \d+.*\); "
+                       r"launch it on a GPU with device='cuda'"):  # fmt: skip
+        kernel(np.zeros(128, kernel.signature.params[0].type.dtype.numpy), grid=1, device="cpu")
+    runs_well()
