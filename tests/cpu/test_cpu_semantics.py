@@ -358,11 +358,6 @@ def test_constant_array_initialised_in_the_source_and_a_device_variable():
     assert y.tolist() == [4, -9, 22, 11001]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="on the CPU each kernel is built alone (_cpu_entry builds entries=[its own name]), so two kernels "
-    "declared over one source= text get two programs with their own __device__ variables; on the GPU they share one",
-)
 def test_kernels_of_one_source_share_device_variables():
     y = np.zeros(4, np.int64)
     Put(np.array([1, -2, 3, 1000], np.int32), np.zeros(4, np.int64), device="cpu")
@@ -370,12 +365,6 @@ def test_kernels_of_one_source_share_device_variables():
     assert y.tolist() == [3, -10, 21, 11000]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=cf.NoDeviceError,
-    reason="set_global/get_global are not routed to the CPU backend: device='cpu' reaches the CUDA driver, which "
-    "raises NoDeviceError (whose message even suggests passing device='cpu')",
-)
 def test_set_global_and_get_global_on_the_cpu():
     y = np.zeros(4, np.int64)
     Put.set_global("table", np.array([2, 4, 6, 8], np.int32), device="cpu")

@@ -133,11 +133,6 @@ def test_shuffle_every_lane_width_and_offset(kind, dtype):
     assert shuffle_mismatches(kind, dtype, range(32)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cuforge_cpu.h's warp_compute uses the whole offset/lane argument; shfl.sync reads its 5 low bits "
-    "(bval = b[4:0]), so __shfl_up_sync(m, v, 33) is a shift by 1 and __shfl_sync(m, v, 40) reads lane 40 % width",
-)
 @pytest.mark.parametrize("kind", KINDS)
 def test_shuffle_offsets_past_five_bits(kind):
     beyond = tuple(b for b in OFFSETS if not 0 <= b < 32)
@@ -376,12 +371,6 @@ def test_warps_by_linear_thread_index(block, grid):
     assert out[6].tolist() == (x + 100 * y + 10000 * z).tolist()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cuforge_cpu.h's active_mask counts the lanes before the running one as exited while the block runs as "
-    "a plain loop (no barrier or warp function reached yet): in a kernel whose threads return without one, thread "
-    "t of a convergent warp gets lanes t..31 rather than the whole warp",
-)
 @pytest.mark.parametrize("block, grid", SHAPES[:2], ids=["48", "8x8"])
 def test_activemask_of_convergent_threads_that_reach_no_warp_function(block, grid):
     _, out, per_block = warp_shapes(block, grid, activemask_only=1)
@@ -397,11 +386,6 @@ def test_activemask_where_the_first_thread_reaches_a_warp_function():
         assert out[0, at : at + live].tolist() == [FULL if live == 32 else (1 << live) - 1] * live
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cuforge_cpu.h keeps one result buffer per warp (WarpOp.out): lanes that go on to a warp function with a "
-    "smaller mask overwrite the previous function's results before the other lanes, still parked in it, read theirs",
-)
 def test_warp_results_survive_a_smaller_mask_s_next_warp_function():
     _, out, per_block = warp_shapes((48, 1, 1), 3)
     for b, w0, live in warps_of(per_block, 3):

@@ -303,6 +303,16 @@ def set_device(device_id: int | str) -> None:
 on_cpu = state.on_cpu
 
 
+def set_default_device(kind: str) -> None:
+    """Where launches that name no device run in this process, over CUFORGE_DEVICE: ``"cuda"``
+    or ``"cpu"`` (the pytest plugin's ``--cuforge-device``). A thread's `set_device` wins."""
+    if kind not in ("cuda", "cpu"):
+        raise ArgumentError(f"set_default_device expects 'cuda' or 'cpu', got {kind!r}")
+    _config.override(device=kind)
+    if _claunch is not None:
+        _claunch.set_cpu(-2, int(kind == "cpu"))
+
+
 def synchronize() -> None:
     """Wait for all work on the current device to finish (``cuCtxSynchronize``).
 
