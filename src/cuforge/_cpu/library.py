@@ -15,7 +15,6 @@ from ..options import CompileOptions
 from . import runtime as _runtime
 from . import store as _store
 from . import toolchain as _toolchain
-from .translate import translation_unit
 
 
 class Program(NamedTuple):
@@ -51,12 +50,14 @@ _programs: dict[tuple[str, ...], Program] = {}
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
           options: CompileOptions, entries: Sequence[str], variables: Sequence[str] = ()) -> Program:  # fmt: skip
-    """``source`` (a rendered program) built for the CPU and loaded, once per process."""
+    """``source`` (a rendered program) built for the CPU and loaded, once per process. The
+    key is the rendered source and the entries (the translation unit is a function of them
+    and of cuforge's CPU sources, which enter the key): a warm start translates nothing."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
-    tu = translation_unit(label, source, line_sources, entries, variables)
     flags = flags_of(options)
     dirs = include_dirs(options)
-    memo = (tu, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
+    keyed = "\0".join((source, *entries, "", *variables))
+    memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
     found = _programs.get(memo)
     if found is not None:
         return found
@@ -64,8 +65,14 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
         found = _programs.get(memo)
         if found is None:
             extra = (_runtime.sources_digest(), include_dirs_digest(tuple(options.include_dirs)), _toolchain.host_cpu())
-            path = _store.shared_object(tu, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
-                                        key_extra=extra)  # fmt: skip
+
+            def unit() -> str:
+                from .translate import translation_unit  # (only a build translates)
+
+                return translation_unit(label, source, line_sources, entries, variables)
+
+            path = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
+                                        key_extra=extra, build=unit)  # fmt: skip
             lib = _store.load(path)
             found = _programs[memo] = Program(
                 lib,

@@ -41,14 +41,16 @@ FAILED, FAULTED, ASSERTED = 1, 2, 3
 
 @functools.lru_cache(maxsize=1)
 def sources_digest() -> str:
-    """A digest of the runtime header and library sources: it enters every CPU compile's key."""
+    """A digest of the runtime header and library sources and of the translation: it enters
+    every CPU compile's key."""
     h = hashlib.sha256()
     for root, _, files in sorted(os.walk(INCLUDE)):
         for name in sorted(files):
             with open(os.path.join(root, name), "rb") as f:
                 h.update(name.encode() + b"\0" + f.read())
-    with open(os.path.join(HERE, "runtime.cpp"), "rb") as f:
-        h.update(f.read())
+    for name in ("runtime.cpp", "translate.py"):  # (translate.py makes a kernel's translation unit)
+        with open(os.path.join(HERE, name), "rb") as f:
+            h.update(f.read())
     return h.hexdigest()
 
 

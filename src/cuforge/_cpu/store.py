@@ -27,12 +27,9 @@ import ctypes
 import json
 import os
 import re
-import shlex
-import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .. import _config
 from .._compile import disk as _disk
@@ -64,12 +61,14 @@ def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[st
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-                  label: str, key_extra: tuple[str, ...] = ()) -> str:  # fmt: skip
+                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None) -> str:  # fmt: skip
     """The path of a shared object built from ``source`` (one C++ translation unit), from
     this process's builds, the disk cache, or the host compiler, in that order.
 
     ``headers`` (name -> text) are written to a private folder searched first; ``label``
     names what is built in error messages. Raises `CompileError` when the compiler fails.
+    With ``build``, ``source`` is only what the key hashes, and the translation unit is
+    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``).
     """
     compiler = find_compiler()
     key = cache_key(source, headers=headers, include_dirs=include_dirs, flags=flags, key_extra=key_extra,
@@ -82,10 +81,11 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
             counters.add(memory_hits=1)
             return path
         disk = _disk.current()
+        unit = build or (lambda: source)
         if disk is None:
-            path = _keep(_build(source, headers, include_dirs, flags, label, compiler)[0])
+            path = _keep(_build(unit(), headers, include_dirs, flags, label, compiler)[0])
         else:
-            path = _from_disk(disk, key) or _build_into(disk, key, source, headers, include_dirs, flags, label, compiler)
+            path = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler)
         _paths[key] = path
         return path
 
@@ -120,7 +120,7 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> str
     return str(disk.path_of(name))
 
 
-def _build_into(disk: _disk.DiskCache, key: str, source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...],
+def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str], include_dirs: tuple[str, ...],
                 flags: tuple[str, ...], label: str, compiler: Compiler) -> str:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
     store the object; where it cannot be stored, it is kept for this process only."""
@@ -128,7 +128,7 @@ def _build_into(disk: _disk.DiskCache, key: str, source: str, headers: Mapping[s
         found = _from_disk(disk, key, recheck=True)
         if found is not None:
             return found
-        data, log, seconds = _build(source, headers, include_dirs, flags, label, compiler)
+        data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler)
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
             return _keep(data)
@@ -145,11 +145,14 @@ def _keep(data: bytes) -> str:
         if _session is None:
             import atexit
             import shutil
+            import tempfile
 
             _session = tempfile.mkdtemp(prefix="cuforge-cpu-")  # 0700
             atexit.register(shutil.rmtree, _session, True)
     path = os.path.join(_session, f"so-{digest(data)}.so")
     if not os.path.exists(path):
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=_session)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Literal
@@ -54,7 +52,7 @@ def find_compiler() -> Compiler:
 def _find(cxx: str, path: str) -> Compiler:
     if cxx.strip():
         argv = shlex.split(cxx)
-        program = shutil.which(argv[0], path=path or None) if os.sep not in argv[0] else argv[0]
+        program = _which(argv[0], path or os.defpath) if os.sep not in argv[0] else argv[0]
         if program is None or not os.access(program, os.X_OK):
             raise CompilerNotFoundError(
                 f"running kernels on the CPU needs a C++17 compiler: CXX={cxx!r} names {argv[0]!r}, which is not an "
@@ -63,7 +61,7 @@ def _find(cxx: str, path: str) -> Compiler:
             )
         return _describe((program, *argv[1:]), cxx=cxx)
     for name in CANDIDATES:
-        program = shutil.which(name, path=path) if path else None
+        program = _which(name, path) if path else None
         if program is not None:
             return _describe((program,))
     import importlib.util
@@ -76,11 +74,22 @@ def _find(cxx: str, path: str) -> Compiler:
     )
 
 
+def _which(name: str, path: str) -> str | None:
+    """The first executable ``name`` on ``path`` (``shutil.which``'s answer, without importing
+    shutil and its compression modules at a warm start)."""
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def _describe(argv: tuple[str, ...], *, cxx: str = "") -> Compiler:
-    """``argv`` with its kind and version; the version costs a process, so it is asked once."""
+    """``argv`` with its kind and version; the version costs a process, so it is asked once
+    per compiler binary (remembered in the disk cache, by the binary's path, size and time)."""
     try:
-        version = _version(argv)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        version = _remembered_version(argv)
+    except (OSError, ValueError) as exc:  # (subprocess's errors are OSErrors and SubprocessErrors: see _version)
         what = f"CXX={cxx!r}" if cxx else shlex.join(argv)
         raise CompilerNotFoundError(
             f"running kernels on the CPU needs a C++17 compiler, and {what} did not answer --version ({exc}). {FIX}"
@@ -94,11 +103,36 @@ def _kind(argv: tuple[str, ...], version: str) -> Literal["gcc", "clang", "zig"]
     return "clang" if "clang" in version.lower() else "gcc"
 
 
+def _remembered_version(argv: tuple[str, ...]) -> str:
+    from .._compile import disk as _disk
+    from .._compile.files import digest
+
+    disk = _disk.current()
+    if disk is None or "ziglang" in argv:  # (zig's answer depends on the wheel, not on a binary)
+        return _version(argv)
+    try:
+        st = os.stat(os.path.realpath(argv[0]))
+    except OSError:
+        return _version(argv)
+    name = "cpu-compiler:" + digest(repr((argv, os.path.realpath(argv[0]), st.st_size, st.st_mtime_ns)).encode())
+    found = disk.get_json(name, quiet=True)
+    if found is not None and isinstance(found.get("version"), str):
+        return str(found["version"])
+    version = _version(argv)
+    disk.put_json(name, {"argv": list(argv), "version": version})
+    return version
+
+
 @functools.cache
 def _version(argv: tuple[str, ...]) -> str:
     """The first line of ``argv --version`` (zig's clang names no zig release: the wheel's
     version is put before it)."""
-    run = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False)
+    import subprocess  # (a warm start finds the version in the disk cache)
+
+    try:
+        run = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False)
+    except subprocess.SubprocessError as exc:
+        raise ValueError(str(exc)) from None
     lines = (run.stdout or run.stderr).strip().splitlines()
     if run.returncode != 0 or not lines:
         raise ValueError(f"exit status {run.returncode}: {(run.stderr or run.stdout).strip()[:200]!r}")
