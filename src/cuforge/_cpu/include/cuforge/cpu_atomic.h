@@ -1,0 +1,122 @@
+// cuforge/cpu_atomic.h: CUDA's atomics, memory fences, clock64 and __nanosleep for the host
+// (included by cuforge/cpu_math.h).
+//
+// Global and shared memory are both ordinary host memory here, so every atomic works on any
+// address. Each returns the old value. CUDA's atomics are relaxed; so are these (a fence orders
+// them, as on a GPU). Operations with no builtin are compare-and-swap loops on the value's
+// bytes. The _block and _system forms behave as the plain one: one host is one scope.
+#pragma once
+#include <cstdint>
+
+namespace cuforge_cpu_math {
+
+// Replace *p with f(*p) atomically; return the old value.
+template <class T, class F> inline T atomic_update(T* p, F f) {
+    T old;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    for (;;) {
+        T desired = f(old);
+        if (__atomic_compare_exchange(p, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return old;
+    }
+}
+
+}  // namespace cuforge_cpu_math
+
+#define CF_SCOPES(R, NAME, PARAMS, ARGS)                               \
+    inline R NAME##_block PARAMS { return NAME ARGS; }                 \
+    inline R NAME##_system PARAMS { return NAME ARGS; }
+#define CF_ATOMIC_FETCH(NAME, T, BUILTIN)                              \
+    inline T NAME(T* p, T v) { return BUILTIN(p, v, __ATOMIC_RELAXED); } \
+    CF_SCOPES(T, NAME, (T * p, T v), (p, v))
+#define CF_ATOMIC_UPDATE(NAME, T, EXPR)                                \
+    inline T NAME(T* p, T v) {                                         \
+        return cuforge_cpu_math::atomic_update(p, [v](T old) { return EXPR; }); \
+    }                                                                  \
+    CF_SCOPES(T, NAME, (T * p, T v), (p, v))
+
+CF_ATOMIC_FETCH(atomicAdd, int, __atomic_fetch_add)
+CF_ATOMIC_FETCH(atomicAdd, unsigned int, __atomic_fetch_add)
+CF_ATOMIC_FETCH(atomicAdd, unsigned long long, __atomic_fetch_add)
+CF_ATOMIC_UPDATE(atomicAdd, float, old + v)
+CF_ATOMIC_UPDATE(atomicAdd, double, old + v)
+CF_ATOMIC_UPDATE(atomicAdd, __half, __hadd(old, v))
+CF_ATOMIC_UPDATE(atomicAdd, __half2, __hadd2(old, v))
+CF_ATOMIC_UPDATE(atomicAdd, __nv_bfloat16, __hadd(old, v))
+CF_ATOMIC_UPDATE(atomicAdd, __nv_bfloat162, __hadd2(old, v))
+// float2 and float4 (sm_90): atomic per component, as on a GPU.
+inline float2 atomicAdd(float2* p, float2 v) { return make_float2(atomicAdd(&p->x, v.x), atomicAdd(&p->y, v.y)); }
+inline float4 atomicAdd(float4* p, float4 v) {
+    return make_float4(atomicAdd(&p->x, v.x), atomicAdd(&p->y, v.y), atomicAdd(&p->z, v.z), atomicAdd(&p->w, v.w));
+}
+CF_SCOPES(float2, atomicAdd, (float2 * p, float2 v), (p, v))
+CF_SCOPES(float4, atomicAdd, (float4 * p, float4 v), (p, v))
+
+CF_ATOMIC_FETCH(atomicSub, int, __atomic_fetch_sub)
+CF_ATOMIC_FETCH(atomicSub, unsigned int, __atomic_fetch_sub)
+
+#define CF_ATOMIC_EXCH(T)                                                                   \
+    inline T atomicExch(T* p, T v) {                                                        \
+        T old;                                                                              \
+        __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);                                   \
+        return old;                                                                         \
+    }                                                                                       \
+    CF_SCOPES(T, atomicExch, (T * p, T v), (p, v))
+CF_ATOMIC_EXCH(int)
+CF_ATOMIC_EXCH(unsigned int)
+CF_ATOMIC_EXCH(unsigned long long)
+CF_ATOMIC_EXCH(float)
+#undef CF_ATOMIC_EXCH
+
+#define CF_ATOMIC_MINMAX(T)                                      \
+    CF_ATOMIC_UPDATE(atomicMin, T, v < old ? v : old)            \
+    CF_ATOMIC_UPDATE(atomicMax, T, v > old ? v : old)
+CF_ATOMIC_MINMAX(int)
+CF_ATOMIC_MINMAX(unsigned int)
+CF_ATOMIC_MINMAX(long long)
+CF_ATOMIC_MINMAX(unsigned long long)
+#undef CF_ATOMIC_MINMAX
+
+// atomicInc: old >= val ? 0 : old + 1. atomicDec: (old == 0 || old > val) ? val : old - 1.
+CF_ATOMIC_UPDATE(atomicInc, unsigned int, old >= v ? 0u : old + 1u)
+CF_ATOMIC_UPDATE(atomicDec, unsigned int, (old == 0u || old > v) ? v : old - 1u)
+
+#define CF_ATOMIC_BITS(T)                                        \
+    CF_ATOMIC_FETCH(atomicAnd, T, __atomic_fetch_and)            \
+    CF_ATOMIC_FETCH(atomicOr, T, __atomic_fetch_or)              \
+    CF_ATOMIC_FETCH(atomicXor, T, __atomic_fetch_xor)
+CF_ATOMIC_BITS(int)
+CF_ATOMIC_BITS(unsigned int)
+CF_ATOMIC_BITS(long long)
+CF_ATOMIC_BITS(unsigned long long)
+#undef CF_ATOMIC_BITS
+
+#define CF_ATOMIC_CAS(T)                                                                     \
+    inline T atomicCAS(T* p, T compare, T v) {                                               \
+        __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
+        return compare;                                                                      \
+    }                                                                                        \
+    CF_SCOPES(T, atomicCAS, (T * p, T c, T v), (p, c, v))
+CF_ATOMIC_CAS(int)
+CF_ATOMIC_CAS(unsigned int)
+CF_ATOMIC_CAS(unsigned long long)
+CF_ATOMIC_CAS(unsigned short)
+#undef CF_ATOMIC_CAS
+
+#undef CF_ATOMIC_UPDATE
+#undef CF_ATOMIC_FETCH
+#undef CF_SCOPES
+
+// ---------------------------------------------------------------- fences, time
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// A monotonic tick count (the x86 time-stamp counter), as the GPU's SM clock counts cycles.
+// clock() stays <ctime>'s (processor time), which also only grows.
+inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
+
+// A pause of the order of ns. It yields no other CUDA thread: a spin-wait on a thread of the
+// same block never sees that thread move.
+inline void __nanosleep(unsigned int ns) {
+    for (unsigned int i = 0; i < ns / 32u + 1u; ++i) __builtin_ia32_pause();
+}

@@ -1,0 +1,115 @@
+// cuforge/cpu_intrinsics.h: CUDA's integer intrinsics, type punning and cache-hinted loads and
+// stores for the host, with the GPU's exact results (included by cuforge/cpu_math.h).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace cuforge_cpu_math {
+template <class To, class From> inline To bit_cast(From v) {
+    static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+    To r;
+    std::memcpy(&r, &v, sizeof r);
+    return r;
+}
+}  // namespace cuforge_cpu_math
+
+// ---------------------------------------------------------------- bit counts and reversal
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned int)x); }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned int __brev(unsigned int x) {
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+    return __builtin_bswap32(x);
+}
+inline unsigned long long __brevll(unsigned long long x) {
+    return ((unsigned long long)__brev((unsigned int)x) << 32) | __brev((unsigned int)(x >> 32));
+}
+
+// Byte n of the result is byte (s >> 4n) & 7 of the 8 bytes {y, x} (x the low four). As the
+// GPU's prmt, a selector nibble with its high bit set gives that byte's sign bit replicated.
+inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+    const unsigned long long v = ((unsigned long long)y << 32) | x;
+    unsigned int r = 0;
+    for (int n = 0; n < 4; ++n) {
+        const unsigned int sel = (s >> (4 * n)) & 0xFu;
+        unsigned int b = (unsigned int)(v >> (8 * (sel & 7u))) & 0xFFu;
+        if (sel & 8u) b = (b & 0x80u) ? 0xFFu : 0u;
+        r |= b << (8 * n);
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------- funnel shifts
+// The 64-bit {hi, lo} shifted; _l/_r take the shift modulo 32, _lc/_rc clamp it to 32.
+inline unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift) {
+    const unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned int)((v << (shift & 31u)) >> 32);
+}
+inline unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int shift) {
+    const unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned int)((v << (shift < 32u ? shift : 32u)) >> 32);
+}
+inline unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int shift) {
+    const unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned int)(v >> (shift & 31u));
+}
+inline unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int shift) {
+    const unsigned long long v = ((unsigned long long)hi << 32) | lo;
+    return (unsigned int)(v >> (shift < 32u ? shift : 32u));
+}
+
+// ---------------------------------------------------------------- multiplies, sums of differences, averages
+inline int __mulhi(int x, int y) { return (int)(((long long)x * y) >> 32); }
+inline unsigned int __umulhi(unsigned int x, unsigned int y) { return (unsigned int)(((unsigned long long)x * y) >> 32); }
+inline long long __mul64hi(long long x, long long y) { return (long long)(((__int128)x * y) >> 64); }
+inline unsigned long long __umul64hi(unsigned long long x, unsigned long long y) {
+    return (unsigned long long)(((unsigned __int128)x * y) >> 64);
+}
+// The low 32 bits of the product of the operands' low 24 bits (sign-extended for __mul24).
+inline int __mul24(int x, int y) {
+    const long long a = (long long)(int)((unsigned int)x << 8) >> 8, b = (long long)(int)((unsigned int)y << 8) >> 8;
+    return (int)(unsigned int)(a * b);
+}
+inline unsigned int __umul24(unsigned int x, unsigned int y) {
+    return (unsigned int)((unsigned long long)(x & 0xFFFFFFu) * (y & 0xFFFFFFu));
+}
+inline unsigned int __sad(int x, int y, unsigned int z) {
+    return (x > y ? (unsigned int)x - (unsigned int)y : (unsigned int)y - (unsigned int)x) + z;
+}
+inline unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) { return (x > y ? x - y : y - x) + z; }
+// Averages of the exact (33-bit) sum: __hadd rounds down, __rhadd up.
+inline int __hadd(int x, int y) { return (int)(((long long)x + y) >> 1); }
+inline int __rhadd(int x, int y) { return (int)(((long long)x + y + 1) >> 1); }
+inline unsigned int __uhadd(unsigned int x, unsigned int y) { return (unsigned int)(((unsigned long long)x + y) >> 1); }
+inline unsigned int __urhadd(unsigned int x, unsigned int y) { return (unsigned int)(((unsigned long long)x + y + 1) >> 1); }
+
+// ---------------------------------------------------------------- type punning
+inline int __float_as_int(float x) { return cuforge_cpu_math::bit_cast<int>(x); }
+inline float __int_as_float(int x) { return cuforge_cpu_math::bit_cast<float>(x); }
+inline unsigned int __float_as_uint(float x) { return cuforge_cpu_math::bit_cast<unsigned int>(x); }
+inline float __uint_as_float(unsigned int x) { return cuforge_cpu_math::bit_cast<float>(x); }
+inline long long __double_as_longlong(double x) { return cuforge_cpu_math::bit_cast<long long>(x); }
+inline double __longlong_as_double(long long x) { return cuforge_cpu_math::bit_cast<double>(x); }
+inline int __double2hiint(double x) { return (int)(__double_as_longlong(x) >> 32); }
+inline int __double2loint(double x) { return (int)(unsigned int)__double_as_longlong(x); }
+inline double __hiloint2double(int hi, int lo) {
+    return __longlong_as_double((long long)(((unsigned long long)(unsigned int)hi << 32) | (unsigned int)lo));
+}
+
+// ---------------------------------------------------------------- cache-hinted loads and stores
+// Host memory has no such caches: each is the plain load or store.
+template <class T> inline T __ldg(const T* p) { return *p; }
+template <class T> inline T __ldcg(const T* p) { return *p; }
+template <class T> inline T __ldca(const T* p) { return *p; }
+template <class T> inline T __ldcs(const T* p) { return *p; }
+template <class T> inline T __ldlu(const T* p) { return *p; }
+template <class T> inline T __ldcv(const T* p) { return *p; }
+template <class T> inline void __stcg(T* p, T v) { *p = v; }
+template <class T> inline void __stcs(T* p, T v) { *p = v; }
+template <class T> inline void __stwb(T* p, T v) { *p = v; }
+template <class T> inline void __stwt(T* p, T v) { *p = v; }

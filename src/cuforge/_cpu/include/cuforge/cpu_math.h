@@ -1,0 +1,352 @@
+// cuforge/cpu_math.h: CUDA's device math API, intrinsics and atomics for a kernel compiled for
+// the host (cuforge's CPU backend), so that a kernel body calling them compiles unchanged and
+// gives the GPU's results.
+//
+// Included by cuforge_cpu.h after crt/host_defines.h, <vector_types.h> and the C++ standard
+// headers. CUDA's own cuda_fp16.h and cuda_bf16.h already give __half / __nv_bfloat16 and
+// their vectors on the host (types, operators, comparisons, conversions to and from float);
+// this header adds only what those and <cmath> lack:
+//   cpu_math.h        float/double math under CUDA's names, min/max, float intrinsics,
+//                     conversions with explicit rounding
+//   cpu_intrinsics.h  integer intrinsics, type punning, cache-hinted loads and stores
+//   cpu_half.h        the half/bfloat16 functions cuda_fp16.h/cuda_bf16.h keep device-only
+//   cpu_atomic.h      atomics, fences, clock64, __nanosleep
+//
+// Results computed more exactly here than on a GPU (the GPU's value lies within the error
+// bound CUDA documents for it; a kernel that needs the GPU's exact bits must not use these):
+//   __expf __exp10f __logf __log2f __log10f __sinf __cosf __tanf __sincosf __powf __fdividef
+//   fdividef: the correctly rounded libm function or quotient, not the hardware approximation
+//   (__fdividef(x, y) with 2^126 < |y| < 2^128 is x / y here, 0 on a GPU).
+//   rsqrtf rsqrt rcbrtf rcbrt sinpif cospif sincospif exp10f norm3df rnorm3df norm4df
+//   rnorm4df normf rnormf rhypotf and their double forms: computed in double (or long double
+//   for the double forms where it matters) and rounded once; the GPU is within 1-2 ulp.
+//   __frsqrt_rn: correctly rounded, as CUDA documents it.
+//   hsqrt hrsqrt hrcp hexp hexp2 hexp10 hlog hlog2 hlog10 hsin hcos htanh htanh_approx and
+//   their h2 forms: the double function rounded once to half/bfloat16.
+//   __hcmadd: fused in float, rounded once per component.
+// Exact everywhere (bit for bit the GPU's result): every _rn/_rz/_ru/_rd conversion, the
+// arithmetic intrinsics __fadd_rn ... __fma_rn (never contracted with neighbouring operations),
+// __hfma and its variants (fused, one rounding), the integer intrinsics, the atomics.
+#pragma once
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector_functions.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+// ---------------------------------------------------------------- <cmath> in the global namespace
+// CUDA's headers put float overloads of the math functions in the global namespace, so that
+// sqrt(x) with a float x is the float function returning float; glibc's <math.h> declares only
+// the double one there.
+using std::abs;
+using std::acos;
+using std::acosh;
+using std::asin;
+using std::asinh;
+using std::atan;
+using std::atan2;
+using std::atanh;
+using std::cbrt;
+using std::ceil;
+using std::copysign;
+using std::cos;
+using std::cosh;
+using std::erf;
+using std::erfc;
+using std::exp;
+using std::exp2;
+using std::expm1;
+using std::fabs;
+using std::fdim;
+using std::floor;
+using std::fma;
+using std::fmax;
+using std::fmin;
+using std::fmod;
+using std::fpclassify;
+using std::frexp;
+using std::hypot;
+using std::ilogb;
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+using std::isnormal;
+using std::ldexp;
+using std::lgamma;
+using std::llrint;
+using std::llround;
+using std::log;
+using std::log10;
+using std::log1p;
+using std::log2;
+using std::logb;
+using std::lrint;
+using std::lround;
+using std::modf;
+using std::nearbyint;
+using std::nextafter;
+using std::pow;
+using std::remainder;
+using std::remquo;
+using std::rint;
+using std::round;
+using std::scalbln;
+using std::scalbn;
+using std::signbit;
+using std::sin;
+using std::sinh;
+using std::sqrt;
+using std::tan;
+using std::tanh;
+using std::tgamma;
+using std::trunc;
+
+namespace cuforge_cpu_math {
+
+// A value the optimiser may not fuse with its neighbours (a*b then +c into an FMA): the
+// _rn intrinsics promise one rounding each, which contraction under -ffp-contract=fast breaks.
+template <class F> inline F opaque(F x) {
+#if defined(__x86_64__)
+    __asm__("" : "+x"(x));
+#else
+    volatile F v = x;
+    x = v;
+#endif
+    return x;
+}
+
+// Both operands converted to U first: CUDA's mixed signed/unsigned min and max compare as unsigned.
+template <class U, class A, class B> inline U lesser(A a, B b) { return static_cast<U>(a) < static_cast<U>(b) ? static_cast<U>(a) : static_cast<U>(b); }
+template <class U, class A, class B> inline U greater(A a, B b) { return static_cast<U>(a) > static_cast<U>(b) ? static_cast<U>(a) : static_cast<U>(b); }
+
+enum Mode { RN, RZ, RU, RD };
+
+template <Mode M, class F> inline F round_int(F x) {
+    if (M == RN) return std::nearbyint(x);  // the default rounding mode: to nearest, ties to even
+    if (M == RZ) return std::trunc(x);
+    if (M == RU) return std::ceil(x);
+    return std::floor(x);
+}
+
+// Float to integer as the GPU's cvt: rounded in mode M, saturated to the integer's range; NaN
+// gives 0 for 32-bit results and 0x8000000000000000 for 64-bit ones.
+template <class I, Mode M, class F> inline I to_int(F x) {
+    constexpr bool wide = sizeof(I) == 8;
+    if (x != x) return wide ? I(1ull << 63) : I(0);
+    const F r = round_int<M>(x);
+    const F top = std::is_signed<I>::value ? std::ldexp(F(1), int(sizeof(I) * 8 - 1)) : std::ldexp(F(1), int(sizeof(I) * 8));
+    if (r >= top) return std::numeric_limits<I>::max();
+    if (r < F(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+    return I(r);
+}
+
+// An integer or a double rounded to F in mode M: the conversion to nearest, then one step to
+// the neighbour on the right side when it went the wrong way. long double holds every 64-bit
+// integer and every double exactly (x86-64's 80-bit format), so the comparison is exact.
+template <class F, Mode M, class T> inline F to_float(T v) {
+    const F f = F(v);
+    if (M == RN || f != f) return f;
+    const long double exact = (long double)v, got = (long double)f;
+    if (got == exact) return f;
+    const bool above = got > exact;
+    const bool up = M == RU || (M == RZ && exact < 0);
+    if (up) return above ? f : std::nextafter(f, F(INFINITY));
+    return above ? std::nextafter(f, F(-INFINITY)) : f;
+}
+
+// sin(pi x) and cos(pi x): reduced exactly (fmod) to [-1/2, 1/2] or [0, 1/2], then evaluated in
+// long double, so that the double result is rounded once from a more precise value; exact
+// (0, +-1) at integers and half-integers.
+constexpr long double PI_L = 3.141592653589793238462643383279502884L;
+inline double sinpi(double x) {
+    if (std::isinf(x)) return NAN;
+    if (x == std::trunc(x)) return std::copysign(0.0, x);
+    double t = std::fmod(x, 2.0);  // exact, in (-2, 2)
+    if (t > 1.0) t -= 2.0;
+    if (t < -1.0) t += 2.0;  // now in [-1, 1]: sin(pi t) = sin(pi (sign(t) - t))
+    if (t > 0.5) t = 1.0 - t;
+    if (t < -0.5) t = -1.0 - t;
+    return double(std::sin(PI_L * t));
+}
+inline double cospi(double x) {
+    if (std::isinf(x)) return NAN;
+    double t = std::fabs(std::fmod(x, 2.0));  // cos(pi x) is even and 2-periodic; t in [0, 2)
+    if (t > 1.0) t = 2.0 - t;                 // in [0, 1]
+    if (t == 0.5) return 0.0;
+    return t < 0.5 ? double(std::cos(PI_L * t)) : -double(std::cos(PI_L * (1.0 - t)));
+}
+
+}  // namespace cuforge_cpu_math
+
+// ---------------------------------------------------------------- CUDA-only float and double math
+inline float rsqrtf(float x) { return float(1.0 / std::sqrt(double(x))); }
+inline double rsqrt(double x) { return double(1.0L / std::sqrt((long double)x)); }
+inline float rcbrtf(float x) { return float(1.0 / std::cbrt(double(x))); }
+inline double rcbrt(double x) { return double(1.0L / std::cbrt((long double)x)); }
+inline float sinpif(float x) { return float(cuforge_cpu_math::sinpi(x)); }
+inline float cospif(float x) { return float(cuforge_cpu_math::cospi(x)); }
+inline double sinpi(double x) { return cuforge_cpu_math::sinpi(x); }
+inline double cospi(double x) { return cuforge_cpu_math::cospi(x); }
+inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
+inline void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+#if !defined(__USE_GNU)  // glibc's GNU extensions already declare these with CUDA's signatures
+inline float exp10f(float x) { return float(std::pow(10.0, double(x))); }
+inline double exp10(double x) { return std::pow(10.0, x); }
+inline void sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
+inline void sincos(double x, double* s, double* c) { *s = std::sin(x); *c = std::cos(x); }
+#endif
+inline float fdividef(float x, float y) { return x / y; }
+inline float rhypotf(float x, float y) { return float(1.0 / std::hypot(double(x), double(y))); }
+inline double rhypot(double x, double y) { return double(1.0L / std::hypot((long double)x, (long double)y)); }
+inline float norm3df(float a, float b, float c) { return float(std::sqrt(double(a) * a + double(b) * b + double(c) * c)); }
+inline float rnorm3df(float a, float b, float c) { return float(1.0 / std::sqrt(double(a) * a + double(b) * b + double(c) * c)); }
+inline float norm4df(float a, float b, float c, float d) {
+    return float(std::sqrt(double(a) * a + double(b) * b + double(c) * c + double(d) * d));
+}
+inline float rnorm4df(float a, float b, float c, float d) {
+    return float(1.0 / std::sqrt(double(a) * a + double(b) * b + double(c) * c + double(d) * d));
+}
+inline double norm3d(double a, double b, double c) { return double(std::sqrt((long double)a * a + (long double)b * b + (long double)c * c)); }
+inline double rnorm3d(double a, double b, double c) { return double(1.0L / std::sqrt((long double)a * a + (long double)b * b + (long double)c * c)); }
+inline double norm4d(double a, double b, double c, double d) {
+    return double(std::sqrt((long double)a * a + (long double)b * b + (long double)c * c + (long double)d * d));
+}
+inline double rnorm4d(double a, double b, double c, double d) {
+    return double(1.0L / std::sqrt((long double)a * a + (long double)b * b + (long double)c * c + (long double)d * d));
+}
+inline float normf(int dim, const float* p) {
+    double s = 0;
+    for (int i = 0; i < dim; ++i) s += double(p[i]) * p[i];
+    return float(std::sqrt(s));
+}
+inline float rnormf(int dim, const float* p) { return float(1.0 / double(normf(dim, p))); }
+inline double norm(int dim, const double* p) {
+    long double s = 0;
+    for (int i = 0; i < dim; ++i) s += (long double)p[i] * p[i];
+    return double(std::sqrt(s));
+}
+inline double rnorm(int dim, const double* p) {
+    long double s = 0;
+    for (int i = 0; i < dim; ++i) s += (long double)p[i] * p[i];
+    return double(1.0L / std::sqrt(s));
+}
+
+// The fast-math intrinsics, exact here (see the list at the top).
+inline float __fdividef(float x, float y) { return x / y; }
+inline float __expf(float x) { return std::exp(x); }
+inline float __exp10f(float x) { return exp10f(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __log2f(float x) { return std::log2(x); }
+inline float __log10f(float x) { return std::log10(x); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __tanf(float x) { return std::tan(x); }
+inline float __powf(float x, float y) { return std::pow(x, y); }
+inline void __sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
+// Clamped to [0, 1]; NaN gives +0, as the GPU's .sat modifier.
+inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }
+inline float saturate(float x) { return __saturatef(x); }
+
+// One IEEE operation, rounded to nearest even, never fused with a neighbour.
+#define CF_ARITH_RN(T, P)                                                                          \
+    inline T P##add_rn(T a, T b) { return cuforge_cpu_math::opaque(a + b); }                      \
+    inline T P##sub_rn(T a, T b) { return cuforge_cpu_math::opaque(a - b); }                      \
+    inline T P##mul_rn(T a, T b) { return cuforge_cpu_math::opaque(a * b); }                      \
+    inline T P##div_rn(T a, T b) { return cuforge_cpu_math::opaque(a / b); }                      \
+    inline T P##rcp_rn(T a) { return cuforge_cpu_math::opaque(T(1) / a); }
+CF_ARITH_RN(float, __f)
+CF_ARITH_RN(double, __d)
+#undef CF_ARITH_RN
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+inline float __frsqrt_rn(float a) { return rsqrtf(a); }
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+
+// ---------------------------------------------------------------- min and max
+// CUDA's overloads (crt/math_functions.hpp): a mixed signed/unsigned pair compares as unsigned
+// and returns the unsigned type; float/double pairs use fmin/fmax (a NaN loses to a number).
+// Non-template functions: std::min and std::max are untouched, and min(a, b) after
+// `using namespace std` still picks these (an exact non-template match beats the template).
+#define CF_MINMAX(T, U)                                                      \
+    inline U min(T a, T b) { return cuforge_cpu_math::lesser<U>(a, b); }     \
+    inline U max(T a, T b) { return cuforge_cpu_math::greater<U>(a, b); }
+CF_MINMAX(int, int)
+CF_MINMAX(unsigned int, unsigned int)
+CF_MINMAX(long, long)
+CF_MINMAX(unsigned long, unsigned long)
+CF_MINMAX(long long, long long)
+CF_MINMAX(unsigned long long, unsigned long long)
+#undef CF_MINMAX
+#define CF_MINMAX_MIXED(A, B, U)                                             \
+    inline U min(A a, B b) { return cuforge_cpu_math::lesser<U>(a, b); }     \
+    inline U max(A a, B b) { return cuforge_cpu_math::greater<U>(a, b); }    \
+    inline U min(B a, A b) { return cuforge_cpu_math::lesser<U>(a, b); }     \
+    inline U max(B a, A b) { return cuforge_cpu_math::greater<U>(a, b); }
+CF_MINMAX_MIXED(int, unsigned int, unsigned int)
+CF_MINMAX_MIXED(long, unsigned long, unsigned long)
+CF_MINMAX_MIXED(long long, unsigned long long, unsigned long long)
+#undef CF_MINMAX_MIXED
+inline float min(float a, float b) { return std::fmin(a, b); }
+inline float max(float a, float b) { return std::fmax(a, b); }
+inline double min(double a, double b) { return std::fmin(a, b); }
+inline double max(double a, double b) { return std::fmax(a, b); }
+inline double min(float a, double b) { return std::fmin(double(a), b); }
+inline double max(float a, double b) { return std::fmax(double(a), b); }
+inline double min(double a, float b) { return std::fmin(a, double(b)); }
+inline double max(double a, float b) { return std::fmax(a, double(b)); }
+inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+inline unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a > b ? a : b; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+
+// ---------------------------------------------------------------- conversions with explicit rounding
+#define CF_CONV(NAME, R, A, EXPR)                                                        \
+    inline R NAME##_rn(A x) { using namespace cuforge_cpu_math; return EXPR(RN); }       \
+    inline R NAME##_rz(A x) { using namespace cuforge_cpu_math; return EXPR(RZ); }       \
+    inline R NAME##_ru(A x) { using namespace cuforge_cpu_math; return EXPR(RU); }       \
+    inline R NAME##_rd(A x) { using namespace cuforge_cpu_math; return EXPR(RD); }
+#define CF_INT(I, M) to_int<I, M>(x)
+#define CF_FLT(F, M) to_float<F, M>(x)
+#define CF_I(M) CF_INT(int, M)
+#define CF_U(M) CF_INT(unsigned int, M)
+#define CF_LL(M) CF_INT(long long, M)
+#define CF_ULL(M) CF_INT(unsigned long long, M)
+#define CF_F(M) CF_FLT(float, M)
+#define CF_D(M) CF_FLT(double, M)
+CF_CONV(__float2int, int, float, CF_I)
+CF_CONV(__float2uint, unsigned int, float, CF_U)
+CF_CONV(__float2ll, long long, float, CF_LL)
+CF_CONV(__float2ull, unsigned long long, float, CF_ULL)
+CF_CONV(__double2int, int, double, CF_I)
+CF_CONV(__double2uint, unsigned int, double, CF_U)
+CF_CONV(__double2ll, long long, double, CF_LL)
+CF_CONV(__double2ull, unsigned long long, double, CF_ULL)
+CF_CONV(__int2float, float, int, CF_F)
+CF_CONV(__uint2float, float, unsigned int, CF_F)
+CF_CONV(__ll2float, float, long long, CF_F)
+CF_CONV(__ull2float, float, unsigned long long, CF_F)
+CF_CONV(__ll2double, double, long long, CF_D)
+CF_CONV(__ull2double, double, unsigned long long, CF_D)
+CF_CONV(__double2float, float, double, CF_F)
+#undef CF_CONV
+#undef CF_INT
+#undef CF_FLT
+#undef CF_I
+#undef CF_U
+#undef CF_LL
+#undef CF_ULL
+#undef CF_F
+#undef CF_D
+inline double __int2double_rn(int x) { return double(x); }
+inline double __uint2double_rn(unsigned int x) { return double(x); }
+
+#include "cpu_intrinsics.h"
+#include "cpu_half.h"
+#include "cpu_atomic.h"
