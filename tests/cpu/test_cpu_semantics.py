@@ -243,13 +243,6 @@ def test_template_shared_array_per_instantiation(ctype, dtype, n):
 
 # ---------------------------------------------------------------- atomics
 
-NO_ATOMICS = pytest.mark.xfail(
-    strict=True,
-    raises=cf.CompileError,
-    reason="the CPU runtime declares no atomic functions yet (atomicAdd, atomicCAS, atomicInc, ...: "
-    "'atomicAdd' was not declared in this scope)",
-)
-
 
 @cf.kernel
 class Atomics:
@@ -298,25 +291,21 @@ def atomics():
     return x, hist, total, biggest, ring
 
 
-@NO_ATOMICS
 def test_shared_then_global_histogram(atomics):
     x, hist, *_ = atomics
     np.testing.assert_array_equal(hist, np.bincount(x & 255, minlength=256))
 
 
-@NO_ATOMICS
 def test_float_atomic_add_of_integers_is_exact(atomics):
     x, _, total, *_ = atomics
     assert total[0] == float((x & 7).sum())  # under 2**24: every partial sum is exact
 
 
-@NO_ATOMICS
 def test_atomic_cas_max(atomics):
     x, _, _, biggest, _ = atomics
     assert biggest[0] == x.max()
 
 
-@NO_ATOMICS
 def test_atomic_inc_wraps_past_its_limit(atomics):
     x, *_, ring = atomics
     assert ring[0] == len(x) % 10  # atomicInc(p, 9) counts 0..9 then back to 0
@@ -483,11 +472,6 @@ class Bits:
     """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=cf.CompileError,
-    reason="the CPU runtime declares no integer intrinsics yet ('__popc' was not declared in this scope)",
-)
 def test_popc_and_clz():
     x = RNG.integers(0, 2**32, 500, dtype=np.uint64).astype(np.uint32)
     x[:3] = [0, 1, 0xFFFFFFFF]

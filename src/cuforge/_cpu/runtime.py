@@ -69,7 +69,8 @@ def library() -> ctypes.CDLL:
                     source = f.read()
                 path = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
                                             flags=_toolchain.compile_flags(compiler, debug=False),
-                                            label="cuforge's CPU runtime", key_extra=(sources_digest(), _toolchain.host_cpu()))  # fmt: skip
+                                            label="cuforge's CPU runtime",
+                                            key_extra=(sources_digest(), _toolchain.host_cpu()))  # fmt: skip
                 lib = _store.load(path, global_symbols=True)
                 lib.cuforge_cpu_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch)]
                 lib.cuforge_cpu_run.restype = None
@@ -98,8 +99,7 @@ def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], sha
         _tls.ref = ctypes.byref(launch)
     if _run is None:
         _run = library().cuforge_cpu_run
-    _HEAD.pack_into(launch, 0, *grid, *block, shared_mem, args, int(cooperative or cluster is not None),
-                    *(cluster or (0, 0, 0)))
+    _HEAD.pack_into(launch, 0, *grid, *block, shared_mem, args, int(cooperative or cluster is not None), *(cluster or (0, 0, 0)))
     launch.status = 0
     _run(entry, _tls.ref)
     if launch.status:

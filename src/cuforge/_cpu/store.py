@@ -120,8 +120,8 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> str
     return str(disk.path_of(name))
 
 
-def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str], include_dirs: tuple[str, ...],
-                flags: tuple[str, ...], label: str, compiler: Compiler) -> str:  # fmt: skip
+def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str],
+                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler) -> str:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
     store the object; where it cannot be stored, it is kept for this process only."""
     with disk.locks([key], _config.cache_lock_seconds()):
@@ -164,6 +164,10 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
            compiler: Compiler) -> tuple[bytes, str, float]:  # fmt: skip
     """Run the compiler on ``source`` in a private folder: (the object's bytes, the
     compiler's messages, seconds)."""
+    import shlex
+    import subprocess
+    import tempfile
+
     unit = re.sub(r"[^\w.-]", "_", label)[:64].strip("._") or "kernel"
     with tempfile.TemporaryDirectory(prefix="cuforge-cpu-build-") as work:
         for name, text in headers.items():

@@ -37,7 +37,8 @@ _REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 # threads run as a plain loop (cuforge_cpu.h refuses a call to one of them that comes anyway).
 _SYNCS = re.compile(
     r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|"
-    r"__activemask|__lanemask\w*|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|coalesced_threads|"
+    r"__activemask|__lanemask\w*|__nanosleep|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|"
+    r"coalesced_threads|"
     r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
 )
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)

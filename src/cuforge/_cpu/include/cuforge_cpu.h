@@ -465,6 +465,15 @@ template <class T> inline T from_bits(unsigned long long b) {
 
 inline unsigned lane_id() { return worker().cur % 32; }
 
+// __nanosleep: the block's other threads run meanwhile, so that a thread waiting in a loop for
+// another of its block (a flag, a lock) sees it move, as on a GPU.
+inline void yield_now() {
+    Worker& w = worker();
+    if (!w.L || w.n <= 1 || w.plain) return;  // (outside a launch, or no other thread to wait for)
+    if (!w.fibers) enter_fibers(w);
+    park(w);
+}
+
 inline unsigned active_mask() {
     Worker& w = worker();
     unsigned warp = w.cur / 32, live = lanes_of(w, warp), m = 0;
@@ -683,6 +692,4 @@ CF_REDUCE(__reduce_xor_sync, W_XORR, unsigned)
 #define assert(e) ((e) ? (void)0 : ::cuforge_cpu::assert_fail(#e, __FILE__, __LINE__))
 #endif
 
-#if __has_include("cuforge/cpu_math.h")
 #include "cuforge/cpu_math.h"
-#endif

@@ -117,6 +117,10 @@ inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
 
 // A pause of the order of ns. It yields no other CUDA thread: a spin-wait on a thread of the
 // same block never sees that thread move.
+#ifdef CUFORGE_CPU  // in a kernel: the block's other threads run meanwhile (cuforge_cpu.h)
+inline void __nanosleep(unsigned int) { cuforge_cpu::yield_now(); }
+#else
 inline void __nanosleep(unsigned int ns) {
     for (unsigned int i = 0; i < ns / 32u + 1u; ++i) __builtin_ia32_pause();
 }
+#endif
