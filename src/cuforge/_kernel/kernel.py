@@ -315,6 +315,7 @@ class Kernel(_KernelBase, OnDevice):
             for k, _ in group:
                 k._cpu, k._cpu_lib = program.entries[k.name_expression], program.library
                 k._plan.grid_sync = k._plan.grid_sync or grid_sync
+        assert self._cpu is not None  # set above, with its group's
         return self._cpu
 
     def _launch_on_cpu(self) -> None:

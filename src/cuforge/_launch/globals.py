@@ -79,7 +79,7 @@ def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, d
         ctypes.memmove(ptr, data.ctypes.data, size)
         return
     handle = 0 if stream is None else stream_handle(stream, who)
-    with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
+    with _cuda.on_device(device if isinstance(device, int) else _cuda.current_device().id) as info:
         ptr, size = _address(plan, name, info, who)
         if data.nbytes != size:
             raise _size_error(who, size, data)
@@ -98,7 +98,7 @@ def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: in
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
         return np.frombuffer(ctypes.string_at(ptr, size), dt).copy()
-    with _cuda.on_device(device if device is not None else _cuda.current_device().id) as info:
+    with _cuda.on_device(device if isinstance(device, int) else _cuda.current_device().id) as info:
         ptr, size = _address(plan, name, info, who)
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
