@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from cuforge._compile.headers import cuda_include_dir
+from cuforge._compile.headers import cccl_include_dir, cuda_include_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = Path(__file__).with_name("cpu_math_program.cpp")
@@ -61,7 +61,8 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[list]]:
     cpuinfo = Path("/proc/cpuinfo")
     if sys.platform == "linux" and cpuinfo.exists() and " fma " in cpuinfo.read_text():
         flags.append("-mfma")
-    cmd = [str(CXX), *flags, f"-I{INCLUDE}", f"-I{cuda}", str(PROGRAM), "-o", str(exe)]
+    cccl = cccl_include_dir()  # (cuda_fp16.h includes <nv/target>, which is CCCL's)
+    cmd = [str(CXX), *flags, f"-I{INCLUDE}", f"-I{cuda}", *([f"-I{cccl}"] if cccl else []), str(PROGRAM), "-o", str(exe)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
