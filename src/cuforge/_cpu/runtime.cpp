@@ -27,6 +27,7 @@ namespace {
 struct ThreadMemory {
     char* stacks = nullptr;
     size_t stack_bytes = 0;
+    unsigned guarded = 0;  // stacks [0, guarded) have their guard page
     char* arena = nullptr;
     unsigned long long arena_bytes = 0;
     char* alt = nullptr;  // the signal stack: a fault on a fiber's guard page needs one
@@ -212,16 +213,17 @@ void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* sig, void* volatile* addr
     guard_jump = jump;
 }
 
-char* cuforge_cpu_stacks(void) {
+char* cuforge_cpu_stacks(unsigned fibers) {
     if (!memory.stacks) {
         size_t bytes = size_t(CUFORGE_CPU_MAX_THREADS + 1) * CUFORGE_CPU_STACK;
         void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) return nullptr;
         memory.stacks = static_cast<char*>(m);
         memory.stack_bytes = bytes;
-        for (size_t i = 0; i <= CUFORGE_CPU_MAX_THREADS; ++i)  // a guard page under each stack
-            mprotect(memory.stacks + i * CUFORGE_CPU_STACK, 4096, PROT_NONE);
+        mprotect(memory.stacks + size_t(CUFORGE_CPU_MAX_THREADS) * CUFORGE_CPU_STACK, 4096, PROT_NONE);  // the plain loop's
     }
+    for (; memory.guarded < fibers && memory.guarded < CUFORGE_CPU_MAX_THREADS; ++memory.guarded)
+        mprotect(memory.stacks + size_t(memory.guarded) * CUFORGE_CPU_STACK, 4096, PROT_NONE);  // a guard page under each
     ensure_alt_stack();
     return memory.stacks;
 }

@@ -584,7 +584,7 @@ template <auto K, bool PLAIN> void plain_main(void* worker, unsigned) {
 
 inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
     if (!w.f) w.f = new Fiber[MAX_THREADS + 1];
-    w.stacks = cuforge_cpu_stacks();
+    w.stacks = cuforge_cpu_stacks(plain ? 0 : L->block[0] * L->block[1] * L->block[2]);
     w.shared = cuforge_cpu_arena(STATIC_SHARED + L->shared_mem);
     if (!w.stacks || !w.shared) return false;
     w.L = L;

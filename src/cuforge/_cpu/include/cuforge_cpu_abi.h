@@ -17,8 +17,9 @@ struct cuforge_cpu_launch {
 // SIGBUS, SIGFPE) jumps back to the frame that set `guard` on this thread.
 void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* signal, void* volatile* address);
 // This worker thread's memory, shared by every kernel library: MAX_THREADS + 1 fiber stacks of
-// STACK bytes (each with a guard page), and a shared-memory arena of at least `bytes`.
-char* cuforge_cpu_stacks(void);
+// STACK bytes (the last the plain loop's; the first `fibers` and the last with a guard page),
+// and a shared-memory arena of at least `bytes`.
+char* cuforge_cpu_stacks(unsigned fibers);
 char* cuforge_cpu_arena(unsigned long long bytes);
 }
 
