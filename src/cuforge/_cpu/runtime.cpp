@@ -214,16 +214,22 @@ void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* sig, void* volatile* addr
 }
 
 char* cuforge_cpu_stacks(unsigned fibers) {
-    if (!memory.stacks) {
-        size_t bytes = size_t(CUFORGE_CPU_MAX_THREADS + 1) * CUFORGE_CPU_STACK;
-        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    static_assert(CUFORGE_CPU_HEADER + (CUFORGE_CPU_MAX_THREADS + 1ull) * CUFORGE_CPU_STACK <= CUFORGE_CPU_REGION,
+                  "a region holds its header and its stacks");
+    if (!memory.stacks) {  // map twice the region and keep the aligned part (the rest is unmapped)
+        size_t size = CUFORGE_CPU_REGION;
+        void* m = mmap(nullptr, 2 * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) return nullptr;
-        memory.stacks = static_cast<char*>(m);
-        memory.stack_bytes = bytes;
-        mprotect(memory.stacks + size_t(CUFORGE_CPU_MAX_THREADS) * CUFORGE_CPU_STACK, 4096, PROT_NONE);  // the plain loop's
+        uintptr_t start = reinterpret_cast<uintptr_t>(m), aligned = (start + size - 1) & ~uintptr_t(size - 1);
+        if (aligned > start) munmap(m, aligned - start);
+        if (start + 2 * size > aligned + size) munmap(reinterpret_cast<void*>(aligned + size), start + 2 * size - aligned - size);
+        memory.stacks = reinterpret_cast<char*>(aligned);
+        memory.stack_bytes = size;
+        mprotect(memory.stacks + CUFORGE_CPU_HEADER + size_t(CUFORGE_CPU_MAX_THREADS) * CUFORGE_CPU_STACK, 4096,
+                 PROT_NONE);  // the plain loop's guard page
     }
     for (; memory.guarded < fibers && memory.guarded < CUFORGE_CPU_MAX_THREADS; ++memory.guarded)
-        mprotect(memory.stacks + size_t(memory.guarded) * CUFORGE_CPU_STACK, 4096, PROT_NONE);  // a guard page under each
+        mprotect(memory.stacks + CUFORGE_CPU_HEADER + size_t(memory.guarded) * CUFORGE_CPU_STACK, 4096, PROT_NONE);
     ensure_alt_stack();
     return memory.stacks;
 }

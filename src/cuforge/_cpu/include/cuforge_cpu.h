@@ -7,8 +7,9 @@
 // registers and the stack pointer, load the other's) at each barrier and warp function, so that
 // a barrier waits for every thread of the block and a shuffle sees every lane's value.
 //
-// Per-thread state (threadIdx, ...) is thread_local to the worker: each switch restores the
-// resumed thread's copy. __shared__ declarations are rewritten by cuforge (cuforge/_cpu/translate.py)
+// Per-thread state (threadIdx, ...) is the worker's: each switch restores the resumed thread's
+// copy. A worker's state sits at the start of its memory region, whose fiber stacks every
+// kernel's code runs on, so it is found from the stack pointer (no thread-local lookup). __shared__ declarations are rewritten by cuforge (cuforge/_cpu/translate.py)
 // into references into the running block's arena, so that two blocks of one worker (a cooperative
 // launch) keep their own shared memory.
 #pragma once
@@ -42,13 +43,6 @@
 
 #include "cuforge_cpu_abi.h"
 
-// ---------------------------------------------------------------- built-in variables
-namespace {
-thread_local uint3 threadIdx;
-thread_local uint3 blockIdx;
-thread_local dim3 blockDim;
-thread_local dim3 gridDim;
-}  // namespace
 static constexpr int warpSize = 32;
 
 namespace cuforge_cpu {
@@ -120,20 +114,23 @@ struct Fiber {
 struct Block;  // the threads of one block
 typedef void (*ThreadFn)(void**);
 
+// At the start of each worker thread's region (zero-filled when mapped): the same layout for
+// every kernel library of a process, which are built from this header's one version.
 struct Worker {
-    cuforge_cpu_launch* L = nullptr;
-    ThreadFn thread_fn = nullptr;
+    uint3 thread_idx, block_idx, block_dim, grid_dim;  // threadIdx, blockIdx, blockDim, gridDim
+    cuforge_cpu_launch* L;
+    ThreadFn thread_fn;
     sigjmp_buf jump;
     // the block range this call runs, and the plain loop's position in it
-    long long b = 0, last = 0;
-    unsigned n = 0;        // threads per block
-    unsigned cur = 0;      // the running thread (linear index)
-    bool fibers = false;   // this block's threads are on fibers
-    bool block_done = false;
-    bool plain = false;    // compiled as a plain loop: the source names no barrier or warp function
-    unsigned exited = 0;
-    unsigned bar_arrived = 0, bar_gen = 0;
-    int bar_acc[2] = {0, 0}, bar_res[2] = {0, 0};
+    long long b, last;
+    unsigned n;        // threads per block
+    unsigned cur;      // the running thread (linear index)
+    bool fibers;   // this block's threads are on fibers
+    bool block_done;
+    bool plain;    // compiled as a plain loop: the source names no barrier or warp function
+    unsigned exited;
+    unsigned bar_arrived, bar_gen;
+    int bar_acc[2], bar_res[2];
     Fiber* f = nullptr;
     char* stacks = nullptr;       // MAX_THREADS + 1 stacks (the last is the plain loop's)
     void* runner = nullptr;       // the worker's own context, parked while fibers run
@@ -141,10 +138,20 @@ struct Worker {
     char* shared = nullptr;       // this block's arena: static, then dynamic from STATIC_SHARED
 };
 
+static_assert(sizeof(Worker) <= CUFORGE_CPU_HEADER, "the worker's state must fit its region's header");
+
+// The worker whose fiber stack this code runs on (kernel code runs on nothing else).
 inline Worker& worker() {
-    static thread_local Worker w;
-    return w;
+    uintptr_t sp;
+    __asm__("movq %%rsp, %0" : "=r"(sp));  // (not volatile: one read serves a whole function)
+    return *reinterpret_cast<Worker*>(sp & ~uintptr_t(CUFORGE_CPU_REGION - 1));
 }
+}  // namespace cuforge_cpu
+#define threadIdx (::cuforge_cpu::worker().thread_idx)
+#define blockIdx (::cuforge_cpu::worker().block_idx)
+#define blockDim (::cuforge_cpu::worker().block_dim)
+#define gridDim (::cuforge_cpu::worker().grid_dim)
+namespace cuforge_cpu {
 
 enum Status { FAILED = 1, FAULTED = 2, ASSERTED = 3 };  // cuforge_cpu_launch.status
 
@@ -584,14 +591,14 @@ template <auto K, bool PLAIN> void plain_main(void* worker, unsigned) {
 
 inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
     if (!w.f) w.f = new Fiber[MAX_THREADS + 1];
-    w.stacks = cuforge_cpu_stacks(plain ? 0 : L->block[0] * L->block[1] * L->block[2]);
+    w.stacks = cuforge_cpu_stacks(plain ? 0 : L->block[0] * L->block[1] * L->block[2]) + CUFORGE_CPU_HEADER;
     w.shared = cuforge_cpu_arena(STATIC_SHARED + L->shared_mem);
     if (!w.stacks || !w.shared) return false;
     w.L = L;
     w.thread_fn = tf;
     w.plain = plain;
-    blockDim = dim3(L->block[0], L->block[1], L->block[2]);
-    gridDim = dim3(L->grid[0], L->grid[1], L->grid[2]);
+    w.block_dim = uint3{L->block[0], L->block[1], L->block[2]};
+    w.grid_dim = uint3{L->grid[0], L->grid[1], L->grid[2]};
     w.n = L->block[0] * L->block[1] * L->block[2];
     return true;
 }
@@ -599,7 +606,13 @@ inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
 // Run blocks [first, last) of a launch on this thread. A fault, a failed assert or threads that
 // can never meet end the range early with L->status set.
 template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
-    Worker& w = worker();
+    char* region = cuforge_cpu_stacks(0);  // (this runs on the thread's own stack: the region is asked for)
+    if (!region) {
+        if (__sync_bool_compare_and_swap(&L->status, 0, 1))
+            snprintf(L->message, sizeof L->message, "out of memory for the fibers' stacks");
+        return;
+    }
+    Worker& w = *reinterpret_cast<Worker*>(region);
     if (!prepare(w, L, &call_kernel<K>, PLAIN)) {
         if (__sync_bool_compare_and_swap(&L->status, 0, 1))
             snprintf(L->message, sizeof L->message, "out of memory for the fibers' stacks or shared memory");
@@ -614,7 +627,7 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
                      sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
                      : sig == SIGBUS ? "a bus error (a misaligned or unmapped access)"
                      : "an arithmetic fault (an integer division by zero, which on a GPU gives an undefined value)",
-                     (void*)addr, CF_BLOCK_ARGS);
+                     (void*)addr, w.block_idx.x, w.block_idx.y, w.block_idx.z);
         return;
     }
     cuforge_cpu_guard(&w.jump, &sig, &addr);

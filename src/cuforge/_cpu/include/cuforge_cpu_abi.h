@@ -16,9 +16,9 @@ struct cuforge_cpu_launch {
 // From cuforge's runtime library (loaded before any kernel): a fault in kernel code (SIGSEGV,
 // SIGBUS, SIGFPE) jumps back to the frame that set `guard` on this thread.
 void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* signal, void* volatile* address);
-// This worker thread's memory, shared by every kernel library: MAX_THREADS + 1 fiber stacks of
-// STACK bytes (the last the plain loop's; the first `fibers` and the last with a guard page),
-// and a shared-memory arena of at least `bytes`.
+// This worker thread's memory, shared by every kernel library: its region (see below: the
+// header, then MAX_THREADS + 1 fiber stacks of STACK bytes, the last the plain loop's; the
+// first `fibers` and the last with a guard page), and a shared-memory arena of at least `bytes`.
 char* cuforge_cpu_stacks(unsigned fibers);
 char* cuforge_cpu_arena(unsigned long long bytes);
 }
@@ -44,3 +44,7 @@ void cuforge_cpu_group_exit(void);
 
 #define CUFORGE_CPU_STACK (128 * 1024)
 #define CUFORGE_CPU_MAX_THREADS 1024
+// A worker thread's region: aligned to its size, a header (the worker's state) then its
+// MAX_THREADS + 1 fiber stacks, so that code on any of them finds the header from its stack pointer.
+#define CUFORGE_CPU_REGION (1ull << 28)
+#define CUFORGE_CPU_HEADER (64 * 1024)
