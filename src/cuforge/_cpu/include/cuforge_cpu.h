@@ -97,10 +97,16 @@ static const char* const WARP_NAMES[] = {"__syncwarp", "__shfl_sync", "__shfl_up
     "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_min_sync", "__reduce_max_sync",
     "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"};
 
-struct WarpOp {
+struct WarpOp {  // a warp function that lanes of one mask are meeting at
     int kind;
     unsigned mask, arrived;
     int width;
+};
+// A warp's warp functions under way: one per mask (a tile of 8 lanes has its own), slot by the
+// mask's lowest lane; each lane is in at most one, so the lanes' values and results are shared.
+struct Warp {
+    WarpOp op[32];
+    unsigned pending;  // the slots with lanes waiting
     unsigned long long value[32];
     int arg[32];
     unsigned long long out[32];
@@ -134,7 +140,7 @@ struct Worker {
     Fiber* f = nullptr;
     char* stacks = nullptr;       // MAX_THREADS + 1 stacks (the last is the plain loop's)
     void* runner = nullptr;       // the worker's own context, parked while fibers run
-    WarpOp warps[MAX_THREADS / 32];
+    Warp warps[MAX_THREADS / 32];
     char* shared = nullptr;       // this block's arena: static, then dynamic from STATIC_SHARED
 };
 
@@ -248,7 +254,10 @@ inline void enter_fibers(Worker& w) {
     for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
     w.exited = w.cur;
     w.bar_arrived = 0;
-    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) w.warps[i].arrived = 0;
+    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) {
+        for (unsigned s = 0; s < 32; ++s) w.warps[i].op[s].arrived = 0;
+        w.warps[i].pending = 0;
+    }
 }
 
 inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a barrier or warp function waiting
@@ -258,11 +267,14 @@ inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a bar
         fail(CF_BLOCK_FMT ": thread %u exited without reaching the __syncthreads that threads [%s] wait at; every "
              "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, t, waiting);
     }
-    WarpOp& op = w.warps[t / 32];
-    if (op.arrived && (op.mask >> (t % 32) & 1))
-        fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
-             "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
-             WARP_NAMES[op.kind], op.arrived, op.mask);
+    Warp& wp = w.warps[t / 32];
+    for (unsigned p = wp.pending; p; p &= p - 1) {
+        const WarpOp& op = wp.op[__builtin_ctz(p)];
+        if (op.mask >> (t % 32) & 1)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
+                 "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
+                 WARP_NAMES[op.kind], op.arrived, op.mask);
+    }
 }
 
 inline void exit_thread(Worker& w) {
@@ -334,13 +346,13 @@ inline unsigned lanes_of(const Worker& w, unsigned warp) {  // the lanes that ex
     return left >= 32 ? 0xffffffffu : (1u << left) - 1;
 }
 
-inline void warp_compute(WarpOp& op, unsigned live) {
+inline void warp_compute(Warp& wp, const WarpOp& op, unsigned live) {
     unsigned mask = op.mask & live;
     int width = op.width;
     unsigned seg = unsigned(32 - width);  // PTX shfl's segment mask, c[12:8]
     for (unsigned l = 0; l < 32; ++l) {
         if (!(mask >> l & 1)) continue;
-        int b = op.arg[l] & 31;  // the hardware reads the low 5 bits of a lane, delta or lane mask
+        int b = wp.arg[l] & 31;  // the hardware reads the low 5 bits of a lane, delta or lane mask
         int lane = int(l), j = lane;
         int min_lane = lane & int(seg), max_lane = min_lane | (31 & ~int(seg));
         bool ok = false;
@@ -353,7 +365,7 @@ inline void warp_compute(WarpOp& op, unsigned live) {
         }
         if (op.kind >= W_IDX && op.kind <= W_XOR) {
             if (!ok || j < 0 || j > 31 || !(mask >> j & 1)) j = lane;
-            op.out[l] = op.value[j];
+            wp.out[l] = wp.value[j];
         }
     }
     unsigned long long acc = 0;
@@ -361,10 +373,10 @@ inline void warp_compute(WarpOp& op, unsigned live) {
     case W_BALLOT: case W_ANY: case W_ALL: {
         unsigned bits = 0;
         for (unsigned l = 0; l < 32; ++l)
-            if ((mask >> l & 1) && op.value[l]) bits |= 1u << l;
+            if ((mask >> l & 1) && wp.value[l]) bits |= 1u << l;
         acc = op.kind == W_BALLOT ? bits : op.kind == W_ANY ? bits != 0 : bits == mask;
         for (unsigned l = 0; l < 32; ++l)  // only the mask's lanes: others may not have read their last result
-            if (mask >> l & 1) op.out[l] = acc;
+            if (mask >> l & 1) wp.out[l] = acc;
         break;
     }
     case W_MATCH_ANY: case W_MATCH_ALL: {
@@ -373,20 +385,20 @@ inline void warp_compute(WarpOp& op, unsigned live) {
             if (!(mask >> l & 1)) continue;
             unsigned same = 0;
             for (unsigned k = 0; k < 32; ++k)
-                if ((mask >> k & 1) && op.value[k] == op.value[l]) same |= 1u << k;
-            op.out[l] = same;
+                if ((mask >> k & 1) && wp.value[k] == wp.value[l]) same |= 1u << k;
+            wp.out[l] = same;
             all = all && same == mask;
         }
         if (op.kind == W_MATCH_ALL)
             for (unsigned l = 0; l < 32; ++l)
-                if (mask >> l & 1) op.out[l] = all ? (mask | (1ull << 32)) : 0;  // bit 32: the predicate
+                if (mask >> l & 1) wp.out[l] = all ? (mask | (1ull << 32)) : 0;  // bit 32: the predicate
         break;
     }
     case W_ADD: case W_MIN: case W_MAX: case W_UMIN: case W_UMAX: case W_AND: case W_OR: case W_XORR: {
         bool first = true;
         for (unsigned l = 0; l < 32; ++l) {
             if (!(mask >> l & 1)) continue;
-            unsigned v = unsigned(op.value[l]);
+            unsigned v = unsigned(wp.value[l]);
             if (first) { acc = v; first = false; continue; }
             unsigned a = unsigned(acc);
             switch (op.kind) {
@@ -402,7 +414,7 @@ inline void warp_compute(WarpOp& op, unsigned live) {
             acc = a;
         }
         for (unsigned l = 0; l < 32; ++l)
-            if (mask >> l & 1) op.out[l] = acc;
+            if (mask >> l & 1) wp.out[l] = acc;
         break;
     }
     default: break;
@@ -420,19 +432,29 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
              CF_BLOCK_ARGS, t, WARP_NAMES[kind], width);
     unsigned live = lanes_of(w, warp);
     if ((mask & live) == (1u << lane)) {  // only this lane: no one to wait for
-        WarpOp solo{};
-        solo.kind = kind, solo.mask = mask, solo.width = width;
+        Warp solo;
+        WarpOp one{kind, mask, 0, width};
         solo.value[lane] = value, solo.arg[lane] = arg;
-        warp_compute(solo, 1u << lane);
+        warp_compute(solo, one, 1u << lane);
         return solo.out[lane];
     }
     if (!w.fibers) {
         if (w.plain) plain_only(w, WARP_NAMES[kind]);
         enter_fibers(w);
     }
-    WarpOp& op = w.warps[warp];
+    Warp& wp = w.warps[warp];
+    unsigned slot = __builtin_ctz(mask & live);
+    for (unsigned p = wp.pending & ~(1u << slot); p; p &= p - 1) {  // another mask's function expects this lane
+        const WarpOp& other = wp.op[__builtin_ctz(p)];
+        if (other.mask >> lane & 1)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x) while lanes 0x%08x of its warp wait for it "
+                 "at %s (mask 0x%08x); the lanes of a mask must call the same warp function together", CF_BLOCK_ARGS,
+                 t, lane, WARP_NAMES[kind], mask, other.arrived, WARP_NAMES[other.kind], other.mask);
+    }
+    WarpOp& op = wp.op[slot];
     if (op.arrived == 0) {
         op.kind = kind, op.mask = mask, op.width = width;
+        wp.pending |= 1u << slot;
     } else if (op.kind != kind || op.mask != mask || op.width != width) {
         fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp wait "
              "at %s (mask 0x%08x, width %d); the lanes of a mask must call the same warp function together",
@@ -443,19 +465,20 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
         if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == DONE)
             fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
                  "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, l);
-    op.value[lane] = value;
-    op.arg[lane] = arg;
+    wp.value[lane] = value;
+    wp.arg[lane] = arg;
     op.arrived |= 1u << lane;
     if ((op.arrived & mask & live) == (mask & live)) {
-        warp_compute(op, live);
+        warp_compute(wp, op, live);
         op.arrived = 0;
+        wp.pending &= ~(1u << slot);
         for (unsigned l = 0; l < 32; ++l)
             if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == WAIT_WARP) w.f[warp * 32 + l].state = READY;
     } else {
         w.f[t].state = WAIT_WARP;
         park(w);
     }
-    return op.out[lane];
+    return wp.out[lane];
 }
 
 template <class T> inline unsigned long long to_bits(T v) {
