@@ -223,3 +223,20 @@ def test_float16x8_arrays():
     y = np.zeros_like(x)
     Double8(x, y, 1000)
     np.testing.assert_array_equal(y, x * 2)
+
+
+def test_complex_arithmetic_matches_numpy():
+    from ..unit.test_complex import ComplexOps
+
+    n = 5000
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    y = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+    a = np.complex64(0.5 - 2j)
+    want = y.astype(np.complex128)
+    xd = x.astype(np.complex128)
+    z = a * xd + want * 2 - 1
+    z += np.conj(xd) / (want + 1)
+    want = z * np.abs(xd) + np.exp(xd) * np.where(z == xd, 1.0, 0.5)
+    ComplexOps(a, x, y, n)
+    np.testing.assert_allclose(y, want, rtol=2e-4, atol=2e-4)
