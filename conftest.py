@@ -10,14 +10,18 @@ How a block is marked in the Markdown, with HTML comments that no page shows:
 - an ``ipython`` block is a notebook cell (``%%cuda``, ``%load_ext``), run by a real IPython
   shell; from a page's first cell on, ``cf`` and ``np`` are what its cells import, as in a
   reader's session;
-- ``<!-- gpu -->`` just before a block: it launches, so its test carries the ``gpu`` marker
-  and skips with the reason where no GPU is present. ``-m gpu`` also selects the other
-  blocks of a page that has one, since its GPU blocks build on the names they define;
+- ``<!-- launches -->`` just before a block: it launches kernels on host (NumPy) arrays, so
+  its test carries the ``launches`` marker: it runs on the GPU where one is usable, else on
+  cuforge's CPU backend (the plugin's ``--cuforge-device``);
+- ``<!-- gpu -->`` just before a block: it needs the GPU itself (device memory, CuPy,
+  streams, graphs, a fault), so its test carries the ``gpu`` marker and skips with the reason
+  where no GPU is present. ``-m gpu`` (or ``-m launches``) also selects the other blocks of a
+  page that has one, since its launching blocks build on the names they define;
 - ``<!-- illustration: why -->`` just before a block: shown, never run (a shell command that
   installs, a user's own fatbin). tests/unit/test_docs.py holds every other block to the
   rules above and keeps such blocks few;
 - ``<!-- invisible-code-block: python ... -->``: set-up or checks a reader need not see
-  (``<!-- gpu -->`` may stand before one too);
+  (``<!-- gpu -->`` or ``<!-- launches -->`` may stand before one too);
 - a ``text`` block is what the block before it printed.
 
 The blocks of one page share a namespace (``cf`` and ``np`` are in it), and run in order.
@@ -41,6 +45,7 @@ if not any(ep.value == "cuforge.pytest_plugin" for ep in importlib.metadata.entr
     pytest_plugins = ["cuforge.pytest_plugin"]
 
 GPU_MARK = re.compile(r"<!--\s*gpu\s*-->\s*$")
+LAUNCH_MARK = re.compile(r"<!--\s*launches\s*-->\s*$")
 ILLUSTRATION_MARK = re.compile(r"<!--\s*illustration:[^>]*-->\s*$")
 
 
@@ -115,13 +120,20 @@ pytest_collect_file = Sybil(
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def gpu_block(item: pytest.Item) -> bool:
-        example = getattr(item, "example", None)
-        return example is not None and _marked(GPU_MARK, example.document, example.region.start)
-
-    gpu_pages = {item.example.document.path for item in items if gpu_block(item)}  # type: ignore[attr-defined]
-    selecting_gpu = "gpu" in (config.getoption("markexpr", "") or "")
-    for item in items:
-        example = getattr(item, "example", None)
-        if example is not None and (gpu_block(item) or (selecting_gpu and example.document.path in gpu_pages)):
-            item.add_marker(pytest.mark.gpu)
+    blocks = [item for item in items if getattr(item, "example", None) is not None]
+    marks = {"gpu": GPU_MARK, "launches": LAUNCH_MARK}
+    chosen: dict[pytest.Item, str] = {}
+    for item in blocks:
+        example = item.example  # type: ignore[attr-defined]
+        for name, mark in marks.items():
+            if _marked(mark, example.document, example.region.start):
+                chosen[item] = name
+    selecting = config.getoption("markexpr", "") or ""
+    for name in marks:
+        pages = {item.example.document.path for item, n in chosen.items() if n == name}  # type: ignore[attr-defined]
+        if name in selecting:  # the page's other blocks define the names its marked ones use
+            for item in blocks:
+                if item not in chosen and item.example.document.path in pages:  # type: ignore[attr-defined]
+                    chosen[item] = name
+    for item, name in chosen.items():
+        item.add_marker(getattr(pytest.mark, name))

@@ -1,6 +1,7 @@
 """How a project tests its kernels with cuforge's pytest plugin.
 
-pytest examples/pytest_usage                          # GPU tests skip (with reasons) without a GPU
+pytest examples/pytest_usage                          # launches tests run on the GPU, else on the CPU backend;
+                                                      # GPU tests skip (with reasons) without a GPU
 pytest examples/pytest_usage --cuforge-compile-all --cuforge-arch sm_90   # compile every instantiation
 """
 
@@ -16,7 +17,7 @@ def axpy_reference(a, x, y, n):
     y[:] = (a * x.astype(np.float64) + y).astype(y.dtype)
 
 
-@pytest.mark.gpu
+@pytest.mark.launches
 @parametrize_family(Axpy)
 def test_axpy_matches_numpy(kernel):
     dtype = kernel.template_args["T"]
@@ -24,7 +25,7 @@ def test_axpy_matches_numpy(kernel):
     assert_kernel_matches(kernel, axpy_reference, 1.5, random_array(n, dtype, 1), random_array(n, dtype, 2), n)
 
 
-@pytest.mark.gpu
+@pytest.mark.launches
 def test_family_call_infers_the_dtype():
     x = random_array(1000, cf.float64, 3)
     assert_kernel_matches(Axpy, axpy_reference, 2.0, x, np.zeros(1000), 1000)

@@ -12,7 +12,9 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+from cuforge.pytest_plugin import gpu_module
+
+pytestmark = gpu_module()
 
 PROGRAM = textwrap.dedent(
     """

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge.pytest_plugin import gpu_module
 
 from ..conftest import Saxpy
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 

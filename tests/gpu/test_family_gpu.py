@@ -1,4 +1,5 @@
-"""Families on a GPU: every instantiation of the examples, and autotuning that persists."""
+"""Families on a GPU: every instantiation of the examples (on device arrays), autotuning that
+persists, CUB block scans. Families on host arrays are in tests/device/test_family.py."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ import pytest
 
 import cuforge as cf
 from cuforge import _config
+from cuforge.pytest_plugin import gpu_module
 
 from ..unit.test_family_params import CubScan
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
@@ -94,22 +96,6 @@ def test_autotune_picks_persists_and_a_second_process_reuses_it(tmp_path):
     assert second == {**second, "from": "disk", "timing_runs": 0, "choice": first["choice"], "y_ok": True}
 
 
-def test_explicit_index_bypasses_tuning():
-    @cf.kernel
-    class Tuned:
-        T = cf.typeparam(cf.float32)
-        BLOCK = cf.intparam(128, 256)
-        x: cf.Out[T]
-        n: cf.int64
-        block = "BLOCK"
-        autotune = cf.autotune(BLOCK=[128, 256], key=["n"])
-        body = "long long i = blockIdx.x * (long long)BLOCK + threadIdx.x; if (i < n) x[i] = BLOCK;"
-
-    x = np.zeros(1000, np.float32)
-    Tuned[cf.float32, 256](x, 1000)
-    assert (x == 256).all() and Tuned.tuning() == []
-
-
 def test_autotuning_launches_candidates_with_the_calls_shared_memory():
     """Each candidate uses an extern __shared__ array: tuned without the call's shared_mem, it
     faulted the GPU (and the context was lost)."""
@@ -143,56 +129,6 @@ def test_autotuning_launches_candidates_with_the_calls_shared_memory():
     BlockSums(x, out, n, shared_mem=256 * 4)
     np.testing.assert_allclose(out, x.reshape(40, 256).sum(axis=1), rtol=1e-5)
     assert BlockSums.tuning()[0]["from"] == "timed"
-
-
-def test_a_family_with_extern_shared_arrays_of_two_types_precompiles_and_runs():
-    """One program cannot hold `extern __shared__ T temp[]` for float and double: precompile
-    failed before; now each instantiation compiles alone, and both run."""
-
-    @cf.kernel
-    class Reverse:
-        T = cf.typeparam(cf.float32, cf.float64)
-        x: cf.Array[T]
-        n: cf.int32
-        block = 128
-        grid = 1
-        shared_mem = staticmethod(lambda block: block[0] * 8)
-        body = """
-        extern __shared__ T temp[];
-        temp[threadIdx.x] = threadIdx.x < n ? x[threadIdx.x] : T(0);
-        __syncthreads();
-        if (threadIdx.x < n) x[threadIdx.x] = temp[n - 1 - threadIdx.x];
-        """
-
-    before = cf.cache_stats().batch_fallbacks
-    assert len(Reverse.precompile()) == 2
-    assert cf.cache_stats().batch_fallbacks == before + 1
-    for dtype in (np.float32, np.float64):
-        x = np.arange(100, dtype=dtype)
-        Reverse(x, 100)
-        np.testing.assert_array_equal(x, np.arange(99, -1, -1, dtype=dtype))
-
-
-@cf.kernel
-class SwapLanes:
-    T = cf.typeparam(cf.vector(cf.float16, 2), cf.vector(cf.float32, 4))
-    x: cf.In[T]
-    y: cf.Out[T]
-    n: cf.int64
-    body = """
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i < n) { T v = x[i]; T w = v; w.x = v.y; w.y = v.x; y[i] = w; }
-    """
-
-
-@pytest.mark.parametrize(("dtype", "lanes"), [(np.float16, 2), (np.float32, 4)])
-def test_an_unindexed_vector_family_infers_the_vector_type_from_host_arrays(dtype, lanes):
-    x = np.arange(1000 * lanes).astype(dtype).reshape(1000, lanes)
-    y = np.zeros_like(x)
-    SwapLanes(x, y, 1000)
-    want = x.copy()
-    want[:, [0, 1]] = x[:, [1, 0]]
-    np.testing.assert_array_equal(y, want)
 
 
 @cf.kernel

@@ -10,7 +10,9 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+from cuforge.pytest_plugin import gpu_module
+
+pytestmark = gpu_module()
 
 SCRIPT = """
 import numpy as np, cuforge as cf

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge.pytest_plugin import gpu_module
 
 from ..conftest import Saxpy
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 cp = pytest.importorskip("cupy", reason="the graph tests capture CuPy launches: install CuPy (pip install -e '.[cupy]')")
 
 N = 4099

@@ -7,11 +7,12 @@ import pytest
 
 import cuforge as cf
 from cuforge._runtime import cuda as _cuda
+from cuforge.pytest_plugin import gpu_module
 
 from ..conftest import Saxpy
 from ..hostile_launches import corpus
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 
 
 def test_every_hostile_call_is_refused_and_nothing_is_launched():

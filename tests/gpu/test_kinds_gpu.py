@@ -1,6 +1,7 @@
-"""The driver's launch kinds on a real GPU: cooperative grid sync, clusters with distributed
-shared memory, 100 KiB of dynamic shared memory; every misuse refused before any launch,
-with the context usable afterwards."""
+"""The driver's launch kinds on a real GPU: a cooperative launch's default grid from the
+occupancy, the device's limits, the kernel's attributes, a clustered histogram; every misuse
+refused before any launch (none recorded), with the context usable afterwards. The launch
+kinds on host arrays, which run on either device, are in tests/device/test_kinds.py."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import pytest
 
 import cuforge as cf
 from cuforge._runtime import cuda as _cuda
+from cuforge.pytest_plugin import gpu_module
 
 from .. import kind_kernels as kk
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 
 
 @pytest.fixture
@@ -26,14 +28,6 @@ def probe():
         np.testing.assert_array_equal(y.to_numpy(), np.ones(64, np.float32))
 
     return check
-
-
-def test_grid_sync_two_phase_sum_matches_numpy():
-    x = np.random.default_rng(3).standard_normal(1_000_003).astype(np.float32)
-    blocks = kk.GridSum.occupancy(block=256) * _cuda.current_device().sm_count
-    partial, out = cf.zeros(blocks, cf.float64), cf.zeros(1, cf.float64)
-    kk.GridSum(cf.to_device(x), partial, out, x.size, grid=blocks)
-    np.testing.assert_allclose(out.to_numpy()[0], x.astype(np.float64).sum(), rtol=1e-9)
 
 
 def test_a_cooperative_launch_without_grid_runs_as_many_blocks_as_fit():
@@ -74,12 +68,6 @@ def test_grid_sync_without_the_flag_is_refused_before_the_launch(probe):
 GridSyncNoFlag = kk.GridSyncNoFlag
 
 
-def test_cluster_blocks_read_each_others_shared_memory():
-    out = cf.zeros(8, cf.int32)
-    kk.ClusterSwap(out, grid=8)
-    np.testing.assert_array_equal(out.to_numpy(), [1, 0, 3, 2, 5, 4, 7, 6])
-
-
 def test_a_clustered_launch_of_the_cluster_histogram_matches_numpy():
     """this_grid().thread_rank() without a grid sync: a clustered launch, no cooperative flag."""
     data = np.random.default_rng(5).integers(-3, 260, 100_003).astype(np.int32)
@@ -101,15 +89,6 @@ def test_cluster_misuse_is_refused_before_the_launch(probe):
     with pytest.raises(cf.ArgumentError, match=r"cluster=\(16, 1, 1\) has 16 blocks; .* not portable"):
         kk.ClusterSwap(out, cluster=16, grid=16)
     probe(before)
-
-
-def test_100_kib_of_dynamic_shared_memory():
-    out = cf.zeros(4, cf.int64)
-    kk.BigShared(out, shared_mem=100 * 1024)
-    count = 100 * 1024 // 4
-    np.testing.assert_array_equal(out.to_numpy(), [count * (count - 1) // 2 + b * count for b in range(4)])
-    attrs = kk.BigShared.attributes
-    assert attrs.max_dynamic_shared_bytes >= 100 * 1024 and attrs.max_threads_per_block == 1024
 
 
 def test_shared_memory_past_the_device_limit_is_refused_with_the_limit(probe):
@@ -162,7 +141,3 @@ def test_the_cubin_and_the_driver_give_one_static_shared_size():
         assert k.compile().resources()["shared_bytes"] == k.attributes.static_shared_bytes == size
 
 
-def test_a_non_portable_cluster_of_16_blocks_on_hopper():
-    out = cf.zeros(32, cf.int32)
-    kk.ClusterSwap(out, grid=32, cluster=16, non_portable_cluster=True)
-    np.testing.assert_array_equal(out.to_numpy(), [(b + 1) % 16 + 16 * (b // 16) for b in range(32)])

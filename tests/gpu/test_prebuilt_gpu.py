@@ -16,12 +16,13 @@ import pytest
 
 import cuforge as cf
 from cuforge._runtime import cuda as _cuda
+from cuforge.pytest_plugin import gpu_module
 
 from ..conftest import Saxpy
 from ..unit.test_build import LINKED, build, shared_build
 from ..unit.test_prebuilt import _example_lto, build_aot
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 
 
 @pytest.fixture(scope="module")

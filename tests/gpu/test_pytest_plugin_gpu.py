@@ -6,7 +6,9 @@ import importlib.metadata
 
 import pytest
 
-pytestmark = pytest.mark.gpu
+from cuforge.pytest_plugin import gpu_module
+
+pytestmark = gpu_module()
 INSTALLED = any(ep.value == "cuforge.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
 PLUGIN = [] if INSTALLED else ["-p", "cuforge.pytest_plugin"]
 

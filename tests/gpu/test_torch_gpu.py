@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge.pytest_plugin import gpu_module
 
 from .. import examples
 
-pytestmark = pytest.mark.gpu
+pytestmark = gpu_module()
 torch = pytest.importorskip("torch")
 
 N = 3001

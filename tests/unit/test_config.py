@@ -32,3 +32,13 @@ def test_unusable_values_are_config_errors(setting, value, read, match):
     with _config.scope(**{setting: value}), pytest.raises(cf.ConfigError, match=match) as info:
         read()
     assert isinstance(info.value, ValueError) and isinstance(info.value, cf.CuforgeError)
+
+
+def test_unknown_launcher_setting_is_refused():
+    from cuforge._runtime import cuda as _cuda
+
+    with (
+        _config.scope(launcher="cython"),
+        pytest.raises(cf.ConfigError, match=r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
+    ):
+        _cuda.state.bind_launcher()

@@ -19,9 +19,12 @@ import pytest
 import cuforge as cf
 
 ROOT = Path(__file__).resolve().parents[2]
-# ``# doctest: +GPU`` marks a docstring example that launches: skipped where no GPU is present,
-# run by the gpu-marked test below on a GPU machine.
+# ``# doctest: +GPU`` marks a docstring example that needs the GPU itself (device memory,
+# streams, graphs): skipped where no GPU is present, run by the gpu-marked test below on a GPU
+# machine. ``# doctest: +LAUNCH`` marks one that launches on host arrays: run by the test below
+# that asks for ``cuforge_device``, on the GPU or on cuforge's CPU backend.
 GPU = doctest.register_optionflag("GPU")
+LAUNCH = doctest.register_optionflag("LAUNCH")
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n", re.M)
 ILLUSTRATION = re.compile(r"<!--\s*illustration:[^>]*-->\s*$")
@@ -241,27 +244,45 @@ def _examples() -> dict[str, list[doctest.DocTest]]:
     return groups
 
 
-def _run(name: str) -> None:
-    gpu = cf.gpu_available()
+def _run(name: str, device: str | None) -> None:
+    """Every example of ``name``: +GPU ones only on the GPU (``device`` "cuda"), +LAUNCH ones
+    only on a device (None: neither runs)."""
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     globs = {"cf": cf, "np": np}
     for test in _examples()[name]:
         for example in test.examples:
-            if example.options.get(GPU) and not gpu:
+            if (example.options.get(GPU) and device != "cuda") or (example.options.get(LAUNCH) and device is None):
                 example.options[doctest.SKIP] = True
         test.globs = globs
         runner.run(test, clear_globs=False)
     assert runner.failures == 0, f"{name}: {runner.failures} example(s) failed (see the output above)"
 
 
+def _flagged(flag: int) -> list[str]:
+    return sorted(n for n, tests in _examples().items() if any(e.options.get(flag) for t in tests for e in t.examples))
+
+
 @pytest.mark.parametrize("name", sorted(_examples()))
 def test_docstring_examples_run(name, cuforge_cache_dir):
-    """Every example; those marked +GPU only where a GPU is present."""
-    _run(name)
+    """Every example but those marked +GPU or +LAUNCH (run by the tests below)."""
+    _run(name, None)
+
+
+@pytest.mark.parametrize("name", _flagged(LAUNCH))
+def test_docstring_launch_examples_run(name, cuforge_cache_dir, cuforge_device):
+    """The docstrings with +LAUNCH examples, all their examples, on the chosen device (the
+    +GPU ones too on the GPU)."""
+    _run(name, cuforge_device)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(n for n, tests in _examples().items() if any(e.options.get(GPU) for t in tests for e in t.examples)))
-def test_docstring_gpu_examples_run(name, cuforge_cache_dir):
-    """The docstrings with +GPU examples, all their examples, on the GPU machine (-m gpu)."""
-    _run(name)
+def test_docstring_gpu_examples_run(cuforge_cache_dir):
+    """The docstrings with +GPU examples (and no +LAUNCH ones, run above), all their examples,
+    on the GPU machine (-m gpu): one check, naming each docstring whose examples failed."""
+    failed = []
+    for name in sorted(set(_flagged(GPU)) - set(_flagged(LAUNCH))):
+        try:
+            _run(name, "cuda")
+        except AssertionError as exc:
+            failed.append(str(exc))
+    assert not failed, failed

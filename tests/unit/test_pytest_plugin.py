@@ -75,10 +75,83 @@ def test_require_gpu_turns_skips_into_failures(pytester):
 
 def test_options_and_marker_are_registered(pytester):
     result = run(pytester, "--help")
-    result.stdout.fnmatch_lines(
-        ["*cuforge CUDA kernels:*", "*--cuforge-require-gpu*", "*--cuforge-compile-all*", "*--cuforge-modules=MODULE*"]
+    expected = ["*cuforge CUDA kernels:*", "*--cuforge-require-gpu*", "*--cuforge-device=*", "*--cuforge-compile-all*"]
+    result.stdout.fnmatch_lines([*expected, "*--cuforge-modules=MODULE*"])
+    run(pytester, "--markers").stdout.fnmatch_lines(
+        ["@pytest.mark.gpu: the test needs a CUDA GPU*", "@pytest.mark.launches: the test launches kernels on the chosen device*"]
     )
-    run(pytester, "--markers").stdout.fnmatch_lines(["@pytest.mark.gpu: the test needs a CUDA GPU*"])
+
+
+LAUNCHING = KERNELS + """
+import os
+import numpy as np
+import pytest
+from cuforge import _config
+from cuforge._runtime import cuda as _cuda
+
+@pytest.mark.launches
+def test_on_the_cpu():
+    assert (_config.device(), os.environ.get("CUFORGE_DEVICE"), _cuda.on_cpu(), _config.arch()) == ("cpu", "cpu", True, "sm_90")
+    y = np.ones(1000, np.float32)
+    Axpy(2.0, np.arange(1000, dtype=np.float32), y, 1000)  # no device named: the CPU
+    assert (y == 2 * np.arange(1000) + 1).all()
+
+def test_device_fixture(cuforge_device):
+    assert cuforge_device == "cpu" and _cuda.on_cpu()
+
+def test_after():
+    assert (_config.device(), os.environ.get("CUFORGE_DEVICE"), _cuda.on_cpu(), _config.arch()) == ("cuda", None, False, "")
+    assert "device" not in _config._overrides and "arch" not in _config._overrides
+"""
+
+
+@NO_GPU
+def test_launches_tests_run_on_the_cpu_without_a_gpu_and_everything_is_restored_after(pytester, monkeypatch):
+    monkeypatch.delenv("CUFORGE_DEVICE", raising=False)
+    monkeypatch.delenv("CUFORGE_ARCH", raising=False)
+    pytester.makepyfile(test_launching=LAUNCHING)
+    run(pytester, "-p", "no:randomly").assert_outcomes(passed=3)
+    run(pytester, "--cuforge-device=cpu").assert_outcomes(passed=3)
+
+
+@NO_GPU
+def test_launches_tests_skip_with_the_reasons_where_neither_device_can_run_them(pytester, monkeypatch):
+    pytester.makepyfile(test_launching=LAUNCHING)
+    result = run(pytester, "-rs", "--cuforge-device=cuda")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU (--cuforge-device=cuda): no CUDA device is available*"])
+    monkeypatch.setenv("CXX", "/nonexistent/c++")  # no compiler either
+    result = run(pytester, "-rs")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*SKIPPED*needs a CUDA GPU or a C++ compiler for cuforge's CPU backend: no CUDA device is available*CXX='/nonexistent/c++'*"]
+    )
+    result = run(pytester, "-rs", "--cuforge-device=cpu")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a C++ compiler for cuforge's CPU backend (--cuforge-device=cpu)*"])
+
+
+@NO_GPU
+def test_require_gpu_makes_launches_tests_need_the_gpu(pytester):
+    pytester.makepyfile("import pytest\n@pytest.mark.launches\ndef test_a():\n    pass\n")
+    result = run(pytester, "--cuforge-require-gpu")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*--cuforge-require-gpu: no usable CUDA device*"])
+
+
+@NO_GPU
+def test_a_gpu_module_is_skipped_once_with_the_reason(pytester):
+    pytester.makepyfile(
+        test_gpu_only="from cuforge.pytest_plugin import gpu_module\npytestmark = gpu_module()\n"
+        "def test_a():\n    pass\ndef test_b():\n    pass\n",
+        test_other="def test_c():\n    pass\n",
+    )
+    result = run(pytester, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1] test_gpu_only.py:2: needs a CUDA GPU: no CUDA device is available*"])
+    result = run(pytester, "--cuforge-require-gpu")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error
+    result.stdout.fnmatch_lines(["*--cuforge-require-gpu: no usable CUDA device*"])
 
 
 def test_bad_arch_is_a_usage_error(pytester):
@@ -174,21 +247,24 @@ def test_startup_and_collection_do_not_touch_cuda(pytester):
             print("CUDA-STATE", "cuda.core" in sys.modules, bool(_cuda.state.devices))
         """
     )
-    pytester.makepyfile(KERNELS + "\nimport pytest\n@pytest.mark.gpu\ndef test_g():\n    pass\n")
+    pytester.makepyfile(
+        KERNELS + "\nimport pytest\n@pytest.mark.gpu\ndef test_g():\n    pass\n@pytest.mark.launches\ndef test_l():\n    pass\n"
+    )
     result = run(pytester, "--collect-only", "-s")
     result.stdout.fnmatch_lines(["*CUDA-STATE False False*"])
 
 
 def test_the_pytest_usage_example_runs(pytester):
-    """examples/pytest_usage: its GPU tests skip with reasons here and pass on a GPU; its
-    kernels compile one item per instantiation with --cuforge-compile-all."""
+    """examples/pytest_usage: its launches tests run on the CPU here and on the GPU there, its
+    GPU test skips with the reason here and passes on a GPU; its kernels compile one item per
+    instantiation with --cuforge-compile-all."""
     example = os.path.abspath(os.path.join(ROOT, "examples", "pytest_usage"))
     cmd = [sys.executable, "-m", "pytest", *PLUGIN, "-p", "no:cacheprovider", "-q", "--rootdir", example, example]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=example)
     assert out.returncode == 0, out.stdout + out.stderr
-    expected = "10 passed" if gpu_missing_reason() is None else "2 passed, 8 skipped"
+    expected = "10 passed" if gpu_missing_reason() is None else "9 passed, 1 skipped"
     assert expected in out.stdout, out.stdout
     out = subprocess.run([*cmd, "--cuforge-compile-all", "--cuforge-arch", "sm_90"], capture_output=True, text=True, cwd=example)
-    assert out.returncode == 0 and ("17 passed" if gpu_missing_reason() is None else "9 passed, 8 skipped") in out.stdout, (
+    assert out.returncode == 0 and ("17 passed" if gpu_missing_reason() is None else "16 passed, 1 skipped") in out.stdout, (
         out.stdout
     )

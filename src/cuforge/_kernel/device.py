@@ -162,7 +162,7 @@ class OnDevice:
         ...     x: cf.Array[cf.float32]
         ...     preamble = "__constant__ float factor;"
         ...     body = "x[threadIdx.x] *= factor;"
-        >>> Scaled.set_global("factor", np.array([3.0], np.float32))  # doctest: +GPU
+        >>> Scaled.set_global("factor", np.array([3.0], np.float32))  # doctest: +LAUNCH
         """
         from .._launch import globals as _globals  # (off the launch path: imported on first use)
 
@@ -192,7 +192,7 @@ class OnDevice:
 
         Examples
         --------
-        >>> Scaled.get_global("factor", np.float32)  # doctest: +GPU
+        >>> Scaled.get_global("factor", np.float32)  # doctest: +LAUNCH
         array([3.], dtype=float32)
         """
         from .._launch import globals as _globals

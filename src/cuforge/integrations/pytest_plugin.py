@@ -18,9 +18,13 @@ __all__ = [
     "pytest_configure",
     "pytest_runtest_setup",
     "pytest_runtest_call",
+    "pytest_runtest_teardown",
+    "pytest_unconfigure",
     "pytest_terminal_summary",
     "cuda_device",
     "cuda_stream",
+    "cuforge_device",
+    "gpu_module",
     "cuforge_cache_dir",
     "CompileCounter",
     "cuforge_compile_counter",
@@ -37,12 +41,19 @@ class _State:
     def __init__(self) -> None:
         self.gpu_reason: str | None = None  # why there is no usable GPU, once looked at
         self.gpu_checked = False
+        self.device: str | None = None  # where `launches` tests run: "cuda", "cpu", or None (skipped)
+        self.device_reason: str | None = None  # why they cannot run anywhere, once looked at
+        self.device_checked = False
         self.context_broken: str | None = None  # set after a kernel fault
         self.registered_before: set[int] = set()
         self.batches: dict[int, BaseException | None] = {}
 
 
 STATE = pytest.StashKey[_State]()
+_SWITCH = pytest.StashKey["contextlib.ExitStack"]()
+_config_of_session: list[pytest.Config] = []  # the running session's, for gpu_module() at import
+_UNSET = object()
+CPU_ARCH = "sm_90"  # what compile-only calls (precompile, %%cuda) target on the CPU, unless told
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,7 +61,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--cuforge-require-gpu",
         action="store_true",
-        help="fail, rather than skip, tests marked gpu when no usable CUDA device is present (for GPU CI)",
+        help="fail, rather than skip, tests marked gpu when no usable CUDA device is present (for GPU CI); "
+        "launches tests then need the GPU too under --cuforge-device=auto",
+    )
+    group.addoption(
+        "--cuforge-device",
+        choices=("auto", "cuda", "cpu"),
+        default="auto",
+        help="where tests marked launches run: auto (the GPU when one is usable, else cuforge's CPU backend "
+        "when a C++ compiler is found), cuda or cpu (default: auto)",
     )
     group.addoption(
         "--cuforge-arch",
@@ -76,7 +95,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "gpu: the test needs a CUDA GPU; skipped with the reason when none is usable (failed with --cuforge-require-gpu)",
     )
+    config.addinivalue_line(
+        "markers",
+        "launches: the test launches kernels on the chosen device (--cuforge-device): the GPU, or cuforge's CPU "
+        "backend where no GPU is usable; skipped with both reasons where neither can run",
+    )
     config.stash[STATE] = _State()
+    _config_of_session.append(config)
     arch = config.getoption("cuforge_arch")
     if arch:
         from .. import _config
@@ -90,6 +115,11 @@ def pytest_configure(config: pytest.Config) -> None:
         stack = contextlib.ExitStack()
         stack.enter_context(_config.scope(arch=arch))
         config.add_cleanup(stack.close)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config in _config_of_session:
+        _config_of_session.remove(config)
 
 
 # ------------------------------------------------------------------ the GPU and the gpu marker
@@ -126,20 +156,125 @@ def _require_gpu(config: pytest.Config) -> None:
         pytest.skip(reason)
 
 
+def _launches(item: pytest.Item) -> bool:
+    """A test for either device: the ``launches`` marker or the ``cuforge_device`` fixture
+    (``gpu`` wins: such a test is GPU-only)."""
+    return item.get_closest_marker("gpu") is None and (
+        item.get_closest_marker("launches") is not None or "cuforge_device" in getattr(item, "fixturenames", ())
+    )
+
+
 def _uses_gpu(item: pytest.Item) -> bool:
+    if _launches(item):
+        return _launch_device(item.config) == "cuda"
     return item.get_closest_marker("gpu") is not None or bool(
         {"cuda_device", "cuda_stream"} & set(getattr(item, "fixturenames", ()))
     )
 
 
+def _compiler_reason() -> str | None:
+    from .._cpu.toolchain import find_compiler
+    from ..errors import CompilerNotFoundError
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError as exc:
+        return str(exc)
+    return None
+
+
+def _launch_device(config: pytest.Config) -> str | None:
+    """Where ``launches`` tests run, looked at once: ``"cuda"``, ``"cpu"``, or None (the
+    reason in ``device_reason``)."""
+    state = config.stash[STATE]
+    if not state.device_checked:
+        wanted = config.getoption("cuforge_device")
+        if wanted == "auto" and config.getoption("cuforge_require_gpu"):
+            wanted = "cuda"  # GPU CI: a missing GPU fails rather than falling back to the CPU
+        gpu = _gpu_reason(config) if wanted != "cpu" else "--cuforge-device=cpu"
+        cpu = _compiler_reason() if gpu is not None and wanted != "cuda" else None
+        if gpu is None:
+            state.device = "cuda"
+        elif wanted != "cuda" and cpu is None:
+            state.device = "cpu"
+        elif wanted == "cuda":
+            state.device_reason = f"needs a CUDA GPU (--cuforge-device=cuda): {gpu}"
+        elif wanted == "cpu":
+            state.device_reason = f"needs a C++ compiler for cuforge's CPU backend (--cuforge-device=cpu): {cpu}"
+        else:
+            state.device_reason = f"needs a CUDA GPU or a C++ compiler for cuforge's CPU backend: {gpu}; {cpu}"
+        state.device_checked = True
+    return state.device
+
+
+def _launch_skip_reason(config: pytest.Config) -> str | None:
+    device = _launch_device(config)
+    if device == "cuda":
+        return _skip_reason(config)  # a faulted context skips these too
+    reason = config.stash[STATE].device_reason
+    if reason and config.getoption("cuforge_device") != "cpu" and config.getoption("cuforge_require_gpu"):
+        pytest.fail(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
+    return reason
+
+
+def _switch_to_cpu() -> contextlib.ExitStack:
+    """The process's launches go to the CPU until the stack closes: the default device (C
+    launcher included), CUFORGE_DEVICE for subprocesses (set and restored as pytest's
+    monkeypatch does), and an arch for compile-only calls (``precompile``, ``%%cuda``) where
+    none is set. Only these two settings are put back: a whole-settings scope would also undo
+    what a session fixture set meanwhile (its cache directory)."""
+    from .. import _config
+    from .._runtime import cuda as _cuda
+
+    saved = {name: _config._overrides.get(name, _UNSET) for name in ("device", "arch")}
+    previous = _config.device()
+
+    def restore() -> None:
+        _cuda.set_default_device(previous)  # the C launcher's process flag back
+        for name, value in saved.items():
+            if value is _UNSET:
+                _config._overrides.pop(name, None)  # CUFORGE_DEVICE / CUFORGE_ARCH read live again
+            else:
+                _config._overrides[name] = value
+
+    stack = contextlib.ExitStack()
+    stack.callback(restore)
+    _cuda.set_default_device("cpu")
+    if not _config.arch():
+        _config.override(arch=CPU_ARCH)
+    env = pytest.MonkeyPatch()
+    stack.callback(env.undo)
+    env.setenv("CUFORGE_DEVICE", "cpu")
+    return stack
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's skipping plugin reads the skip marks
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A GPU test (the marker, or a GPU fixture) skips through a ``skip`` mark rather than
-    ``pytest.skip()``, so that ``-rs`` names the test's file and line, not this plugin's."""
-    if _uses_gpu(item):
+    ``pytest.skip()``, so that ``-rs`` names the test's file and line, not this plugin's. A
+    ``launches`` test does too where no device can run it, and on the CPU runs inside the
+    switch to the CPU (closed at its teardown)."""
+    if _launches(item):
+        reason = _launch_skip_reason(item.config)
+        if reason:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        elif _launch_device(item.config) == "cpu":
+            item.stash[_SWITCH] = _switch_to_cpu()
+    elif _uses_gpu(item):
         reason = _skip_reason(item.config)
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)  # the test's fixtures are torn down on the device it ran on
+    finally:
+        switch = item.stash.get(_SWITCH, None)
+        if switch is not None:
+            del item.stash[_SWITCH]
+            switch.close()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -147,7 +282,8 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After a GPU test, make sure its kernels did not fault: a fault (illegal address, device
     assert) poisons the CUDA context, so it fails this test, naming the last cuforge launch
     as the suspect (the driver does not say which kernel faulted), and the rest of
-    the session's GPU tests are skipped with that reason instead of failing one by one."""
+    the session's GPU tests are skipped with that reason instead of failing one by one. (A
+    fault on the CPU is an error of the launch, and the process goes on.)"""
     if not _uses_gpu(item) or item.config.stash[STATE].gpu_reason is not None:
         return (yield)
     raised: BaseException | None = None
@@ -219,6 +355,32 @@ def cuda_stream(cuda_device: Any) -> Iterator[Any]:
     yield stream
     stream.sync()
     stream.close()
+
+
+@pytest.fixture
+def cuforge_device(request: pytest.FixtureRequest) -> str:
+    """Where this test's launches run, ``"cuda"`` or ``"cpu"`` (``--cuforge-device``): asking
+    for it makes the test a ``launches`` one, skipped where neither device can run it."""
+    device = _launch_device(request.config)
+    if device is None:  # (the setup hook has marked the test skipped already; a safeguard)
+        pytest.skip(request.config.stash[STATE].device_reason or "no device")
+    return device
+
+
+def gpu_module() -> pytest.MarkDecorator:
+    """``pytestmark = gpu_module()`` at the top of a module whose every test needs a CUDA GPU:
+    the ``gpu`` mark where one is usable, else the whole module is skipped once, with the reason
+    (failed with --cuforge-require-gpu). It looks at the GPU when the module is collected."""
+    __tracebackhide__ = True  # a skip names the module that called this (its file and line)
+    if not _config_of_session:  # not under pytest with this plugin: each test's mark decides
+        return pytest.mark.gpu
+    config = _config_of_session[-1]
+    reason = _gpu_reason(config)
+    if reason and config.getoption("cuforge_require_gpu"):
+        raise pytest.fail.Exception(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
+    if reason:
+        pytest.skip(f"needs a CUDA GPU: {reason}", allow_module_level=True)
+    return pytest.mark.gpu
 
 
 @pytest.fixture

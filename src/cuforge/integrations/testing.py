@@ -10,7 +10,7 @@ import pytest
 from .._declare.dtypes import DType, dtype_of
 from .._kernel.family import Family
 from .._kernel.kernel import Kernel
-from .._runtime.cuda import synchronize
+from .._runtime import cuda as _cuda
 from .._runtime.device_array import DeviceArray, to_device
 
 __all__ = ["assert_kernel_matches", "default_tolerance", "parametrize_family", "random_array"]
@@ -79,12 +79,38 @@ def _host_copy(value: Any) -> np.ndarray:
     return np.asarray(value).copy()
 
 
+def _on_cpu(launch: dict[str, Any]) -> bool:
+    """Whether the kernel runs on the CPU: ``device=`` says, else the thread's or process's
+    choice, else the CPU where no GPU is usable but a C++ compiler is found (else the GPU,
+    whose launch then says what is missing)."""
+    if "device" in launch:
+        return bool(launch["device"] == "cpu")
+    if _cuda.on_cpu():
+        return True
+    if _cuda.gpu_available():
+        return False
+    from .._cpu.toolchain import find_compiler
+    from ..errors import CompilerNotFoundError
+
+    try:
+        find_compiler()
+    except CompilerNotFoundError:
+        return False
+    return True
+
+
 def assert_kernel_matches(
     kernel: Kernel | Family, reference: Any, *args: Any, rtol: float | None = None, atol: float | None = None, **launch: Any
 ) -> None:
-    """Run ``kernel`` on device copies of ``args`` and ``reference`` (a NumPy function that writes
-    its array arguments in place, as the kernel does) on host copies, then compare every array
-    the kernel writes. The caller's arrays are not modified.
+    """Run ``kernel`` on copies of ``args`` and ``reference`` (a NumPy function that writes its
+    array arguments in place, as the kernel does) on other host copies, then compare every
+    array the kernel writes. The caller's arrays are not modified.
+
+    Where the launch goes to the GPU, the kernel gets device copies. It runs on cuforge's CPU
+    backend, on host copies in place, where ``device="cpu"`` is passed, where the CPU is this
+    thread's or this process's device (`set_device`, CUFORGE_DEVICE, the pytest plugin's
+    ``--cuforge-device``), or where no GPU is usable and a C++ compiler is found, so that one
+    test checks a kernel on either.
 
     Tolerances default by dtype (exact for integers); a mismatch reports the argument, the
     first differing index and both values, and how many elements differ.
@@ -94,14 +120,19 @@ def assert_kernel_matches(
     if len(args) != len(params):
         raise TypeError(f"assert_kernel_matches: {k.label} takes {len(params)} arguments, got {len(args)}")
     host = [_host_copy(a) if p.is_array else a for p, a in zip(params, args)]
-    device: list[Any] = [to_device(h.copy()) if p.is_array else h for p, h in zip(params, host)]
-    k(*device, **launch)
-    synchronize()
+    on_cpu = _on_cpu(launch)
+    if on_cpu and "device" not in launch:
+        launch = {**launch, "device": "cpu"}
+    stage = (lambda h: h.copy()) if on_cpu else (lambda h: to_device(h.copy()))
+    device: list[Any] = [stage(h) if p.is_array else h for p, h in zip(params, host)]
+    k(*device, **launch)  # a CPU launch returns when the kernel has run
+    if not on_cpu:
+        _cuda.synchronize()
     reference(*host)
     for p, h, d in zip(params, host, device):
         if not (p.is_array and p.type.writes):
             continue
-        got, want = d.to_numpy(), np.asarray(h)
+        got, want = (d if on_cpu else d.to_numpy()), np.asarray(h)
         r, a = default_tolerance(p.dtype)
         r, a = (r if rtol is None else rtol), (a if atol is None else atol)
         wide = np.complex128 if p.dtype.is_complex else np.float64
