@@ -50,7 +50,8 @@ from .errors import ConfigError
 __all__ = [
     "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "compile_split_seconds",
     "compile_workers", "cuda_include", "device",
-    "ensure_dir", "get", "launcher", "pch", "pch_heap_bytes", "scope", "set_cache", "template_path",
+    "ensure_dir", "get", "launcher", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
+    "template_path",
 ]  # fmt: skip
 
 _DEFAULTS: dict[str, Any] = {
@@ -100,6 +101,22 @@ def scope(**settings: Any) -> Iterator[None]:
     finally:
         _overrides.clear()
         _overrides.update(saved)
+
+
+def overrides_of(*names: str) -> dict[str, Any]:
+    """The overrides of settings ``names`` now (a name not overridden is absent), which
+    `restore_overrides` puts back."""
+    return {name: _overrides[name] for name in names if name in _overrides}
+
+
+def restore_overrides(names: tuple[str, ...], saved: dict[str, Any]) -> None:
+    """Put back the overrides of ``names`` as `overrides_of` saw them (absent: read from the
+    environment again), leaving every other setting as it is now."""
+    for name in names:
+        if name in saved:
+            _overrides[name] = saved[name]
+        else:
+            _overrides.pop(name, None)
 
 
 def override(**settings: Any) -> None:

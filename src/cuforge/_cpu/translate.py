@@ -152,4 +152,5 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
     for i, name in enumerate(variables):
         tail.append(f"CF_EXPORT void* cuforge_variable_{i}() {{ return (void*)&{name}; }}")
     tail.append("}\n")
-    return HEADER + body + "\n".join(tail)
+    prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + HEADER + "#line 1\n"  # (the source keeps its lines)
+    return prefix + body + "\n".join(tail)

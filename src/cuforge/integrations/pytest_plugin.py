@@ -52,7 +52,6 @@ class _State:
 STATE = pytest.StashKey[_State]()
 _SWITCH = pytest.StashKey["contextlib.ExitStack"]()
 _config_of_session: list[pytest.Config] = []  # the running session's, for gpu_module() at import
-_UNSET = object()
 CPU_ARCH = "sm_90"  # what compile-only calls (precompile, %%cuda) target on the CPU, unless told
 
 
@@ -226,16 +225,13 @@ def _switch_to_cpu() -> contextlib.ExitStack:
     from .. import _config
     from .._runtime import cuda as _cuda
 
-    saved = {name: _config._overrides.get(name, _UNSET) for name in ("device", "arch")}
+    names = ("device", "arch")
+    saved = _config.overrides_of(*names)
     previous = _config.device()
 
     def restore() -> None:
         _cuda.set_default_device(previous)  # the C launcher's process flag back
-        for name, value in saved.items():
-            if value is _UNSET:
-                _config._overrides.pop(name, None)  # CUFORGE_DEVICE / CUFORGE_ARCH read live again
-            else:
-                _config._overrides[name] = value
+        _config.restore_overrides(names, saved)  # (not overridden before: CUFORGE_DEVICE / CUFORGE_ARCH read live again)
 
     stack = contextlib.ExitStack()
     stack.callback(restore)

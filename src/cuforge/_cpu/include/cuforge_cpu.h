@@ -153,10 +153,25 @@ inline Worker& worker() {
     return *reinterpret_cast<Worker*>(sp & ~uintptr_t(CUFORGE_CPU_REGION - 1));
 }
 }  // namespace cuforge_cpu
+#ifdef CUFORGE_CPU_PLAIN
+// A program with no barrier or warp function (translate.py defines this): its threads are a
+// plain loop, whose built-ins are thread-locals the compiler knows no store to an array reaches,
+// so that it vectorizes the loop (one lookup per function: nothing switches in between).
+namespace cuforge_cpu {
+namespace {
+thread_local uint3 plain_thread_idx, plain_block_idx, plain_block_dim, plain_grid_dim;
+}
+}  // namespace cuforge_cpu
+#define threadIdx (::cuforge_cpu::plain_thread_idx)
+#define blockIdx (::cuforge_cpu::plain_block_idx)
+#define blockDim (::cuforge_cpu::plain_block_dim)
+#define gridDim (::cuforge_cpu::plain_grid_dim)
+#else
 #define threadIdx (::cuforge_cpu::worker().thread_idx)
 #define blockIdx (::cuforge_cpu::worker().block_idx)
 #define blockDim (::cuforge_cpu::worker().block_dim)
 #define gridDim (::cuforge_cpu::worker().grid_dim)
+#endif
 namespace cuforge_cpu {
 
 enum Status { FAILED = 1, FAULTED = 2, ASSERTED = 3 };  // cuforge_cpu_launch.status
@@ -622,12 +637,20 @@ inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
     w.plain = plain;
     w.block_dim = uint3{L->block[0], L->block[1], L->block[2]};
     w.grid_dim = uint3{L->grid[0], L->grid[1], L->grid[2]};
+#ifdef CUFORGE_CPU_PLAIN
+    plain_block_dim = w.block_dim, plain_grid_dim = w.grid_dim;  // (this thread's: the plain loop runs on it)
+#endif
     w.n = L->block[0] * L->block[1] * L->block[2];
     return true;
 }
 
 // Run blocks [first, last) of a launch on this thread. A fault, a failed assert or threads that
 // can never meet end the range early with L->status set.
+#ifdef CUFORGE_CPU_PLAIN
+#define CF_FAULT_BLOCK plain_block_idx  // (read on the worker's own stack, where worker() does not reach)
+#else
+#define CF_FAULT_BLOCK w.block_idx
+#endif
 template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
     char* region = cuforge_cpu_stacks(0);  // (this runs on the thread's own stack: the region is asked for)
     if (!region) {
@@ -650,7 +673,7 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
                      sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
                      : sig == SIGBUS ? "a bus error (a misaligned or unmapped access)"
                      : "an arithmetic fault (an integer division by zero, which on a GPU gives an undefined value)",
-                     (void*)addr, w.block_idx.x, w.block_idx.y, w.block_idx.z);
+                     (void*)addr, CF_FAULT_BLOCK.x, CF_FAULT_BLOCK.y, CF_FAULT_BLOCK.z);
         return;
     }
     cuforge_cpu_guard(&w.jump, &sig, &addr);
