@@ -18,6 +18,7 @@ from .._compile import cache as _cache
 from .._compile.artifact import CompiledKernel
 from .._compile.targets import default_arch
 from .._declare.declaration import Declaration
+from .._declare.launch_rules import CALL_OPTIONS
 from .._declare.params import TemplateParam
 from .._declare.spelling import spell_combination, spell_value
 from .._launch import general as _launch
@@ -258,23 +259,30 @@ class Family:
         ----------
         *args, **kwargs
             The kernel's arguments.
-        grid, block, shared_mem, stream
-            As for a [`Kernel`][cuforge.Kernel] call (a ``grid`` or ``block`` given skips autotuning).
+        grid, block, shared_mem, stream, device
+            As for a [`Kernel`][cuforge.Kernel] call (a ``grid`` or ``block`` given skips
+            autotuning, which times a GPU: on the CPU the integer parameters take their defaults).
 
         Raises
         ------
         ArgumentTypeError
             Where the arrays bound to a type parameter match no allowed dtype, or disagree.
         """
+        options: dict[str, Any] = {}
+        if kwargs and not kwargs.keys().isdisjoint(CALL_OPTIONS):  # device=, cooperative=, ...: for the instantiation
+            options = {k: kwargs[k] for k in CALL_OPTIONS if k in kwargs}
+            kwargs = {k: v for k, v in kwargs.items() if k not in options}
         bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
         types = self._types(bound)
         chosen: dict[str, int] = {}
-        if self._tuner is not None and grid is None and block is None:
+        on_cpu = options.get("device") == "cpu" if "device" in options else _cuda.on_cpu()
+        if self._tuner is not None and grid is None and block is None and not on_cpu:  # (tuning times a GPU)
             try:
                 chosen = self._tuner.choice(types, bound, shared_mem)
             except NoDeviceError as exc:  # named as a launch of an instantiation is
                 raise _cuda.no_device_for(self.name, exc, "precompile") from None
-        self._instance(self._values(types, chosen))(*bound, grid=grid, block=block, shared_mem=shared_mem, stream=stream)
+        self._instance(self._values(types, chosen))(*bound, grid=grid, block=block, shared_mem=shared_mem, stream=stream,
+                                                    **options)  # fmt: skip
 
     def select(self, *args: Any, **kwargs: Any) -> Kernel:
         """The instantiation a call with these arguments would launch (type parameters inferred,
