@@ -34,6 +34,7 @@ from __future__ import annotations
 import doctest
 import importlib.metadata
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,6 +74,7 @@ def _run_cell(example: Example) -> None:
 
     shell = example.namespace.get("_shell")
     if shell is None:
+        example.namespace["_main"] = sys.modules["__main__"]  # (the shell puts its own module there)
         shell = example.namespace["_shell"] = InteractiveShell.instance()
         # A page with cells is a notebook: its names are those its cells import, not the ``cf``
         # and ``np`` every page is given, so that the page shows the imports a session needs.
@@ -104,6 +106,7 @@ def _teardown(namespace: dict[str, Any]) -> None:
 
         shell.user_ns.clear()
         InteractiveShell.clear_instance()
+        sys.modules["__main__"] = namespace["_main"]  # spawn start methods read __main__.__spec__
 
 
 pytest_collect_file = Sybil(
