@@ -48,7 +48,7 @@ def sources_digest() -> str:
         for name in sorted(files):
             with open(os.path.join(root, name), "rb") as f:
                 h.update(name.encode() + b"\0" + f.read())
-    for name in ("runtime.cpp", "translate.py"):  # (translate.py makes a kernel's translation unit)
+    for name in ("runtime.cpp", "runtime.map", "translate.py"):  # (translate.py makes a kernel's translation unit)
         with open(os.path.join(HERE, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()
@@ -68,7 +68,8 @@ def library() -> ctypes.CDLL:
                 with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
                     source = f.read()
                 path = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
-                                            flags=_toolchain.compile_flags(compiler, debug=False),
+                                            flags=(*_toolchain.compile_flags(compiler, debug=False), "-fvisibility=hidden",
+                                                   f"-Wl,--version-script={os.path.join(HERE, 'runtime.map')}"),
                                             label="cuforge's CPU runtime",
                                             key_extra=(sources_digest(), _toolchain.host_cpu()))  # fmt: skip
                 lib = _store.load(path, global_symbols=True)

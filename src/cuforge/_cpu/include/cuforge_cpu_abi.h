@@ -2,6 +2,10 @@
 #pragma once
 #include <csetjmp>
 
+// The runtime library is built with hidden visibility and exports only these functions: it is
+// loaded with its symbols global, and must not lend its C++ internals to libraries loaded later.
+#define CUFORGE_CPU_API __attribute__((visibility("default")))
+
 extern "C" {
 // The launch as the runtime, the entry and Python (ctypes) see it: one C struct.
 struct cuforge_cpu_launch {
@@ -15,31 +19,31 @@ struct cuforge_cpu_launch {
 };
 // From cuforge's runtime library (loaded before any kernel): a fault in kernel code (SIGSEGV,
 // SIGBUS, SIGFPE) jumps back to the frame that set `guard` on this thread.
-void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* signal, void* volatile* address);
+CUFORGE_CPU_API void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* signal, void* volatile* address);
 // This worker thread's memory, shared by every kernel library: its region (see below: the
 // header, then MAX_THREADS + 1 fiber stacks of STACK bytes, the last the plain loop's; the
 // first `fibers` and the last with a guard page), and a shared-memory arena of at least `bytes`.
-char* cuforge_cpu_stacks(unsigned fibers);
-char* cuforge_cpu_arena(unsigned long long bytes);
+CUFORGE_CPU_API char* cuforge_cpu_stacks(unsigned fibers);
+CUFORGE_CPU_API char* cuforge_cpu_arena(unsigned long long bytes);
 }
 
 extern "C" {
 typedef void (*cuforge_cpu_entry)(struct cuforge_cpu_launch*, long long first, long long last);
 // Run every block of a launch (on the pool's workers and the calling thread) and return when all
 // are done or one failed (L->status).
-void cuforge_cpu_run(cuforge_cpu_entry entry, struct cuforge_cpu_launch* L);
+CUFORGE_CPU_API void cuforge_cpu_run(cuforge_cpu_entry entry, struct cuforge_cpu_launch* L);
 // The pool's size (worker threads, the caller included); 0 asks for one per core.
-int cuforge_cpu_threads(int wanted);
+CUFORGE_CPU_API int cuforge_cpu_threads(int wanted);
 // Cooperative launches and clusters run the blocks of a group (the grid; a cluster) at once, each
 // on a thread of its own. The last thread of a block to reach grid.sync()/cluster.sync() waits
 // here for the group's other blocks: 0 when all came, else the message of why they cannot.
-int cuforge_cpu_group_sync(struct cuforge_cpu_launch* L, char* why, unsigned long long size);
+CUFORGE_CPU_API int cuforge_cpu_group_sync(struct cuforge_cpu_launch* L, char* why, unsigned long long size);
 // The shared-memory arena of block `rank` of this block's cluster (map_shared_rank), or null.
-char* cuforge_cpu_group_arena(unsigned rank);
+CUFORGE_CPU_API char* cuforge_cpu_group_arena(unsigned rank);
 // The size of the module variable at `address` (from the library's symbol table), 0 if unknown.
-unsigned long long cuforge_cpu_symbol_size(void* address);
+CUFORGE_CPU_API unsigned long long cuforge_cpu_symbol_size(void* address);
 // This block's thread is done with its blocks (a group's block that exits stops the others' waits).
-void cuforge_cpu_group_exit(void);
+CUFORGE_CPU_API void cuforge_cpu_group_exit(void);
 }
 
 #define CUFORGE_CPU_STACK (128 * 1024)
