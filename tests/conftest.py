@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 
 import pytest
 
@@ -32,6 +33,15 @@ def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory):
     module-scoped fixture, touches the user's real cache."""
     with _config.scope(cache_dir=str(tmp_path_factory.mktemp("cuforge-session-cache"))):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _main_module_kept():
+    """An IPython shell made by a test puts its own module in sys.modules["__main__"]; it is
+    given back, since a spawn start method later reads __main__.__spec__."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture(autouse=True)
