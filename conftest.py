@@ -74,7 +74,6 @@ def _run_cell(example: Example) -> None:
 
     shell = example.namespace.get("_shell")
     if shell is None:
-        example.namespace["_main"] = sys.modules["__main__"]  # (the shell puts its own module there)
         shell = example.namespace["_shell"] = InteractiveShell.instance()
         # A page with cells is a notebook: its names are those its cells import, not the ``cf``
         # and ``np`` every page is given, so that the page shows the imports a session needs.
@@ -89,6 +88,7 @@ def _run_cell(example: Example) -> None:
 
 
 _GIVEN = ("cf", "np")  # what _setup puts in every page's namespace
+_MAIN = sys.modules["__main__"]  # the session's own, before any IPython shell
 
 
 def _setup(namespace: dict[str, Any]) -> None:
@@ -106,7 +106,7 @@ def _teardown(namespace: dict[str, Any]) -> None:
 
         shell.user_ns.clear()
         InteractiveShell.clear_instance()
-        sys.modules["__main__"] = namespace["_main"]  # spawn start methods read __main__.__spec__
+        sys.modules["__main__"] = _MAIN  # the session's (the shell put its own there): spawn reads its __spec__
 
 
 pytest_collect_file = Sybil(

@@ -35,13 +35,16 @@ def _session_cache_dir(tmp_path_factory: pytest.TempPathFactory):
         yield
 
 
+_MAIN = sys.modules["__main__"]  # the session's own, before any test made an IPython shell
+
+
 @pytest.fixture(autouse=True)
 def _main_module_kept():
-    """An IPython shell made by a test puts its own module in sys.modules["__main__"]; it is
-    given back, since a spawn start method later reads __main__.__spec__."""
-    main = sys.modules["__main__"]
+    """An IPython shell made by a test (or a module's fixture) puts its own module in
+    sys.modules["__main__"]; the session's is given back after each test, since a spawn
+    start method reads __main__.__spec__."""
     yield
-    sys.modules["__main__"] = main
+    sys.modules["__main__"] = _MAIN
 
 
 @pytest.fixture(autouse=True)
