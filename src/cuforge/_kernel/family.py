@@ -258,8 +258,9 @@ class Family:
         Parameters
         ----------
         *args, **kwargs
-            The kernel's arguments.
-        grid, block, shared_mem, stream, device
+            The kernel's arguments, and the launch options ``device``, ``cooperative``,
+            ``cluster`` as for a [`Kernel`][cuforge.Kernel] call.
+        grid, block, shared_mem, stream
             As for a [`Kernel`][cuforge.Kernel] call (a ``grid`` or ``block`` given skips
             autotuning, which times a GPU: on the CPU the integer parameters take their defaults).
 
