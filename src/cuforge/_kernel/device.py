@@ -24,14 +24,16 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 def _names_the_kernel(method: _Method) -> _Method:
     """``method`` of a Kernel, whose NoDeviceError (no GPU) names the kernel and its own
-    compile call, as a launch's does (``_cuda.no_device_for``)."""
+    compile call, as a launch's does (``_cuda.no_device_for``); for the GPU-only methods
+    (all but the module variables', which the CPU backend serves) it says so."""
+    gpu_only = "" if method.__name__ in ("set_global", "get_global") else f"{method.__name__}()"
 
     @functools.wraps(method)
     def named(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except NoDeviceError as exc:
-            raise _cuda.no_device_for(self.label, exc) from None
+            raise _cuda.no_device_for(self.label, exc, gpu_only=gpu_only) from None
 
     return named  # type: ignore[return-value]
 

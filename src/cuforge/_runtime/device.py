@@ -351,13 +351,16 @@ def gpu_available() -> bool:
     return True
 
 
-def no_device_for(label: str, exc: NoDeviceError, method: str = "compile") -> NoDeviceError:
+def no_device_for(label: str, exc: NoDeviceError, method: str = "compile", *, gpu_only: str = "") -> NoDeviceError:
     """``exc``, raised where kernel ``label`` was called, as that kernel's error: named, and
     with its own compile call as the fix (``method``: ``precompile`` for a family; the error
-    path only: a working launch never comes here)."""
+    path only: a working launch never comes here). ``gpu_only`` names a call the CPU backend
+    does not serve (``prepare()``): its message says so rather than offering the CPU."""
     text = str(exc)
     if text.startswith(f"{label}:"):
         return exc
+    if gpu_only:
+        text = text.replace(f", or the CPU: {ON_CPU}", f"; {gpu_only} is GPU-only (on the CPU, call the kernel itself)")
     generic = COMPILE_FIX.format("Kernel")
     fix = f"compiling does not: use {label if label.isidentifier() else ''}.{method}(arch='sm_90')"
     fix += "" if label.isidentifier() else " on it"
