@@ -159,7 +159,7 @@ void run_group(cuforge_cpu_entry entry, cuforge_cpu_launch* L, const std::vector
     g.size = unsigned(blocks.size());
     g.arenas.assign(blocks.size(), nullptr);
     g.L = L;
-    unsigned long long arena = 256ull * 1024 + L->shared_mem;  // cuforge_cpu.h's STATIC_SHARED + dynamic
+    unsigned long long arena = CUFORGE_CPU_STATIC_SHARED + L->shared_mem;  // as prepare() in cuforge_cpu.h asks
     std::vector<std::thread> threads;
     unsigned ready = 0;
     for (unsigned r = 0; r < g.size; ++r)

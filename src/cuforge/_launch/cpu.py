@@ -40,7 +40,9 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
             f"{label}: shared_mem={shared_mem} bytes is more than the {MAX_SHARED} bytes of dynamic shared memory a "
             f"block can have on the GPU (sm_90's opt-in maximum), which a CPU launch is held to as well; ask for less"
         )
-    entry = plan.cpu() if plan.cpu is not None else 0
+    if plan.cpu is None:  # (every Kernel gives its plan one)
+        raise LaunchError(f"{label}: this kernel has no CPU build; launch it on a GPU")
+    entry = plan.cpu()
     if plan.grid_sync and not kind.cooperative:
         raise ArgumentError(
             f"{label}: the kernel's source syncs the whole grid (a grid group's sync()), which needs a cooperative "

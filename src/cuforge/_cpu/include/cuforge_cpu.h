@@ -1,17 +1,19 @@
 // cuforge_cpu.h: the CUDA built-ins for a kernel compiled for the host (cuforge's CPU backend).
 //
 // A kernel's rendered CUDA C++ is compiled with this header first. A launch runs each block on
-// one worker thread of cuforge's pool (cuforge_cpu_runtime.cpp). A block's threads run as a plain
-// loop, one after the other, until one of them reaches a barrier or a warp function; from then
-// on that block's threads are fibers on that worker, switched by hand (save the callee-saved
+// one worker thread of cuforge's pool (_cpu/runtime.cpp). A block's threads run as a plain loop,
+// one after the other, until one of them reaches a barrier or a warp function; from then on
+// that block's threads are fibers on that worker, switched by hand (save the callee-saved
 // registers and the stack pointer, load the other's) at each barrier and warp function, so that
 // a barrier waits for every thread of the block and a shuffle sees every lane's value.
 //
 // Per-thread state (threadIdx, ...) is the worker's: each switch restores the resumed thread's
 // copy. A worker's state sits at the start of its memory region, whose fiber stacks every
-// kernel's code runs on, so it is found from the stack pointer (no thread-local lookup). __shared__ declarations are rewritten by cuforge (cuforge/_cpu/translate.py)
-// into references into the running block's arena, so that two blocks of one worker (a cooperative
-// launch) keep their own shared memory.
+// kernel's code runs on, so it is found from the stack pointer (no thread-local lookup); a
+// program with no barrier or warp function keeps its built-ins in thread-locals instead (see
+// CUFORGE_CPU_PLAIN). __shared__ declarations are rewritten by _cpu/translate.py into references
+// into the running block's arena; each block of a cooperative or clustered launch runs on a
+// thread of its own, with its own arena.
 #pragma once
 #define CUFORGE_CPU 1
 #include <crt/host_defines.h>
@@ -48,7 +50,7 @@ static constexpr int warpSize = 32;
 namespace cuforge_cpu {
 
 constexpr size_t STACK = CUFORGE_CPU_STACK;   // each CUDA thread's stack once on a fiber
-constexpr size_t STATIC_SHARED = 256 * 1024;  // static __shared__ of every kernel of one library
+constexpr size_t STATIC_SHARED = CUFORGE_CPU_STATIC_SHARED;  // static __shared__ of every kernel of one library
 constexpr size_t SHARED_ALIGN = 1024;         // dynamic shared memory's alignment
 constexpr unsigned MAX_THREADS = CUFORGE_CPU_MAX_THREADS;
 
@@ -117,7 +119,6 @@ struct Fiber {
     unsigned char state;
 };
 
-struct Block;  // the threads of one block
 typedef void (*ThreadFn)(void**);
 
 // At the start of each worker thread's region (zero-filled when mapped): the same layout for
@@ -131,17 +132,17 @@ struct Worker {
     long long b, last;
     unsigned n;        // threads per block
     unsigned cur;      // the running thread (linear index)
-    bool fibers;   // this block's threads are on fibers
+    bool fibers;       // this block's threads are on fibers
     bool block_done;
-    bool plain;    // compiled as a plain loop: the source names no barrier or warp function
+    bool plain;        // compiled as a plain loop: the source names no barrier or warp function
     unsigned exited;
     unsigned bar_arrived, bar_gen;
     int bar_acc[2], bar_res[2];
-    Fiber* f = nullptr;
-    char* stacks = nullptr;       // MAX_THREADS + 1 stacks (the last is the plain loop's)
-    void* runner = nullptr;       // the worker's own context, parked while fibers run
+    Fiber* f;
+    char* stacks;       // MAX_THREADS + 1 stacks (the last is the plain loop's)
+    void* runner;       // the worker's own context, parked while fibers run
     Warp warps[MAX_THREADS / 32];
-    char* shared = nullptr;       // this block's arena: static, then dynamic from STATIC_SHARED
+    char* shared;       // this block's arena: static, then dynamic from STATIC_SHARED
 };
 
 static_assert(sizeof(Worker) <= CUFORGE_CPU_HEADER, "the worker's state must fit its region's header");

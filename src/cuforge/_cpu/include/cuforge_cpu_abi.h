@@ -48,6 +48,8 @@ CUFORGE_CPU_API void cuforge_cpu_group_exit(void);
 
 #define CUFORGE_CPU_STACK (128 * 1024)
 #define CUFORGE_CPU_MAX_THREADS 1024
+// A block's arena: static __shared__ memory (of every kernel of one library) first, then dynamic.
+#define CUFORGE_CPU_STATIC_SHARED (256ull * 1024)
 // A worker thread's region: aligned to its size, a header (the worker's state) then its
 // MAX_THREADS + 1 fiber stacks, so that code on any of them finds the header from its stack pointer.
 #define CUFORGE_CPU_REGION (1ull << 28)
