@@ -276,8 +276,7 @@ class Family:
         bound = args if not kwargs and len(args) == len(self._names) else self._bind(args, kwargs)
         types = self._types(bound)
         chosen: dict[str, int] = {}
-        on_cpu = options.get("device") == "cpu" if "device" in options else _cuda.on_cpu()
-        if self._tuner is not None and grid is None and block is None and not on_cpu:  # (tuning times a GPU)
+        if self._tuner is not None and grid is None and block is None and not _cuda.runs_on_cpu(options):  # (tuning times a GPU)
             try:
                 chosen = self._tuner.choice(types, bound, shared_mem)
             except NoDeviceError as exc:  # named as a launch of an instantiation is

@@ -349,7 +349,7 @@ class Kernel(_KernelBase, OnDevice):
                         shared_mem: Any, stream: Any) -> None:  # fmt: skip
         """Every call the C launcher declines: bind, check (raising on bad input), launch."""
         plan = self._plan
-        if kwargs.get("device") == "cpu" if "device" in kwargs else plan.on_cpu or _cuda.on_cpu():
+        if _cuda.runs_on_cpu(kwargs, plan.on_cpu):
             from .._launch import cpu as _cpu_launch  # (the CPU backend loads on its first use)
 
             kwargs = {k: v for k, v in kwargs.items() if k != "device"}

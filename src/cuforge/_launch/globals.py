@@ -40,7 +40,7 @@ def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> t
 
 
 def _on_cpu(plan: LaunchPlan, device: int | str | None) -> bool:
-    return device == "cpu" or (device is None and (plan.on_cpu or _cuda.on_cpu()))
+    return _cuda.runs_on_cpu({} if device is None else {"device": device}, plan.on_cpu)
 
 
 def _cpu_address(plan: LaunchPlan, name: str, who: str) -> tuple[int, int]:

@@ -14,7 +14,7 @@ import contextlib
 import ctypes
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .. import _config
@@ -149,6 +149,13 @@ class DeviceState:
         else CUFORGE_DEVICE."""
         chosen = getattr(self.tls, "cpu", None)
         return _config.device() == "cpu" if chosen is None else bool(chosen)
+
+    def runs_on_cpu(self, options: Mapping[str, Any], preferred: bool = False) -> bool:
+        """Whether a call runs on the CPU: its ``device=`` where ``options`` has one, else
+        ``preferred`` (a ``%%cuda --device cpu`` kernel's), else `on_cpu`."""
+        if "device" in options:
+            return options["device"] == "cpu"  # type: ignore[no-any-return]
+        return preferred or self.on_cpu()
 
     def _make_current(self, device_id: int) -> DeviceInfo:
         """Make ``device_id``'s primary context current in this thread, which launches there from
@@ -301,6 +308,7 @@ def set_device(device_id: int | str) -> None:
 
 
 on_cpu = state.on_cpu
+runs_on_cpu = state.runs_on_cpu
 
 
 def set_default_device(kind: str) -> None:
