@@ -1,6 +1,7 @@
 """A kernel's program compiled for the CPU: its translation unit (``translate``), built by the
 host compiler into a shared object (``store``: cached like a cubin) and loaded once per
-process, with the address of each kernel's entry and each module variable."""
+process, with the address of each kernel's entry. (Module variables are found in the library
+by name: ``runtime.variable``.)"""
 
 from __future__ import annotations
 
@@ -18,11 +19,10 @@ from . import toolchain as _toolchain
 
 
 class Program(NamedTuple):
-    """One program loaded for the CPU: entry addresses by name expression, variable addresses by name."""
+    """One program loaded for the CPU: entry addresses by name expression."""
 
     library: ctypes.CDLL
     entries: dict[str, int]
-    variables: dict[str, int]
     path: str
 
 
@@ -49,14 +49,14 @@ _programs: dict[tuple[str, ...], Program] = {}
 
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
-          options: CompileOptions, entries: Sequence[str], variables: Sequence[str] = ()) -> Program:  # fmt: skip
+          options: CompileOptions, entries: Sequence[str]) -> Program:  # fmt: skip
     """``source`` (a rendered program) built for the CPU and loaded, once per process. The
     key is the rendered source and the entries (the translation unit is a function of them
     and of cuforge's CPU sources, which enter the key): a warm start translates nothing."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
     dirs = include_dirs(options)
-    keyed = "\0".join((source, *entries, "", *variables))
+    keyed = "\0".join((source, *entries))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
     found = _programs.get(memo)
     if found is not None:
@@ -69,7 +69,7 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
             def unit() -> str:
                 from .translate import translation_unit  # (only a build translates)
 
-                return translation_unit(label, source, line_sources, entries, variables)
+                return translation_unit(label, source, line_sources, entries)
 
             path = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
                                         key_extra=extra, build=unit)  # fmt: skip
@@ -78,13 +78,6 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
                 lib,
                 {e: ctypes.cast(getattr(lib, f"cuforge_entry_{i}"), ctypes.c_void_p).value or 0
                  for i, e in enumerate(entries)},
-                {v: _address(lib, f"cuforge_variable_{i}") for i, v in enumerate(variables)},
                 path,
             )  # fmt: skip
     return found
-
-
-def _address(lib: ctypes.CDLL, accessor: str) -> int:
-    f = getattr(lib, accessor)
-    f.restype = ctypes.c_void_p
-    return int(f() or 0)

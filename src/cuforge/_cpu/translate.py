@@ -7,8 +7,8 @@ the body's lines, as NVRTC's do):
   tensor-core ``wmma``/``mma``) are refused, naming the construct and the line;
 - ``__shared__`` declarations become references into the running block's shared memory, and
   ``extern __shared__`` arrays pointers to its dynamic part (``cuforge_cpu.h``);
-- an ``extern "C"`` entry per kernel (its name expression) and an address accessor per module
-  variable are appended, which the launch and ``get_global``/``set_global`` look up.
+- an ``extern "C"`` entry per kernel (its name expression) is appended, which the launch looks
+  up (module variables stay visible under their own names: ``cuforge_cpu.h``).
 """
 
 from __future__ import annotations
@@ -136,10 +136,9 @@ def _depth(plain: str, at: int) -> int:
     return depth
 
 
-def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str],
-                     variables: Sequence[str] = ()) -> str:  # fmt: skip
+def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str]) -> str:
     """The host C++ of a rendered program: its kernels' ``entries`` (name expressions) become
-    ``cuforge_entry_<i>``, its ``variables`` (module variables' names) ``cuforge_variable_<i>``."""
+    ``cuforge_entry_<i>``."""
     refuse_unsupported(label, source, line_sources)
     plain = _SYNCS.search(masked(source)) is None
     body = _rewrite_shared(label, source, masked(source), line_sources)
@@ -149,8 +148,6 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
             f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* L, long long first, long long last) "
             f"{{ cuforge_cpu::run_range<&{expression}, {'true' if plain else 'false'}>(L, first, last); }}"
         )
-    for i, name in enumerate(variables):
-        tail.append(f"CF_EXPORT void* cuforge_variable_{i}() {{ return (void*)&{name}; }}")
     tail.append("}\n")
     prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + HEADER + "#line 1\n"  # (the source keeps its lines)
     return prefix + body + "\n".join(tail)
