@@ -96,35 +96,36 @@ def _from_torch(t: Any) -> ArrayArg:
                            device if device >= 0 else HOST, False, "torch"))  # fmt: skip
 
 
-def _from_cai(a: Any) -> ArrayArg:
-    cai = a.__cuda_array_interface__
-    ptr, readonly = cai["data"]
-    shape = tuple(cai["shape"])
+def _from_interface(described: dict[str, Any], ptr: int, readonly: bool, device: int, origin: str) -> ArrayArg:
+    """An array described by an array interface (NumPy's or CUDA's: typestr, shape, strides)."""
     import numpy as np
 
+    shape = tuple(described["shape"])
     try:
-        npdt = np.dtype(cai["typestr"])
+        npdt = np.dtype(described["typestr"])
     except TypeError:
         npdt = None
     dt = dtype_of(npdt) if npdt is not None else None
-    contiguous = _c_contiguous(shape, cai.get("strides"), npdt.itemsize if npdt is not None else 1)
-    return ArrayArg(ptr or 0, dt, shape, contiguous, UNKNOWN_DEVICE, bool(readonly), "cai")
+    contiguous = _c_contiguous(shape, described.get("strides"), npdt.itemsize if npdt is not None else 1)
+    return _new(ArrayArg, (ptr or 0, dt, shape, contiguous, device, bool(readonly), origin))
+
+
+def _from_cai(a: Any) -> ArrayArg:
+    cai = a.__cuda_array_interface__
+    ptr, readonly = cai["data"]
+    return _from_interface(cai, ptr, readonly, UNKNOWN_DEVICE, "cai")
 
 
 def _from_host_interface(a: Any) -> ArrayArg:
     """Host memory described by NumPy's ``__array_interface__`` (used in place by a CPU launch)."""
-    import numpy as np
-
     ai = a.__array_interface__
-    ptr, readonly = ai["data"] if isinstance(ai.get("data"), tuple) else (np.asarray(a).ctypes.data, False)
-    shape = tuple(ai["shape"])
-    try:
-        npdt = np.dtype(ai["typestr"])
-    except TypeError:
-        npdt = None
-    contiguous = _c_contiguous(shape, ai.get("strides"), npdt.itemsize if npdt is not None else 1)
-    dt = dtype_of(npdt) if npdt is not None else None
-    return _new(ArrayArg, (ptr or 0, dt, shape, contiguous, HOST, bool(readonly), "array_interface"))
+    if isinstance(ai.get("data"), tuple):
+        ptr, readonly = ai["data"]
+    else:  # (data given as a buffer, or None: NumPy finds the memory)
+        import numpy as np
+
+        ptr, readonly = np.asarray(a).ctypes.data, False
+    return _from_interface(ai, ptr, readonly, HOST, "array_interface")
 
 
 def _from_buffer(a: Any) -> ArrayArg:
