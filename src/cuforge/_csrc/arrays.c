@@ -10,6 +10,9 @@
 /* Set once by configure() and set_array_types(). */
 static PyObject *by_numpy, *by_torch, *own_type, *array_arg_fn;
 static PyObject *cupy_type, *cupy_stream, *torch_type, *torch_stream;
+/* torch.Tensor's is_contiguous, data_ptr, get_device and numel, called with the tensor: no
+ * per-call method lookup on torch.Tensor's long MRO */
+static PyObject *torch_is_contiguous, *torch_data_ptr, *torch_get_device, *torch_numel;
 static PyObject *s_dtype, *s_c_contiguous, *s_ndim, *s_data, *s_ptr, *s_device_id, *s_size, *s_is_contiguous,
     *s_data_ptr, *s_get_device, *s_numel, *s_shape, *s_contiguous, *s_device, *s_readonly, *s_origin, *s_cupy,
     *s_torch, *s_numpy;
@@ -44,6 +47,13 @@ PyObject *py_set_array_types(PyObject *module, PyObject *args) {
     PyObject *a, *b, *c, *d;
     if (!PyArg_ParseTuple(args, "OOOO", &a, &b, &c, &d)) return NULL;
     keep(&cupy_type, a), keep(&cupy_stream, b), keep(&torch_type, c), keep(&torch_stream, d);
+    PyObject **methods[4] = {&torch_is_contiguous, &torch_data_ptr, &torch_get_device, &torch_numel};
+    PyObject *names[4] = {s_is_contiguous, s_data_ptr, s_get_device, s_numel};
+    for (int i = 0; i < 4; i++) {
+        PyObject *m = c == Py_None ? (Py_INCREF(Py_None), Py_None) : PyObject_GetAttr(c, names[i]);
+        if (m == NULL) return NULL;
+        SET(*methods[i], m);
+    }
     Py_RETURN_NONE;
 }
 
@@ -58,12 +68,13 @@ static int as_ll(PyObject *v, long long *out) {
 
 static int attr_int(PyObject *o, PyObject *name, long long *out) { return as_ll(PyObject_GetAttr(o, name), out); }
 
-static int call_int(PyObject *o, PyObject *name, long long *out) {
-    return as_ll(PyObject_CallMethodObjArgs(o, name, NULL), out);
+/* fn(o) as an integer, fn one of torch.Tensor's methods */
+static int apply_int(PyObject *fn, PyObject *o, long long *out) {
+    return as_ll(PyObject_CallFunctionObjArgs(fn, o, NULL), out);
 }
 
-static int attr_true(PyObject *o, PyObject *name, int call) {
-    PyObject *v = call ? PyObject_CallMethodObjArgs(o, name, NULL) : PyObject_GetAttr(o, name);
+static int attr_true(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
     if (v == NULL) return -1;
     int r = PyObject_IsTrue(v);
     Py_DECREF(v);
@@ -103,7 +114,7 @@ static int from_array_arg(Spec *sp, PyObject *v, ArrayFacts *a) {
         ok = PyErr_Occurred() ? -1 : 0;
         goto done;
     }
-    int contiguous = attr_true(arg, s_contiguous, 0);
+    int contiguous = attr_true(arg, s_contiguous);
     if (contiguous <= 0 || attr_int(arg, s_readonly, &readonly) < 0 || (readonly && sp->writes)) {
         ok = contiguous < 0 || PyErr_Occurred() ? -1 : 0;
         goto done;
@@ -133,7 +144,7 @@ int check_array(Spec *sp, PyObject *v, ArrayFacts *a) {
     long long ndim;
     int ok;
     if (t == cupy_type) {
-        if ((ok = dtype_is(by_numpy, v, sp)) <= 0 || (ok = attr_true(v, s_c_contiguous, 0)) <= 0) return ok;
+        if ((ok = dtype_is(by_numpy, v, sp)) <= 0 || (ok = attr_true(v, s_c_contiguous)) <= 0) return ok;
         if (sp->ndim >= 0) {
             if (attr_int(v, s_ndim, &ndim) < 0) return -1;
             if (ndim != sp->ndim) return 0;
@@ -157,13 +168,16 @@ int check_array(Spec *sp, PyObject *v, ArrayFacts *a) {
             return -1;
         a->origin = 0;
     } else if (t == torch_type) {
-        if ((ok = dtype_is(by_torch, v, sp)) <= 0 || (ok = attr_true(v, s_is_contiguous, 1)) <= 0) return ok;
+        long long contiguous;
+        if ((ok = dtype_is(by_torch, v, sp)) <= 0) return ok;
+        if (apply_int(torch_is_contiguous, v, &contiguous) < 0) return -1;
+        if (!contiguous) return 0;
         if (sp->ndim >= 0) {
             if (attr_int(v, s_ndim, &ndim) < 0) return -1;
             if (ndim != sp->ndim) return 0;
         }
-        if (call_int(v, s_data_ptr, &a->ptr) < 0 || call_int(v, s_get_device, &a->device) < 0 ||
-            call_int(v, s_numel, &a->size) < 0)
+        if (apply_int(torch_data_ptr, v, &a->ptr) < 0 || apply_int(torch_get_device, v, &a->device) < 0 ||
+            apply_int(torch_numel, v, &a->size) < 0)
             return -1;
         if (a->device < 0) return 0; /* a CPU tensor: the general path explains */
         a->origin = 2;
