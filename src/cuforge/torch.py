@@ -1,10 +1,11 @@
 """PyTorch custom operators from cuforge kernels: `custom_op` (``Kernel.torch_op``).
 
-The operator is registered with ``torch.library.custom_op``, so that PyTorch sees it as one
-opaque operator: ``torch.compile(fullgraph=True)`` traces it without a graph break (through
-the fake implementation registered here), ``torch.cuda.graph`` captures it (its launches go
-on the current PyTorch stream), and autograd uses the ``backward`` given, which may call
-another cuforge operator. Its schema comes from the kernel's annotations:
+The operator is defined with ``torch.library``, so that PyTorch sees it as one opaque
+operator: ``torch.compile(fullgraph=True)`` traces it without a graph break (through the
+fake implementation registered here), ``torch.cuda.graph`` captures it (its launches go on
+the current PyTorch stream), CPU tensors run it on cuforge's CPU backend, and autograd uses
+the ``backward`` given, which may call another cuforge operator. Its schema comes from the
+kernel's annotations:
 
 - an ``In`` array is a ``Tensor`` argument; an ``Array`` or ``Out`` array is a ``Tensor``
   argument that the operator mutates, unless ``outputs=`` names it: then the operator

@@ -204,3 +204,17 @@ def test_cf_torch_imports_torch_only_when_asked(tmp_path):
     code = "import sys, cuforge as cf\nassert 'torch' not in sys.modules\ncf.torch.custom_op\nprint('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "True"
+
+
+def test_the_op_is_the_registered_overload_and_a_taken_name_is_refused():
+    assert saxpy_ is torch.ops.cuforge_unit.saxpy_.default
+    with pytest.raises(cf.DeclarationError, match=r"^Saxpy \(torch op cuforge_unit::saxpy_\): torch.library refused to define "):
+        Saxpy.torch_op("cuforge_unit::saxpy_", sizes={"n": lambda x: x.numel()})
+
+
+def test_backward_needs_a_functional_op():
+    with pytest.raises(cf.DeclarationError, match=(
+        r"^Saxpy \(torch op cuforge_unit::saxpy_bw\): backward= needs a functional operator, and this one writes y; "
+        r"name it in outputs= so that the operator allocates and returns it$"
+    )):  # fmt: skip
+        Saxpy.torch_op("cuforge_unit::saxpy_bw", sizes={"n": lambda x: x.numel()}, backward=lambda ctx, g: g)

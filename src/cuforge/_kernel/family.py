@@ -377,8 +377,8 @@ class Family:
 
         Returns
         -------
-        callable
-            The operator.
+        torch._ops.OpOverload
+            The operator, ``torch.ops.namespace.name.default``.
         """
         from ..integrations.torch import custom_op
 

@@ -374,8 +374,8 @@ class Kernel(_KernelBase, OnDevice):
 
         Returns
         -------
-        callable
-            The operator (``torch.ops.mylib.saxpy``).
+        torch._ops.OpOverload
+            The operator, ``torch.ops.mylib.saxpy.default``.
 
         Examples
         --------

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import operator
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,13 +28,18 @@ def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = Non
     """Register ``kernel`` (a [`Kernel`][cuforge.Kernel] or a whole [`Family`][cuforge.Family])
     as the PyTorch operator ``name`` (``"mylib::saxpy"``) and return it.
 
+    The operator is defined with ``torch.library``: its schema from the kernel's annotations,
+    an implementation for CUDA tensors (the kernel's launch) and one for CPU tensors (the same
+    kernel on cuforge's CPU backend), a fake implementation for ``torch.compile``, and
+    ``backward`` through ``torch.library.register_autograd``.
+
     Parameters
     ----------
     kernel : Kernel or Family
         A family's instantiation is picked per call from the tensors' dtypes, as calling the
         family does.
     name : str
-        ``"namespace::op"``, as ``torch.library.custom_op`` takes it.
+        ``"namespace::op"``, as ``torch.library`` takes it.
     outputs : dict, optional
         The functional form: each ``Out`` (or ``Array``) parameter named here is allocated by
         the operator and returned (in declaration order), given its shape rule: ``"like x"``
@@ -49,24 +56,109 @@ def custom_op(kernel: Any, name: str, *, outputs: Mapping[str, Any] | None = Non
         Integer parameters computed from the arguments rather than passed:
         ``{"n": lambda x: x.numel()}`` (the function's parameter names pick the arguments).
     backward, setup_context : callable, optional
-        Autograd support, as ``torch.library.register_autograd`` takes them.
+        Autograd support, as ``torch.library.register_autograd`` takes them. Without them the
+        operator is not differentiable (PyTorch warns if a backward pass reaches it).
 
     Returns
     -------
-    torch.library.CustomOpDef
-        Callable like the operator; also reachable as ``torch.ops.namespace.op``.
+    torch._ops.OpOverload
+        The operator, ``torch.ops.namespace.op.default``: call it, or pass it to
+        ``torch.library`` functions (``opcheck``, ``register_vmap``, ...).
     """
     op = _OpSpec(kernel, name, outputs or {}, sizes or {})
+    if setup_context is not None and backward is None:
+        raise DeclarationError(f"{op.label}: setup_context= was given without backward=; give both, or neither")
+    if backward is not None and op.mutated:
+        raise DeclarationError(
+            f"{op.label}: backward= needs a functional operator, and this one writes {', '.join(op.mutated)}; name "
+            f"{'it' if len(op.mutated) == 1 else 'them'} in outputs= so that the operator allocates and returns "
+            f"{'it' if len(op.mutated) == 1 else 'them'}"
+        )
+    namespace, _, opname = name.partition("::")
     try:
-        defined = torch.library.custom_op(name, op.impl, mutates_args=op.mutated)
+        schema = torch.library.infer_schema(op.prototype, mutates_args=op.mutated)
+        lib = torch.library.Library(namespace, "FRAGMENT")
+        lib.define(opname + schema, tags=(torch.Tag.pt2_compliant_tag,))
     except Exception as exc:  # a bad name, a name taken (a re-run notebook cell)
-        raise DeclarationError(f"{op.label}: torch.library.custom_op({name!r}) refused it: {exc}") from None
-    defined.register_fake(op.fake)
-    if backward is not None or setup_context is not None:
-        if backward is None:
-            raise DeclarationError(f"{op.label}: setup_context= was given without backward=; give both, or neither")
-        defined.register_autograd(backward, setup_context=setup_context)
-    return defined
+        raise DeclarationError(f"{op.label}: torch.library refused to define {name!r}: {exc}") from None
+    overload = getattr(getattr(torch.ops, namespace), opname).default
+    # CUDA tensors, and a call with no tensor (every Optional one None), which PyTorch sends to
+    # this key; CPU tensors have their own
+    runners = {torch._C.DispatchKey.CUDA: op.runner(on_cpu=False), torch._C.DispatchKey.CPU: op.runner(on_cpu=True)}
+    lib.impl(opname, runners[torch._C.DispatchKey.CUDA], "CompositeExplicitAutograd")
+    lib.impl(opname, runners[torch._C.DispatchKey.CPU], "CPU")
+    torch.library.register_fake(name, op.fake, lib=lib)
+    if backward is not None:
+        lib.impl(opname, _autograd(overload, runners, backward, setup_context), "Autograd", with_keyset=True)
+    _LIBRARIES.append(lib)  # a Library's registrations last as long as it does
+    return overload
+
+
+_LIBRARIES: list[Any] = []
+_BELOW_AUTOGRAD = torch._C._after_autograd_keyset
+_IN_PLACE_OR_VIEW = torch._C.DispatchKey.ADInplaceOrView
+
+
+def _autograd(overload: Any, runners: dict[Any, Callable[..., Any]], backward: Callable[..., Any],
+              setup_context: Callable[..., Any] | None) -> Callable[..., Any]:  # fmt: skip
+    """The operator's autograd kernel: ``torch.library.register_autograd``'s contract (``backward``
+    and ``setup_context`` see the operator's inputs alone), with its per-call work cut to what
+    this operator needs (no keyword-only arguments, no defaults to fill in, no tensor lists).
+    Where the only key left below autograd is the tensors' backend (no mode, no tensor subclass,
+    no functionalization), the backend's implementation is called as the redispatch would call it,
+    without the dispatcher's round trip."""
+    name = f"CuforgeBackwardFor_{overload._namespace}_{overload._opname}"
+
+    def function(forward_of: Callable[..., Any], backward_of: Callable[..., Any], keyset: bool) -> Any:
+        """A torch.autograd.Function computing ``forward_of(*args)`` (the inputs, then the keyset
+        where ``keyset``), and the C base of its apply (``Function.apply``'s Python layer binds
+        default arguments, which this operator has none of, and unwraps functorch's tensors,
+        which only matters under a transform)."""
+
+        def forward(ctx: Any, *args: Any) -> Any:
+            out = forward_of(*args)
+            if setup_context is not None:
+                setup_context(ctx=ctx, inputs=args[:-1] if keyset else args, output=out)
+            return out
+
+        made = type(name, (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward_of)})
+        return made, super(torch.autograd.Function, made).apply  # type: ignore[misc]
+
+    def redispatched(*args: Any) -> Any:  # the inputs, then the keyset
+        with torch._C._AutoDispatchBelowAutograd():
+            return overload.redispatch(args[-1] & _BELOW_AUTOGRAD, *args[:-1])
+
+    def backward_with_keyset(ctx: Any, *grads: Any) -> Any:
+        needs = ctx.needs_input_grad
+        ctx.needs_input_grad = needs[:-1]  # the inputs' alone, as backward expects them
+        try:
+            result = backward(ctx, *grads)
+        finally:
+            ctx.needs_input_grad = needs
+        return (*result, None) if isinstance(result, tuple) else (result, None)
+
+    general, general_apply = function(redispatched, backward_with_keyset, True)
+    # the keys left below autograd for plain tensors of each backend, by their bits (pybind's
+    # objects are slow to hash): the backend's, with or without ADInplaceOrView (every tensor's,
+    # where the dispatcher has not dropped it: this operator registers nothing there)
+    direct: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+    for key, run in runners.items():
+        backend = torch._C.DispatchKeySet(key)
+        found = (run, function(run, backward, False)[1])
+        direct[backend.raw_repr()] = direct[(backend | torch._C.DispatchKeySet(_IN_PLACE_OR_VIEW)).raw_repr()] = found
+    functorch_active, any_requires_grad, grad_enabled = (
+        torch._C._are_functorch_transforms_active, torch._C._any_requires_grad, torch.is_grad_enabled
+    )
+
+    def kernel(keyset: Any, *args: Any) -> Any:
+        found = direct.get((keyset & _BELOW_AUTOGRAD).raw_repr())
+        if not (grad_enabled() and any_requires_grad(*args)):
+            return found[0](*args) if found is not None else redispatched(*args, keyset)
+        if functorch_active():
+            return general.apply(*args, keyset)
+        return found[1](*args) if found is not None else general_apply(*args, keyset)
+
+    return kernel
 
 
 def _torch_dtype(dtype: DType, label: str) -> Any:
@@ -77,23 +169,25 @@ def _torch_dtype(dtype: DType, label: str) -> Any:
 
 
 class _OpSpec:
-    """What the operator's implementation and fake implementation share, read once from the
-    kernel's declaration when the operator is registered."""
+    """What the operator's implementations share, read once from the kernel's declaration when
+    the operator is registered. A call's values are positional, in the order the operator's
+    schema gives them (its inputs), followed by the outputs it allocates, then the sizes it
+    computes: every rule below is a position in that row, found here once."""
 
     def __init__(self, kernel: Any, name: str, outputs: Mapping[str, Any], sizes: Mapping[str, Callable[..., int]]):
         # told apart by what each has (the core's classes are not imported here: they import this
         # module for their torch_op): a Kernel its signature, a Family its template parameters
         if hasattr(kernel, "signature") and hasattr(kernel, "template_args"):
             params = [(p.name, p.type) for p in kernel.signature.params]
-            self.label = kernel.label
+            self.label, self.family = kernel.label, False
         elif hasattr(kernel, "template_params") and hasattr(kernel, "instantiations"):
             params = list(kernel._decl.params)
-            self.label = kernel.__qualname__
+            self.label, self.family = kernel.__qualname__, True
         else:
             raise DeclarationError(f"cf.torch.custom_op(): expects a cuforge Kernel or Family, got {kernel!r}")
         self.label = f"{self.label} (torch op {name})"
         self.kernel, self.names = kernel, [n for n, _ in params]
-        types = dict(params)
+        self.types = types = dict(params)
         for what, given in (("outputs", outputs), ("sizes", sizes)):
             unknown = [k for k in given if k not in types]
             if unknown:
@@ -101,69 +195,78 @@ class _OpSpec:
                     f"{self.label}: {what}= names {', '.join(map(repr, unknown))}, which are not parameters "
                     f"({', '.join(self.names)})"
                 )
-        self.sizes = {k: _picks(self.label, f"sizes[{k!r}]", fn, types, sizes) for k, fn in sizes.items()}
         for k in sizes:
             if not (isinstance(types[k], DType) and types[k].is_integer):
                 raise DeclarationError(f"{self.label}: sizes[{k!r}] must name an integer scalar parameter, not {types[k]!r}")
         self.inputs = [n for n in self.names if n not in outputs and n not in sizes]
-        self.outputs = [(n, self._shape_rule(n, outputs[n], types, {**outputs, **sizes})) for n in self.names if n in outputs]
-        self.types = types
+        out_names = [n for n in self.names if n in outputs]
+        self.row = self.inputs + out_names + [n for n in self.names if n in sizes]  # a call's values, in order
+        self.tensors = [i for i, n in enumerate(self.inputs) if isinstance(types[n], ArrayType)]
+        self.outputs = [self._output(n, outputs[n], {**outputs, **sizes}) for n in out_names]
+        self.sizes = [_picks(self.label, f"sizes[{k!r}]", fn, self.row, sizes) for k, fn in sizes.items()]  # (fn, positions)
         self.mutated = tuple(n for n in self.inputs if isinstance(types[n], ArrayType) and types[n].writes)
-        self.impl = self._function(self._run)
-        self.fake = self._function(self._fake)
+        self.prototype = self._prototype()
 
-    def _shape_rule(self, name: str, rule: Any, types: dict[str, Any],
-                    computed: Mapping[str, Any]) -> tuple[Callable[[dict[str, Any]], Any], Any, Any]:  # fmt: skip
-        """(shape of the output from the bound arguments, its dtype: a torch dtype, or the
-        names of the tensor arguments whose dtype it takes (the first not None), the
-        allocator: torch.empty or torch.zeros)."""
-        ann = types[name]
+    def _output(self, name: str, rule: Any, computed: Mapping[str, Any]) -> Callable[[tuple, Any], Any]:
+        """The output's allocation: a function of the call's inputs and the device to use where
+        no tensor argument gives one."""
+        types, ann = self.types, self.types[name]
         if not isinstance(ann, ArrayType) or not ann.writes:
             raise DeclarationError(f"{self.label}: outputs[{name!r}] must name an Out or Array parameter, not {ann!r}")
-        source = None
-        fill: Any = torch.empty
+        zeros = False
         if isinstance(rule, str):
             words = rule.split()
             if words[:1] == ["zeros"]:
-                fill, words = torch.zeros, words[1:]
+                zeros, words = True, words[1:]
             if len(words) != 2 or words[0] != "like" or words[1] in computed or not isinstance(types.get(words[1]), ArrayType):
                 raise DeclarationError(
                     f"{self.label}: outputs[{name!r}] = {rule!r}; a shape rule is 'like <tensor argument>', "
                     f"'zeros like <tensor argument>' or a function of the arguments returning a shape"
                 )
-            source = words[1]
-            if types[source].optional:
+            if types[words[1]].optional:
                 raise DeclarationError(
-                    f"{self.label}: outputs[{name!r}] = {rule!r}, and {source} is Optional: it may be None; take the "
+                    f"{self.label}: outputs[{name!r}] = {rule!r}, and {words[1]} is Optional: it may be None; take the "
                     f"shape from a tensor that is always given, or give a function of the arguments"
                 )
-            shape: Callable[[dict[str, Any]], Any] = lambda bound: bound[source].shape  # noqa: E731
-        elif callable(rule):
-            shape = _picks(self.label, f"outputs[{name!r}]", rule, types, computed)
-        else:
-            raise DeclarationError(
-                f"{self.label}: outputs[{name!r}] must be 'like <argument>', 'zeros like <argument>' or a function, got {rule!r}"
-            )
+            return _like(self.inputs.index(words[1]), self._dtype(name, ann, words[1]), zeros)
+        if callable(rule):
+            shape = _applied(*_picks(self.label, f"outputs[{name!r}]", rule, self.inputs, computed))
+            return _shaped(shape, self._dtype(name, ann, None), self.tensors)
+        raise DeclarationError(
+            f"{self.label}: outputs[{name!r}] must be 'like <argument>', 'zeros like <argument>' or a function, got {rule!r}"
+        )
+
+    def _dtype(self, name: str, ann: ArrayType, source: str | None) -> Callable[[tuple], Any] | Any:
+        """An output's dtype: a torch dtype, or for a family's Out[T] a function of the call's
+        inputs (T's dtype, read off the first input tensor that sets it and is not None;
+        outputs are allocated by the operator, so they cannot set it)."""
         if isinstance(ann.dtype, DType):
-            return shape, _torch_dtype(ann.dtype, self.label), fill
-        # a family's Out[T]: T's dtype, read off an input tensor that sets it (outputs are
-        # allocated by the operator, so they cannot set it)
-        setters = [n for n in self.inputs if isinstance(types[n], ArrayType) and types[n].dtype is ann.dtype]
-        if source is not None and source in setters:
-            return shape, (source,), fill
+            return _torch_dtype(ann.dtype, self.label)
+        setters = [n for n in self.inputs if isinstance(self.types[n], ArrayType) and self.types[n].dtype is ann.dtype]
         if not setters:
             first = f"{ann.dtype.values[0]!r}".replace("cuforge.", "cf.")
             raise DeclarationError(
                 f"{self.label}: no input argument sets {ann.dtype.name}, the dtype of output {name!r} (outputs are "
                 f"allocated, not read); index the family first: {self.kernel.__name__}[{first}].torch_op(...)"
             )
-        return shape, tuple(setters), fill  # the first that is not None, per call
+        if source in setters:
+            return None  # the dtype of the tensor it is shaped like
+        where = [self.inputs.index(n) for n in setters]
 
-    def _function(self, body: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
-        """A function of the operator's arguments, with the signature custom_op reads the
-        schema from."""
-        def op(*args: Any) -> Any:
-            return body(dict(zip(self.inputs, args)))
+        def dtype(args: tuple) -> Any:
+            for i in where:
+                if args[i] is not None:
+                    return args[i].dtype
+            raise ArgumentTypeError(
+                f"{self.label}: output {name!r} takes its dtype from tensor argument "
+                f"{' or '.join(map(repr, setters))}, which got None; pass {'it' if len(setters) == 1 else 'one of them'} "
+                f"as a tensor, or index the family"
+            )
+
+        return dtype
+
+    def _prototype(self) -> Callable[..., Any]:
+        """A function with the operator's signature, from which torch.library reads its schema."""
 
         def annotation(t: Any) -> Any:
             if isinstance(t, ArrayType):
@@ -181,6 +284,9 @@ class _OpSpec:
                 f"one-element tensor (an In array) instead"
             )
 
+        def op(*args: Any) -> Any:
+            raise NotImplementedError  # read for its signature only
+
         returns: Any = None
         if len(self.outputs) == 1:
             returns = torch.Tensor
@@ -190,58 +296,66 @@ class _OpSpec:
         op.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
             [inspect.Parameter(n, kind, annotation=annotation(self.types[n])) for n in self.inputs], return_annotation=returns
         )
-        op.__name__ = op.__qualname__ = self.label.split(" ")[0]
         return op
 
-    def _allocate(self, bound: dict[str, Any]) -> list[Any]:
-        outs = []
-        dtypes = [dtype if isinstance(dtype, torch.dtype) else self._dtype_of(name, dtype, bound)
-                  for name, (_, dtype, _) in self.outputs]  # fmt: skip
-        tensors = [bound[n] for n in self.inputs if isinstance(self.types[n], ArrayType) and bound[n] is not None]
-        device = tensors[0].device if tensors else torch.device("cuda", torch.cuda.current_device())
-        for (_, (shape, _, fill)), dt in zip(self.outputs, dtypes):
-            size = shape(bound)  # a shape, or one size (an int, or a SymInt while tracing)
-            dims = tuple(size) if isinstance(size, (tuple, list, torch.Size)) else (size,)
-            outs.append(fill(dims, dtype=dt, device=device))
-        return outs
+    def runner(self, on_cpu: bool) -> Callable[..., Any]:
+        """The implementation for CUDA tensors (``on_cpu`` False) or CPU tensors (cuforge's CPU
+        backend): allocate the outputs, compute the sizes, launch, return the outputs. It runs on
+        every call: the rules are positions found once, and the common cases (a size read off one
+        argument, a plain kernel) skip a layer."""
+        allocate, launch = self.outputs, self._launcher(on_cpu)
+        one = [(fn, at[0]) for fn, at in self.sizes if len(at) == 1]
+        many = [(fn, operator.itemgetter(*at)) for fn, at in self.sizes if len(at) > 1]
+        pick = operator.itemgetter(*[self.row.index(n) for n in self.names])
+        single = len(self.names) == 1
+        mutated = [self.inputs.index(n) for n in self.mutated]
+        default = torch.device("cpu") if on_cpu else None
+        first, count = len(self.inputs), len(allocate)
 
-    def _dtype_of(self, name: str, setters: tuple[str, ...], bound: dict[str, Any]) -> Any:
-        """The dtype of a family's output: that of the first tensor setting its type parameter."""
-        for n in setters:
-            if bound[n] is not None:
-                return bound[n].dtype
-        raise ArgumentTypeError(
-            f"{self.label}: output {name!r} takes its dtype from tensor argument {' or '.join(map(repr, setters))}, "
-            f"which got None; pass {'it' if len(setters) == 1 else 'one of them'} as a tensor, or index the family"
-        )
+        def run(*args: Any) -> Any:
+            row = args + tuple([alloc(args, default) for alloc in allocate]) if allocate else args
+            if one or many:
+                row += tuple([fn(row[i]) for fn, i in one] + [fn(*at(row)) for fn, at in many])
+            launch(*((pick(row),) if single else pick(row)))
+            if mutated:  # as PyTorch's in-place ops do, so that autograd sees the writes
+                _increment_version([args[i] for i in mutated if args[i] is not None])
+            return None if not count else row[first] if count == 1 else row[first:first + count]
 
-    def _run(self, bound: dict[str, Any]) -> Any:
-        outs = self._allocate(bound)
-        for (name, _), t in zip(self.outputs, outs):
-            bound[name] = t
-        for name, fn in self.sizes.items():
-            bound[name] = int(fn(bound))
-        self.kernel(*[bound[n] for n in self.names])
-        return self._result(outs)
+        return run
 
-    def _fake(self, bound: dict[str, Any]) -> Any:
-        self._check_dtypes(bound)
-        return self._result(self._allocate(bound))
+    def _launcher(self, on_cpu: bool) -> Callable[..., None]:
+        """The launch of one call's values, in the kernel's parameter order. A family's
+        instantiation is looked up by the dtypes of the tensors that set its type parameters;
+        the first call with new dtypes asks the family (which names dtypes it cannot take)."""
+        kernel = self.kernel
+        if not self.family or kernel._decl.autotune is not None:  # an autotuned family picks by the call's sizes
+            return functools.partial(kernel, device="cpu") if on_cpu else kernel  # type: ignore[no-any-return]
+        options = {"device": "cpu"} if on_cpu else {}
+        typed = [n for n in self.inputs if isinstance(self.types[n], ArrayType) and isinstance(self.types[n].dtype, TypeParam)]
+        setters = [self.names.index(n) for n in typed]
+        chosen: dict[tuple, Any] = {}
 
-    def _result(self, outs: list[Any]) -> Any:
-        if not outs:
-            return None
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        def launch(*values: Any) -> None:
+            key = tuple([None if values[i] is None else values[i].dtype for i in setters])
+            found = chosen.get(key)
+            if found is None:
+                found = chosen[key] = kernel.select(*values)
+            found(*values, **options)
 
-    def _check_dtypes(self, bound: dict[str, Any]) -> None:
-        """What the launch checks of dtypes, checked while tracing (torch.compile), where no
-        kernel runs: a wrong dtype is named at trace time."""
-        for n in self.inputs:
-            ann = self.types[n]
-            if not isinstance(ann, ArrayType):
-                continue
+        return launch
+
+    def fake(self, *args: Any) -> Any:
+        """The fake implementation (``torch.compile``, meta tensors): the dtype checks the launch
+        makes, named while tracing, and outputs of the right shape, dtype and device."""
+        self._check_dtypes(args)
+        outs = tuple([alloc(args, None) for alloc in self.outputs])
+        return None if not outs else outs[0] if len(outs) == 1 else outs
+
+    def _check_dtypes(self, args: tuple) -> None:
+        for i in self.tensors:
+            n, ann = self.inputs[i], self.types[self.inputs[i]]
             allowed = ann.dtype.values if isinstance(ann.dtype, TypeParam) else (ann.dtype,)
-            t = bound[n]
+            t = args[i]
             if t is None and ann.optional:
                 continue
             if not isinstance(t, torch.Tensor) or t.dtype not in [_torch_dtype(d, self.label) for d in allowed]:
@@ -253,12 +367,56 @@ class _OpSpec:
                 )
 
 
-def _picks(label: str, what: str, fn: Any, types: dict[str, Any], exclude: Mapping[str, Any]) -> Callable[[dict[str, Any]], Any]:
-    """``fn`` called with the arguments its parameters name."""
+_increment_version = torch.autograd.graph.increment_version
+
+
+def _like(source: int, dtype: Any, zeros: bool) -> Callable[[tuple, Any], Any]:
+    """An output shaped like input tensor ``source``, on its device, C-contiguous (the launch
+    checks ask for that) even where ``source`` is not."""
+    fill = torch.zeros_like if zeros else torch.empty_like
+
+    def alloc(args: tuple, default: Any) -> Any:
+        like = args[source]
+        dt = like.dtype if dtype is None else dtype if isinstance(dtype, torch.dtype) else dtype(args)
+        if not like.is_contiguous():
+            return fill(like, dtype=dt, memory_format=torch.contiguous_format)
+        return fill(like) if like.dtype is dt else fill(like, dtype=dt)  # (each keyword costs PyTorch's parser)
+
+    return alloc
+
+
+def _shaped(shape: Callable[[tuple], Any], dtype: Any, tensors: list[int]) -> Callable[[tuple, Any], Any]:
+    """An output whose shape a function of the arguments gives, on the first tensor argument's
+    device (or ``default``; else the current CUDA device)."""
+
+    def alloc(args: tuple, default: Any) -> Any:
+        dt = dtype if isinstance(dtype, torch.dtype) else dtype(args)
+        size = shape(args)  # a shape, or one size (an int, or a SymInt while tracing)
+        dims = tuple(size) if isinstance(size, (tuple, list, torch.Size)) else (size,)
+        for i in tensors:
+            if args[i] is not None:  # Tensor.new_empty: its device, parsed faster than torch.empty's keywords
+                return args[i].new_empty(dims) if args[i].dtype is dt else args[i].new_empty(dims, dtype=dt)
+        device = default if default is not None else torch.device("cuda", torch.cuda.current_device())
+        return torch.empty(dims, dtype=dt, device=device)
+
+    return alloc
+
+
+def _picks(label: str, what: str, fn: Any, row: list[str], exclude: Mapping[str, Any]) -> tuple[Callable[..., Any], list[int]]:
+    """``fn`` and the positions, in a call's row, of the values its parameters name."""
     if not callable(fn):
         raise DeclarationError(f"{label}: {what} must be a function of the arguments, got {fn!r}")
     wanted = list(inspect.signature(fn).parameters)
-    bad = [w for w in wanted if w not in types or w in exclude]
+    bad = [w for w in wanted if w not in row or w in exclude]
     if bad:
         raise DeclarationError(f"{label}: {what} asks for {', '.join(map(repr, bad))}, which are not arguments of the op")
-    return lambda bound: fn(**{w: bound[w] for w in wanted})
+    return fn, [row.index(w) for w in wanted]
+
+
+def _applied(fn: Callable[..., Any], at: list[int]) -> Callable[[tuple], Any]:
+    """``fn`` of the values at positions ``at`` of a call's row, as one function of the row."""
+    pick = operator.itemgetter(*at) if len(at) > 1 else None
+    if pick is None:
+        (i,) = at
+        return lambda values: fn(values[i])
+    return lambda values: fn(*pick(values))
