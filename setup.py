@@ -11,7 +11,7 @@ setup(
     ext_modules=[
         Extension(
             "cuforge._claunch",
-            [f"src/cuforge/_csrc/{name}.c" for name in ("driver", "arrays", "check", "launcher")],
+            [f"src/cuforge/_csrc/{name}.c" for name in ("driver", "arrays", "check", "launcher", "oprunner")],
             depends=["src/cuforge/_csrc/claunch.h"],
             py_limited_api=True,
             optional=True,

@@ -150,3 +150,39 @@ def test_torch_compile_traces_the_op_with_no_graph_break():
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")(x, b, compiled_y)
     torch.testing.assert_close(compiled, eager)
     torch.testing.assert_close(compiled_y, eager_y)
+
+
+def test_the_c_runner_and_the_python_runner_give_the_same_answers():
+    from cuforge._runtime import libcuda
+    from cuforge.integrations.torch import _OpSpec
+
+    if libcuda.claunch is None:
+        pytest.skip("the C extension is not built here")
+    sizes = {"n": lambda x: x.numel(), "cols": lambda bias: bias.numel()}
+    specs = [
+        (_OpSpec(example.BiasSilu, "t::a", {"y": "like x"}, sizes), lambda d: (torch.randn(5, 7, dtype=d), torch.randn(7, dtype=d))),
+        (_OpSpec(RowStats, "t::b", {"centred": "zeros like x", "mean": lambda x: (x.shape[0],)},
+                 {"rows": lambda x: x.shape[0], "cols": lambda x: x.shape[1]}), lambda d: (torch.randn(9, 4, dtype=d),)),
+        (_OpSpec(Axpy, "t::c", {}, {"n": lambda x, y: min(x.numel(), y.numel())}),
+         lambda d: (1.5, torch.randn(33, dtype=d), torch.ones(33, dtype=d))),
+    ]  # fmt: skip
+    for spec, make in specs:
+        c_run, py_run = spec.runner(on_cpu=True), spec.python_runner(on_cpu=True)
+        assert type(c_run).__name__ == "OpRunner"
+        for dtype in (torch.float32, torch.float64, torch.float32):
+            args = make(dtype)
+            twin = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+            got, want = c_run(*args), py_run(*twin)
+            for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want))):
+                assert (type(g), getattr(g, "dtype", None)) == (type(w), getattr(w, "dtype", None))
+                torch.testing.assert_close(g, w)
+            for a, t in zip(args, twin):
+                if isinstance(a, torch.Tensor):
+                    torch.testing.assert_close(a, t)  # the same writes to the arguments
+                    assert a._version == t._version
+        bad = tuple(a.half() if isinstance(a, torch.Tensor) else a for a in make(torch.float32))
+        with pytest.raises(cf.ArgumentTypeError) as c_err:
+            c_run(*bad)
+        with pytest.raises(cf.ArgumentTypeError) as py_err:
+            py_run(*bad)
+        assert str(c_err.value) == str(py_err.value)

@@ -68,6 +68,18 @@ static int as_ll(PyObject *v, long long *out) {
 
 static int attr_int(PyObject *o, PyObject *name, long long *out) { return as_ll(PyObject_GetAttr(o, name), out); }
 
+int torch_contiguous(PyObject *t) {
+    if (torch_is_contiguous == NULL || torch_is_contiguous == Py_None) {
+        PyErr_SetString(PyExc_RuntimeError, "cuforge._claunch: torch.Tensor has not been published (set_array_types)");
+        return -1;
+    }
+    PyObject *v = PyObject_CallFunctionObjArgs(torch_is_contiguous, t, NULL);
+    if (v == NULL) return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
 /* fn(o) as an integer, fn one of torch.Tensor's methods */
 static int apply_int(PyObject *fn, PyObject *o, long long *out) {
     return as_ll(PyObject_CallFunctionObjArgs(fn, o, NULL), out);

@@ -1,12 +1,13 @@
 /* cuforge._claunch: the fast launch path, in C (see launcher.c for the overview).
  *
- * Three files, one module:
+ * Five files, one module:
  *   driver.c    the driver's launch entry points (cuLaunchKernelEx, or cuLaunchKernel for
  *               drivers older than CUDA 12.0), the raw launch(), the last-launch record;
  *   check.c     check_and_pack(): a call's arguments checked and packed with no CUDA call;
  *   arrays.c    the array arguments' reading and checks, for check.c;
  *   launcher.c  Launcher (check_and_pack, then the call) and KernelBase (cuforge.Kernel's
- *               base, whose tp_call hands calls to the Launcher), and the module itself.
+ *               base, whose tp_call hands calls to the Launcher), and the module itself;
+ *   oprunner.c  OpRunner, a PyTorch operator's implementation (integrations/torch.py).
  */
 #ifndef CUFORGE_CLAUNCH_H
 #define CUFORGE_CLAUNCH_H
@@ -134,5 +135,16 @@ PyObject *py_set_array_types(PyObject *module, PyObject *args);
 PyObject *current_stream(int origin, long long device); /* the arrays' library's current stream, as an int */
 
 extern PyObject *cuda_module; /* cuforge._runtime.cuda, for current_device() */
+/* torch.Tensor.is_contiguous(t): 1, 0, or -1 with an exception (arrays.c) */
+int torch_contiguous(PyObject *t);
+
+/* ------------------------------------------------------------------ launcher.c, oprunner.c */
+
+/* Whether o is a cuforge.Kernel (a KernelBase). */
+int is_kernel(PyObject *o);
+/* kernel(*argv), kernel a cuforge.Kernel, with no launch option: the C launcher, else the
+ * general path. New reference (None), or NULL with an exception. */
+PyObject *call_kernel(PyObject *kernel, PyObject *const *argv, Py_ssize_t n);
+extern PyType_Spec oprunner_spec;
 
 #endif

@@ -319,6 +319,36 @@ static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     return r;
 }
 
+static PyObject *kernel_base_type;
+
+int is_kernel(PyObject *o) { return kernel_base_type != NULL && PyObject_TypeCheck(o, (PyTypeObject *)kernel_base_type); }
+
+PyObject *call_kernel(PyObject *kernel, PyObject *const *argv, Py_ssize_t n) {
+    PyObject *fast = ((KernelBase *)kernel)->fast, *r;
+    if (fast != NULL && (PyObject *)Py_TYPE(fast) == launcher_type && n <= MAX_PARAMS) {
+        Py_INCREF(fast);
+        r = launcher_run((Launcher *)fast, argv, n, NULL, Py_None, Py_None, zero, Py_None);
+        Py_DECREF(fast);
+        if (r == NULL) return NULL;
+        if (r == Py_True) {
+            Py_DECREF(r);
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(r);
+    }
+    PyObject *args = PyTuple_New(n), *named = PyDict_New();
+    r = NULL;
+    if (args != NULL && named != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_INCREF(argv[i]);
+            PyTuple_SetItem(args, i, argv[i]);
+        }
+        r = PyObject_CallMethodObjArgs(kernel, s_launch_general, args, named, Py_None, Py_None, zero, Py_None, NULL);
+    }
+    Py_XDECREF(args), Py_XDECREF(named);
+    return r;
+}
+
 static int kernel_base_traverse(KernelBase *self, visitproc visit, void *arg) {
     Py_VISIT(self->fast);
     Py_VISIT(Py_TYPE(self)); /* instances of heap types hold their type */
@@ -418,6 +448,13 @@ PyMODINIT_FUNC PyInit__claunch(void) {
     PyObject *base = PyType_FromSpec(&kernel_base_spec);
     if (base == NULL || PyModule_AddObject(m, "KernelBase", base) < 0) {
         Py_XDECREF(base);
+        goto fail;
+    }
+    kernel_base_type = base;
+    Py_INCREF(base); /* kept: the module's reference went to its dict */
+    PyObject *runner = PyType_FromSpec(&oprunner_spec);
+    if (runner == NULL || PyModule_AddObject(m, "OpRunner", runner) < 0) {
+        Py_XDECREF(runner);
         goto fail;
     }
     return m;

@@ -212,6 +212,13 @@ def _torch_stream_function(torch: Any) -> Callable[[int], int]:
     return lambda device: int(torch.cuda.current_stream(device).cuda_stream)
 
 
+def meet(tp: type) -> None:
+    """Read an array type before any of its arrays is passed (the C launcher is told CuPy's
+    and PyTorch's types as they are met)."""
+    if tp not in EXTRACTORS:
+        _extractor(tp)
+
+
 def array_arg(value: Any) -> ArrayArg | None:
     """What the checks see of an array-like value, or None for anything else."""
     tp = type(value)

@@ -18,6 +18,8 @@ if not hasattr(torch.library, "custom_op"):
 from .._declare.annotations import ArrayType
 from .._declare.dtypes import DType
 from .._declare.params import TypeParam
+from .._runtime import arrays as _arrays
+from .._runtime import libcuda as _libcuda
 
 __all__ = ["custom_op"]
 
@@ -118,7 +120,7 @@ def _autograd(overload: Any, runners: dict[Any, Callable[..., Any]], backward: C
         def forward(ctx: Any, *args: Any) -> Any:
             out = forward_of(*args)
             if setup_context is not None:
-                setup_context(ctx=ctx, inputs=args[:-1] if keyset else args, output=out)
+                setup_context(ctx, args[:-1] if keyset else args, out)
             return out
 
         made = type(name, (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward_of)})
@@ -150,8 +152,13 @@ def _autograd(overload: Any, runners: dict[Any, Callable[..., Any]], backward: C
         torch._C._are_functorch_transforms_active, torch._C._any_requires_grad, torch.is_grad_enabled
     )
 
+    seen: dict[int, Any] = {}  # a call's keyset's bits -> its entry in direct, or None
+
     def kernel(keyset: Any, *args: Any) -> Any:
-        found = direct.get((keyset & _BELOW_AUTOGRAD).raw_repr())
+        bits = keyset.raw_repr()
+        found = seen.get(bits, seen)
+        if found is seen:
+            found = seen[bits] = direct.get((keyset & _BELOW_AUTOGRAD).raw_repr())
         if not (grad_enabled() and any_requires_grad(*args)):
             return found[0](*args) if found is not None else redispatched(*args, keyset)
         if functorch_active():
@@ -207,9 +214,8 @@ class _OpSpec:
         self.mutated = tuple(n for n in self.inputs if isinstance(types[n], ArrayType) and types[n].writes)
         self.prototype = self._prototype()
 
-    def _output(self, name: str, rule: Any, computed: Mapping[str, Any]) -> Callable[[tuple, Any], Any]:
-        """The output's allocation: a function of the call's inputs and the device to use where
-        no tensor argument gives one."""
+    def _output(self, name: str, rule: Any, computed: Mapping[str, Any]) -> _Output:
+        """The output's allocation."""
         types, ann = self.types, self.types[name]
         if not isinstance(ann, ArrayType) or not ann.writes:
             raise DeclarationError(f"{self.label}: outputs[{name!r}] must name an Out or Array parameter, not {ann!r}")
@@ -228,10 +234,12 @@ class _OpSpec:
                     f"{self.label}: outputs[{name!r}] = {rule!r}, and {words[1]} is Optional: it may be None; take the "
                     f"shape from a tensor that is always given, or give a function of the arguments"
                 )
-            return _like(self.inputs.index(words[1]), self._dtype(name, ann, words[1]), zeros)
+            source, dtype = self.inputs.index(words[1]), self._dtype(name, ann, words[1])
+            return _Output(_like(source, dtype, zeros), source if dtype is None or isinstance(dtype, torch.dtype) else -1,
+                           dtype, zeros)  # fmt: skip
         if callable(rule):
             shape = _applied(*_picks(self.label, f"outputs[{name!r}]", rule, self.inputs, computed))
-            return _shaped(shape, self._dtype(name, ann, None), self.tensors)
+            return _Output(_shaped(shape, self._dtype(name, ann, None), self.tensors), -1, None, False)
         raise DeclarationError(
             f"{self.label}: outputs[{name!r}] must be 'like <argument>', 'zeros like <argument>' or a function, got {rule!r}"
         )
@@ -301,9 +309,26 @@ class _OpSpec:
     def runner(self, on_cpu: bool) -> Callable[..., Any]:
         """The implementation for CUDA tensors (``on_cpu`` False) or CPU tensors (cuforge's CPU
         backend): allocate the outputs, compute the sizes, launch, return the outputs. It runs on
-        every call: the rules are positions found once, and the common cases (a size read off one
-        argument, a plain kernel) skip a layer."""
-        allocate, launch = self.outputs, self._launcher(on_cpu)
+        every call, so it is the C launcher's ``OpRunner``, following positions found here;
+        without the C extension (or for an autotuned family, which picks by sizes), Python
+        follows the same positions."""
+        claunch = _libcuda.claunch
+        tuned = self.family and self.kernel._decl.autotune is not None
+        if claunch is None or tuned or any(len(at) > 8 for _, at in self.sizes):
+            return self.python_runner(on_cpu)
+        _arrays.meet(torch.Tensor)  # the C launcher reads tensors through torch.Tensor's methods
+        typed = [n for n in self.inputs if isinstance(self.types[n], ArrayType) and isinstance(self.types[n].dtype, TypeParam)]
+        return claunch.OpRunner(  # type: ignore[no-any-return]
+            self.kernel, self.kernel.select if self.family else None, {"device": "cpu"} if on_cpu else None,
+            len(self.inputs), [self.row.index(n) for n in self.names], [self.names.index(n) for n in typed],
+            [(o.source, o.dtype if o.source >= 0 else None, o.zeros, o.alloc) for o in self.outputs],
+            torch.device("cpu") if on_cpu else None, [(fn, at) for fn, at in self.sizes],
+            [self.inputs.index(n) for n in self.mutated], _increment_version, torch.empty_like, torch.zeros_like,
+        )  # fmt: skip
+
+    def python_runner(self, on_cpu: bool) -> Callable[..., Any]:
+        """``runner`` in Python."""
+        allocate, launch = [o.alloc for o in self.outputs], self._launcher(on_cpu)
         one = [(fn, at[0]) for fn, at in self.sizes if len(at) == 1]
         many = [(fn, operator.itemgetter(*at)) for fn, at in self.sizes if len(at) > 1]
         pick = operator.itemgetter(*[self.row.index(n) for n in self.names])
@@ -348,7 +373,7 @@ class _OpSpec:
         """The fake implementation (``torch.compile``, meta tensors): the dtype checks the launch
         makes, named while tracing, and outputs of the right shape, dtype and device."""
         self._check_dtypes(args)
-        outs = tuple([alloc(args, None) for alloc in self.outputs])
+        outs = tuple([o.alloc(args, None) for o in self.outputs])
         return None if not outs else outs[0] if len(outs) == 1 else outs
 
     def _check_dtypes(self, args: tuple) -> None:
@@ -368,6 +393,17 @@ class _OpSpec:
 
 
 _increment_version = torch.autograd.graph.increment_version
+
+
+class _Output(typing.NamedTuple):
+    """An output the operator allocates: its allocator (a function of the call's inputs and the
+    device to use where no tensor gives one), and for the C runner the input it is shaped like
+    (-1: the allocator serves), its dtype (a torch dtype, or None for that input's) and fill."""
+
+    alloc: Callable[[tuple, Any], Any]
+    source: int
+    dtype: Any
+    zeros: bool
 
 
 def _like(source: int, dtype: Any, zeros: bool) -> Callable[[tuple, Any], Any]:
