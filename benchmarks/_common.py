@@ -8,6 +8,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,23 @@ def take_turns(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str,
         for name, time_once in timers.items():
             runs[name].append(time_once())
     return {name: statistics.median(r) for name, r in runs.items()}
+
+
+def loop_timer(call: Callable[[], object], sync: Callable[[], object], calls: int, warm: int) -> Callable[[], float]:
+    """A timer of ``calls`` calls queued then synchronised, in microseconds per call, after
+    ``warm`` calls."""
+    for _ in range(warm):
+        call()
+    sync()
+
+    def once() -> float:
+        t = time.perf_counter()
+        for _ in range(calls):
+            call()
+        sync()
+        return (time.perf_counter() - t) / calls * 1e6
+
+    return once
 
 
 def report(results: dict[str, Any], width: int = 48, unit: str = "") -> None:

@@ -19,7 +19,6 @@ import os
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -29,7 +28,7 @@ from cuforge._runtime import cuda as _cuda
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import report, take_turns  # noqa: E402
+from _common import loop_timer, report, take_turns  # noqa: E402
 
 N, REPEATS = 20_000, 7
 SRC = 'extern "C" __global__ void empty4(float a, const float* x, float* y, long long n) {}'
@@ -46,22 +45,7 @@ class Empty4:
 
 def measure(cases: dict[str, tuple[Callable[[], object], Callable[[], object]]]) -> dict[str, float]:
     """Median microseconds per launch of each (launch, synchronise) case."""
-
-    def timer(launch: Callable[[], object], sync: Callable[[], object]) -> Callable[[], float]:
-        for _ in range(2000):
-            launch()
-        sync()
-
-        def once() -> float:
-            t = time.perf_counter()
-            for _ in range(N):
-                launch()
-            sync()
-            return (time.perf_counter() - t) / N * 1e6
-
-        return once
-
-    return take_turns({name: timer(*case) for name, case in cases.items()}, REPEATS)
+    return take_turns({name: loop_timer(*case, N, 2000) for name, case in cases.items()}, REPEATS)
 
 
 def main() -> dict:

@@ -2,7 +2,7 @@
 
     python benchmarks/run_all.py [OUTPUT_DIR]       (default: docs/benchmarks, where the docs show them)
 
-Writes results.json (launch kinds, a build's start-up and the CPU backend included) and launch_overhead.png,
+Writes results.json (launch kinds, a build's start-up, PyTorch's ops and the CPU backend included) and launch_overhead.png,
 graphs.png, bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
 a peer that is not installed is reported as missing, never skipped silently.
 """
@@ -28,6 +28,7 @@ import launch_kinds  # noqa: E402
 import launch_overhead  # noqa: E402
 import startup  # noqa: E402
 import threads  # noqa: E402
+import torch_ops  # noqa: E402
 import warm_start  # noqa: E402
 
 
@@ -97,6 +98,21 @@ def targets(r: dict) -> dict:
         best = min(th[f"{n} threads: {peer} (us per launch)"] for peer in ("cupy RawKernel", "cuda.core launch"))
         at_most(f"{n} threads: cuforge <= best peer (first launches included)",
                 _ratio(th[f"{n} threads: cuforge (us per launch)"], best), 1.0)  # fmt: skip
+    tr = r["torch"]
+    at_most("torch tensors: cuforge call <= 1.1x the same call on CuPy arrays",
+            _ratio(tr.get("cuforge call (torch tensors)"), tr.get("cuforge call (cupy arrays)")), 1.1)  # fmt: skip
+    at_most("cuforge op <= 1.5x torch.mul", _ratio(tr.get("cuforge op"), tr.get("torch.mul(x, 2.0)")), 1.5)
+    at_most("cuforge op < Triton @jit launch (ratio < 1)",
+            _ratio(tr.get("cuforge op"), tr.get("triton @jit launch (torch tensors)")), 0.999)  # fmt: skip
+    recorded = tr.get("cuforge op, x requires grad")
+    at_most("cuforge op, x requires grad <= 2x torch.mul", _ratio(recorded, tr.get("torch.mul(x, 2.0)")), 2.0)
+    at_most("the same, against torch.mul with x requiring grad too",
+            _ratio(recorded, tr.get("torch.mul(x, 2.0), x requires grad")), 2.0)  # fmt: skip
+    breaks = tr.get("torch.compile, cuforge op: graph breaks")
+    at_most("torch.compile: graph breaks around the cuforge op", float(breaks) if isinstance(breaks, int) else None, 0.0)
+    replayed = tr.get("reduce-overhead: cuforge launches in a replay")
+    at_most("reduce-overhead: cuforge launches in a CUDA graph replay",
+            float(replayed) if isinstance(replayed, int) else None, 0.0)  # fmt: skip
     out.update(r["cpu_backend"]["targets"])  # the CPU backend's, on this machine's CPU
     return out
 
@@ -153,6 +169,7 @@ def main(outdir: str) -> dict:
     r["compile_speed"] = compile_speed.main()
     r["startup"] = {"warm start": warm_start.main(), "import": import_time.main(), "processes": startup.main()}
     r["launch_kinds"] = launch_kinds.main()  # reported, not a target: cooperative cost, build vs cache start-up
+    r["torch"] = torch_ops.main()  # after the graphs and threads: torch.compile's CUDA graphs stay alive
     # The GPU machine's CPU; Numba's simulator rows need CUFORGE_BENCH_NUMBA_PYTHON (or numba here).
     r["cpu_backend"] = cpu_backend.main()
     r["targets"] = targets(r)
