@@ -186,3 +186,11 @@ def test_the_c_runner_and_the_python_runner_give_the_same_answers():
         with pytest.raises(cf.ArgumentTypeError) as py_err:
             py_run(*bad)
         assert str(c_err.value) == str(py_err.value)
+
+
+def test_the_example_runs_on_cpu_tensors(capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # its CPU-tensor branch, wherever this runs
+    example.main()
+    assert capsys.readouterr().out.strip() == (
+        "bias_silu on cpu tensors: eager, torch.compile(fullgraph=True), gradcheck and opcheck all pass"
+    )
