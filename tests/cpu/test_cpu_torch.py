@@ -154,16 +154,16 @@ def test_torch_compile_traces_the_op_with_no_graph_break():
 
 def test_the_c_runner_and_the_python_runner_give_the_same_answers():
     from cuforge._runtime import libcuda
-    from cuforge.integrations.torch import _OpSpec
+    from cuforge.integrations._torch_op import OpSpec
 
     if libcuda.claunch is None:
         pytest.skip("the C extension is not built here")
     sizes = {"n": lambda x: x.numel(), "cols": lambda bias: bias.numel()}
     specs = [
-        (_OpSpec(example.BiasSilu, "t::a", {"y": "like x"}, sizes), lambda d: (torch.randn(5, 7, dtype=d), torch.randn(7, dtype=d))),
-        (_OpSpec(RowStats, "t::b", {"centred": "zeros like x", "mean": lambda x: (x.shape[0],)},
+        (OpSpec(example.BiasSilu, "t::a", {"y": "like x"}, sizes), lambda d: (torch.randn(5, 7, dtype=d), torch.randn(7, dtype=d))),
+        (OpSpec(RowStats, "t::b", {"centred": "zeros like x", "mean": lambda x: (x.shape[0],)},
                  {"rows": lambda x: x.shape[0], "cols": lambda x: x.shape[1]}), lambda d: (torch.randn(9, 4, dtype=d),)),
-        (_OpSpec(Axpy, "t::c", {}, {"n": lambda x, y: min(x.numel(), y.numel())}),
+        (OpSpec(Axpy, "t::c", {}, {"n": lambda x, y: min(x.numel(), y.numel())}),
          lambda d: (1.5, torch.randn(33, dtype=d), torch.ones(33, dtype=d))),
     ]  # fmt: skip
     for spec, make in specs:
