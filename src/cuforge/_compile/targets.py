@@ -62,6 +62,9 @@ def default_arch(who: str, current_cc: Callable[[], int]) -> str:
         return device_target(current_cc())
     except NoDeviceError as exc:
         arch = _config.arch()
-        if not arch:
-            raise NoDeviceError(f"{who}: {exc}; pass arch='sm_90' (or set CUFORGE_ARCH=sm_90) to compile without a GPU") from None
+        if not arch:  # (the launch's advice that exc goes on with is not this call's)
+            raise NoDeviceError(
+                f"{who}: {str(exc).split('; ')[0]}, so there is no GPU to compile for; pass arch='sm_90' (or set "
+                f"CUFORGE_ARCH=sm_90) to compile without one"
+            ) from None
         return arch
