@@ -175,10 +175,11 @@ def launch_checked(plan: LaunchPlan, c: Checked) -> None:
 
     The common case (every array on this thread's device, whose context is current) is spelled
     out here: where the C extension is not built, every launch runs this."""
-    if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see capture.py
-        return _state.tls.capture.launch(plan, c)  # type: ignore[no-any-return]
+    tls = _state.tls
+    if _state.captures_open and tls.capture is not None:  # inside cf.graph(): see capture.py
+        return tls.capture.launch(plan, c)  # type: ignore[no-any-return]
     _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
-    info = getattr(_state.tls, "device", None) or _cuda.current_device()
+    info = tls.device or _cuda.current_device()
     did = info.id
     if device is not None and device != did:
         return launch_elsewhere(plan, c)
