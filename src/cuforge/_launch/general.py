@@ -196,7 +196,13 @@ def launch_checked(plan: LaunchPlan, c: Checked) -> None:
         stream = default_stream(arrays, did)
     label = plan.label
     _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
-    err = _state.launch(handle, LaunchConfig.of(grid, block, shared_mem, kind), stream, plan.packer.pack(values))
+    last = plan.config  # a loop's launches share one configuration: compared, not made again
+    if last[0] == grid and last[1] == block and last[2] == shared_mem and last[3] is kind:
+        config = last[4]
+    else:
+        config = LaunchConfig.of(grid, block, shared_mem, kind)
+        plan.config = (grid, block, shared_mem, kind, config)  # one object: threads read it whole
+    err = _state.launch(handle, config, stream, plan.packer.pack(values))
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
     return None
