@@ -32,7 +32,9 @@ CUFORGE_COMPILE_WORKERS processes a heavy family's compile may use (default: the
 CUFORGE_COMPILE_SPLIT_S the compile time, in seconds, past which a heavy family's
                         instantiations are split across them (default 1)
 CUFORGE_DEVICE          where launches run when a call does not say: cuda (the
-                        default) or cpu (cuforge's CPU backend)
+                        default) or cpu (cuforge's CPU backend); read once per
+                        process, when launches first need it (set_default_device
+                        changes it after)
 CUFORGE_CPU_THREADS     the CPU backend's worker threads (default: one per core)
 ======================  =========================================================
 """

@@ -144,7 +144,11 @@ class GridRule:
         if self.function is not None:
             return self.function(args, block)
         if self.source == -1:  # an Optional array given None has no entry in arrays
-            count = max((math.prod(arg.shape) for _, arg in arrays), default=0)
+            count = 0
+            for _, arg in arrays:  # (a loop: max()'s default= keyword costs more than it)
+                size = math.prod(arg.shape)
+                if size > count:
+                    count = size
         else:
             found = [arg for i, arg in arrays if i == self.source]
             count = math.prod(found[0].shape) if found else int(args[self.source] or 0)

@@ -95,7 +95,7 @@ class Capture:
 
 def capture_in_thread() -> Capture | None:
     """The capture under way in this thread, if any (one global read when there is none)."""
-    return getattr(_cuda.state.tls, "capture", None) if _cuda.state.captures_open else None
+    return _cuda.state.tls.capture if _cuda.state.captures_open else None
 
 
 def end_capture(stream: int) -> tuple[int, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _config
 from .._declare import kinds as _kinds
 from .._declare.dtypes import BY_NUMPY
 from .._declare.launch_rules import BLOCK_LIMIT, DIMS_MEMO, GRID_LIMIT, dims
@@ -23,7 +22,7 @@ if _claunch is not None:
     _claunch.configure(_cuda, BY_NUMPY, BY_TORCH, DeviceArray, array_arg, dims, DIMS_MEMO, GRID_LIMIT, BLOCK_LIMIT,
                        stream_handle)  # fmt: skip
     _claunch.set_error_handler(raise_launch_error)
-    _claunch.set_cpu(-2, int(_config.device() == "cpu"))  # CUFORGE_DEVICE=cpu: every call takes the general path
+    _claunch.set_cpu(-2, int(_cuda.state.default_on_cpu()))  # CUFORGE_DEVICE=cpu: every call takes the general path
 
 
 def c_launcher(plan: LaunchPlan) -> Any:

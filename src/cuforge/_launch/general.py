@@ -175,10 +175,11 @@ def launch_checked(plan: LaunchPlan, c: Checked) -> None:
 
     The common case (every array on this thread's device, whose context is current) is spelled
     out here: where the C extension is not built, every launch runs this."""
-    if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see capture.py
-        return _state.tls.capture.launch(plan, c)  # type: ignore[no-any-return]
+    tls = _state.tls
+    if _state.captures_open and tls.capture is not None:  # inside cf.graph(): see capture.py
+        return tls.capture.launch(plan, c)  # type: ignore[no-any-return]
     _, values, arrays, grid, block, shared_mem, stream, kind, device = c  # the fields at once: read on every launch
-    info = getattr(_state.tls, "device", None) or _cuda.current_device()
+    info = tls.device or _cuda.current_device()
     did = info.id
     if device is not None and device != did:
         return launch_elsewhere(plan, c)
@@ -195,7 +196,13 @@ def launch_checked(plan: LaunchPlan, c: Checked) -> None:
         stream = default_stream(arrays, did)
     label = plan.label
     _cuda.note_launch(label, grid, block, shared_mem)  # named if a later CUDA call reports a fault
-    err = _state.launch(handle, LaunchConfig.of(grid, block, shared_mem, kind), stream, plan.packer.pack(values))
+    last = plan.config  # a loop's launches share one configuration: compared, not made again
+    if last[0] == grid and last[1] == block and last[2] == shared_mem and last[3] is kind:
+        config = last[4]
+    else:
+        config = LaunchConfig.of(grid, block, shared_mem, kind)
+        plan.config = (grid, block, shared_mem, kind, config)  # one object: threads read it whole
+    err = _state.launch(handle, config, stream, plan.packer.pack(values))
     if err:  # a CUresult: CUDA_SUCCESS is 0
         raise_launch_error(err, grid, block, shared_mem, label)
     return None

@@ -168,7 +168,7 @@ class Graph:
         self._end(None)
 
     def _begin(self, updating: bool) -> None:
-        if getattr(_cuda.state.tls, "capture", None) is not None:
+        if _cuda.state.tls.capture is not None:
             raise GraphCaptureError(
                 "cf.graph(): this thread is already capturing a graph, and captures do not nest; "
                 "end the first `with` block before opening another"
@@ -290,7 +290,7 @@ class Graph:
         """
         handle, device = self._ready("launch()", stream), self.device or 0  # set by the capture
         state = _cuda.state
-        info = getattr(state.tls, "device", None)
+        info = state.tls.device
         restore = None
         if info is None or info.id != device or (state.multi_gpu and _cuda.current_context() != state.contexts.get(device)):
             _, restore = _cuda.enter_device(device)

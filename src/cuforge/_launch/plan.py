@@ -86,11 +86,13 @@ class LaunchPlan:
     dict); ``load(device_info)`` compiles and loads it on a device's first launch, filling
     ``loaded``. ``grid_sync`` is found at that first load (the source syncs the whole grid).
     ``seen_grid`` and ``seen_block`` keep the last ``grid=``/``block=`` objects a call passed,
-    with their checked dims (see ``general.check_and_pack``).
+    with their checked dims (see ``general.check_and_pack``), and ``config`` the general path's
+    last launch configuration: (grid, block, shared_mem, kind, its `LaunchConfig`).
     """
 
-    __slots__ = ("attrs", "block", "checks", "cpu", "cpu_library", "grid", "grid_sync", "host_checks", "kind", "label", "load",
-                 "loaded", "module", "on_cpu", "packer", "seen_block", "seen_grid", "signature", "smem", "specs")  # fmt: skip
+    __slots__ = ("attrs", "block", "checks", "config", "cpu", "cpu_library", "grid", "grid_sync", "host_checks", "kind",
+                 "label", "load", "loaded", "module", "on_cpu", "packer", "seen_block", "seen_grid", "signature", "smem",
+                 "specs")  # fmt: skip
 
     def __init__(self, label: str, signature: Signature, specs: tuple[ParamSpec, ...], *, block: tuple[int, int, int],
                  grid: GridRule, smem: SharedMemRule | None, kind: _kinds.LaunchKind, module: Any,
@@ -112,3 +114,4 @@ class LaunchPlan:
         self.on_cpu = False  # calls that name no device run on the CPU (%%cuda --device cpu)
         self.seen_grid: tuple[Any, Any] = (None, None)  # (the object, its dims): dims once set
         self.seen_block: tuple[Any, Any] = (None, None)
+        self.config: tuple[Any, ...] = (None, None, None, None, None)

@@ -64,7 +64,7 @@ class PreparedLaunch:
     def __call__(self) -> None:
         if self._module is not None:
             self._module.check_loaded(self.kernel)
-        if _state.captures_open and getattr(_state.tls, "capture", None) is not None:  # inside cf.graph(): see capture.py
+        if _state.captures_open and _state.tls.capture is not None:  # inside cf.graph(): see capture.py
             _state.tls.capture.prepared(self, self._module)
         err = self._call()
         if err:

@@ -51,13 +51,27 @@ def set_context(ctx: int) -> None:
     check(_libcuda.call("cuCtxSetCurrent", ctx), "cuCtxSetCurrent")
 
 
+class ThreadState(threading.local):
+    """One thread's part of the device state. The class's values stand for a thread that has
+    set none, so a read never misses (a missed attribute of a thread-local costs an exception
+    caught, on every launch)."""
+
+    device: DeviceInfo | None = None  # the device this thread launches on, once it has one
+    device_id: int | None = None  # the device cf.set_device chose for it
+    cpu: bool | None = None  # cf.set_device: the CPU (True) or a GPU (False); None: the process's choice
+    capture: Any = None  # the cf.graph() it captures, while one is under way
+
+
 class DeviceState:
-    """The process's CUDA devices and contexts, and each thread's device (``tls.device``,
-    ``tls.device_id``) and capture (``tls.capture``)."""
+    """The process's CUDA devices and contexts, each thread's `ThreadState` (``tls``), and
+    where launches that name no device run (``tls.cpu``, else ``default_cpu``)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.tls = threading.local()
+        self.tls = ThreadState()
+        # the process's choice of the CPU for launches that name no device: set_default_device's,
+        # else CUFORGE_DEVICE, read once when first needed (the C launcher's set-up reads it here)
+        self.default_cpu: bool | None = None
         self.devices: dict[int, Any] = {}  # device ordinal -> its CUdevice, once opened
         self.infos: dict[int, DeviceInfo] = {}
         self.contexts: dict[int, int] = {}  # device ordinal -> its primary context's address
@@ -71,7 +85,7 @@ class DeviceState:
 
     def thread_device(self) -> DeviceInfo | None:
         """The device this thread launches on, where it has one."""
-        return getattr(self.tls, "device", None)
+        return self.tls.device
 
     def bind_launcher(self, kind: str | None = None) -> None:
         """Bind `launch` to the driver's launch (``kind``: see `launch.entry_for`)."""
@@ -105,12 +119,12 @@ class DeviceState:
         ``torch.cuda.set_device``), else device 0, made current on first use."""
         if history.text is not None:  # every later call says what happened, not only launches
             raise history.fault(0, "")
-        info = getattr(self.tls, "device", None)
+        info = self.tls.device
         if info is not None and (not self.multi_gpu or current_context() == self.contexts.get(info.id)):
             return info
         # The thread's first use, or another device's context made current since (CuPy's `with
         # Device(n)`, torch.cuda.set_device): follow the current context, as CuPy does.
-        chosen = getattr(self.tls, "device_id", None)
+        chosen = self.tls.device_id
         followed = self._follow_current() if chosen is None or info is not None else None
         return followed or self._make_current(chosen if chosen is not None else info.id if info is not None else 0)
 
@@ -146,16 +160,31 @@ class DeviceState:
 
     def on_cpu(self) -> bool:
         """Whether a launch that names no device runs on the CPU: this thread's `set_device`,
-        else CUFORGE_DEVICE."""
-        chosen = getattr(self.tls, "cpu", None)
-        return _config.device() == "cpu" if chosen is None else bool(chosen)
+        else the process's choice (`default_on_cpu`)."""
+        chosen = self.tls.cpu
+        return self.default_on_cpu() if chosen is None else chosen
+
+    def default_on_cpu(self) -> bool:
+        """The process's choice: `set_default_device`'s, else CUFORGE_DEVICE, read once."""
+        chosen = self.default_cpu
+        if chosen is None:
+            chosen = self.default_cpu = _config.device() == "cpu"
+        return chosen
 
     def runs_on_cpu(self, options: Mapping[str, Any], preferred: bool = False) -> bool:
         """Whether a call runs on the CPU: its ``device=`` where ``options`` has one, else
-        ``preferred`` (a ``%%cuda --device cpu`` kernel's), else `on_cpu`."""
-        if "device" in options:
+        ``preferred`` (a ``%%cuda --device cpu`` kernel's), else `on_cpu` (whose fields are
+        read here: every call of the general path asks)."""
+        if options and "device" in options:
             return options["device"] == "cpu"  # type: ignore[no-any-return]
-        return preferred or self.on_cpu()
+        if preferred:
+            return True
+        chosen = self.tls.cpu
+        if chosen is None:
+            chosen = self.default_cpu
+            if chosen is None:
+                return self.default_on_cpu()
+        return chosen
 
     def _make_current(self, device_id: int) -> DeviceInfo:
         """Make ``device_id``'s primary context current in this thread, which launches there from
@@ -263,7 +292,7 @@ class DeviceState:
         self.failure = FORKED
         for table in (self.devices, self.infos, self.contexts):
             table.clear()
-        self.tls = threading.local()
+        self.tls = ThreadState()
         self.multi_gpu, self.captures_open = False, 0
         if _claunch is not None:
             _claunch.set_entry(0, True)  # the C Launchers decline every call, so it reaches the check above
@@ -317,6 +346,7 @@ def set_default_device(kind: str) -> None:
     if kind not in ("cuda", "cpu"):
         raise ArgumentError(f"set_default_device expects 'cuda' or 'cpu', got {kind!r}")
     _config.override(device=kind)
+    state.default_cpu = kind == "cpu"
     if _claunch is not None:
         _claunch.set_cpu(-2, int(kind == "cpu"))
 
