@@ -194,3 +194,11 @@ def test_the_example_runs_on_cpu_tensors(capsys, monkeypatch):
     assert capsys.readouterr().out.strip() == (
         "bias_silu on cpu tensors: eager, torch.compile(fullgraph=True), gradcheck and opcheck all pass"
     )
+
+
+def test_a_backward_pass_through_an_op_without_backward_is_pytorchs_warning():
+    x = torch.randn(4, 3, requires_grad=True)
+    centred, _ = row_stats(x)
+    with pytest.warns(UserWarning, match=r"cuforge_cpu_tests::row_stats: an autograd kernel was not registered"):
+        centred.sum().backward()
+    assert x.grad is None  # left out, as the docs say
