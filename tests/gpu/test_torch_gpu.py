@@ -277,3 +277,20 @@ def test_optional_tensors_take_none_or_a_tensor_and_match_numpy(dtype):
     # cannot lower it (docs/guide/torch.md), so this graph runs on aot_eager
     traced = torch.compile(lambda x: shift_keep(x, None, None) * 2.0, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(traced(x), 2.0 * x)
+
+
+# PyTorch's own (2.11): a function of PyTorch ops alone under mode="reduce-overhead" warns the same
+# under warnings-as-errors, from an empty graph cudagraph trees captures before the function's
+@pytest.mark.filterwarnings("ignore:The CUDA Graph is empty:UserWarning")
+def test_reduce_overhead_replays_the_op_inside_torch_compiles_cuda_graph(example):
+    from cuforge._runtime.faults import launch_count  # every launch cuforge makes, counted
+
+    f = torch.compile(lambda x, b: example.bias_silu(x, b) * 2.0, fullgraph=True, mode="reduce-overhead")
+    x, b = torch.randn(64, 32, device="cuda"), torch.randn(32, device="cuda")
+    for _ in range(3):  # warm-up runs, then the capture
+        f(x, b)
+    x.copy_(torch.randn(64, 32, device="cuda"))
+    before = launch_count()
+    out = f(x, b)
+    assert launch_count() == before  # replayed: no launch went through cuforge
+    torch.testing.assert_close(out, torch.nn.functional.silu(x + b) * 2.0)
