@@ -277,13 +277,50 @@ typedef struct {
     PyObject *fast;
 } KernelBase;
 
+/* kernel(*argv, grid=opt[0], block=opt[1], shared_mem=opt[2], stream=opt[3], **named): the
+ * Launcher, else the general path. ``args`` is argv as a tuple where the caller has one (NULL:
+ * made here when the general path needs it); ``named`` may be NULL. None, or NULL raised. */
+static PyObject *launch_or_explain(PyObject *kernel, PyObject *const *argv, Py_ssize_t n, PyObject *args,
+                                   PyObject *named, PyObject *const *opt) {
+    PyObject *fast = ((KernelBase *)kernel)->fast, *r;
+    if (fast != NULL && (PyObject *)Py_TYPE(fast) == launcher_type && n <= MAX_PARAMS) {
+        Py_INCREF(fast);
+        r = launcher_run((Launcher *)fast, argv, n, named, opt[0], opt[1], opt[2], opt[3]);
+        Py_DECREF(fast);
+        if (r == NULL) return NULL;
+        if (r == Py_True) {
+            Py_DECREF(r);
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(r);
+    }
+    /* Declined: the general path checks again, explains what is wrong, or handles the rare case. */
+    PyObject *t = args, *d = named;
+    if (t != NULL) {
+        Py_INCREF(t);
+    } else if ((t = PyTuple_New(n)) != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_INCREF(argv[i]);
+            PyTuple_SetItem(t, i, argv[i]);
+        }
+    }
+    if (d != NULL)
+        Py_INCREF(d);
+    else
+        d = PyDict_New();
+    r = t == NULL || d == NULL ? NULL
+                               : PyObject_CallMethodObjArgs(kernel, s_launch_general, t, d, opt[0], opt[1], opt[2], opt[3], NULL);
+    Py_XDECREF(t), Py_XDECREF(d);
+    return r;
+}
+
 /* Calling a Kernel: kernel(*args, grid=None, block=None, shared_mem=0, stream=None, **kwargs).
  * CPython calls this tp_call directly, with no Python frame between the call and the checks. */
 static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyObject *opt[4] = {Py_None, Py_None, zero, Py_None}; /* grid, block, shared_mem, stream */
     PyObject *named = NULL;                                /* kernel arguments passed by name */
     Py_ssize_t pos = 0;
-    PyObject *k, *v, *r;
+    PyObject *k, *v;
     while (kwargs != NULL && PyDict_Next(kwargs, &pos, &k, &v)) {
         int j = 0;
         while (j < 4 && k != option_names[j] && PyUnicode_Compare(k, option_names[j]) != 0) j++;
@@ -296,58 +333,22 @@ static PyObject *kernel_call(PyObject *self, PyObject *args, PyObject *kwargs) {
             return NULL;
         }
     }
-    PyObject *fast = ((KernelBase *)self)->fast;
     Py_ssize_t nargs = PyTuple_Size(args);
-    if (fast != NULL && (PyObject *)Py_TYPE(fast) == launcher_type && nargs <= MAX_PARAMS) {
-        PyObject *argv[MAX_PARAMS];
-        for (Py_ssize_t i = 0; i < nargs; i++) argv[i] = PyTuple_GetItem(args, i);
-        Py_INCREF(fast);
-        r = launcher_run((Launcher *)fast, argv, nargs, named, opt[0], opt[1], opt[2], opt[3]);
-        Py_DECREF(fast);
-        if (r == NULL || r == Py_True) {
-            Py_XDECREF(named);
-            if (r == NULL) return NULL;
-            Py_DECREF(r);
-            Py_RETURN_NONE;
-        }
-        Py_DECREF(r);
-    }
-    /* Declined: the general path checks again, explains what is wrong, or handles the rare case. */
-    if (named == NULL && (named = PyDict_New()) == NULL) return NULL;
-    r = PyObject_CallMethodObjArgs(self, s_launch_general, args, named, opt[0], opt[1], opt[2], opt[3], NULL);
-    Py_DECREF(named);
+    PyObject *argv[MAX_PARAMS];
+    for (Py_ssize_t i = 0; i < nargs && i < MAX_PARAMS; i++) argv[i] = PyTuple_GetItem(args, i);
+    PyObject *r = launch_or_explain(self, argv, nargs, args, named, opt);
+    Py_XDECREF(named);
     return r;
+}
+
+PyObject *call_kernel(PyObject *kernel, PyObject *const *argv, Py_ssize_t n) {
+    PyObject *opt[4] = {Py_None, Py_None, zero, Py_None};
+    return launch_or_explain(kernel, argv, n, NULL, NULL, opt);
 }
 
 static PyObject *kernel_base_type;
 
 int is_kernel(PyObject *o) { return kernel_base_type != NULL && PyObject_TypeCheck(o, (PyTypeObject *)kernel_base_type); }
-
-PyObject *call_kernel(PyObject *kernel, PyObject *const *argv, Py_ssize_t n) {
-    PyObject *fast = ((KernelBase *)kernel)->fast, *r;
-    if (fast != NULL && (PyObject *)Py_TYPE(fast) == launcher_type && n <= MAX_PARAMS) {
-        Py_INCREF(fast);
-        r = launcher_run((Launcher *)fast, argv, n, NULL, Py_None, Py_None, zero, Py_None);
-        Py_DECREF(fast);
-        if (r == NULL) return NULL;
-        if (r == Py_True) {
-            Py_DECREF(r);
-            Py_RETURN_NONE;
-        }
-        Py_DECREF(r);
-    }
-    PyObject *args = PyTuple_New(n), *named = PyDict_New();
-    r = NULL;
-    if (args != NULL && named != NULL) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_INCREF(argv[i]);
-            PyTuple_SetItem(args, i, argv[i]);
-        }
-        r = PyObject_CallMethodObjArgs(kernel, s_launch_general, args, named, Py_None, Py_None, zero, Py_None, NULL);
-    }
-    Py_XDECREF(args), Py_XDECREF(named);
-    return r;
-}
 
 static int kernel_base_traverse(KernelBase *self, visitproc visit, void *arg) {
     Py_VISIT(self->fast);
