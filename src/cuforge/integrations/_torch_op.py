@@ -65,6 +65,11 @@ class OpSpec:
         self.outputs = [self._output(n, outputs[n], {**outputs, **sizes}) for n in out_names]
         self.sizes = [_picks(self.label, f"sizes[{k!r}]", fn, self.row, sizes) for k, fn in sizes.items()]  # (fn, positions)
         self.mutated = tuple(n for n in self.inputs if isinstance(types[n], ArrayType) and types[n].writes)
+        # a family's instantiation: by the dtypes of the inputs that set a type parameter (their
+        # positions in the kernel's parameters), unless it is autotuned (then by the call's sizes)
+        self.tuned = self.family and kernel._decl.autotune is not None
+        self.setters = [self.names.index(n) for n in self.inputs
+                        if isinstance(types[n], ArrayType) and isinstance(types[n].dtype, TypeParam)]  # fmt: skip
         self.prototype = self._prototype()
 
     def _output(self, name: str, rule: Any, computed: Mapping[str, Any]) -> _Output:
@@ -166,14 +171,12 @@ class OpSpec:
         without the C extension (or for an autotuned family, which picks by sizes), Python
         follows the same positions."""
         claunch = _libcuda.claunch
-        tuned = self.family and self.kernel._decl.autotune is not None
-        if claunch is None or tuned or any(len(at) > 8 for _, at in self.sizes):
+        if claunch is None or self.tuned or any(len(at) > 8 for _, at in self.sizes):
             return self.python_runner(on_cpu)
         _arrays.meet(torch.Tensor)  # the C launcher reads tensors through torch.Tensor's methods
-        typed = [n for n in self.inputs if isinstance(self.types[n], ArrayType) and isinstance(self.types[n].dtype, TypeParam)]
         return claunch.OpRunner(  # type: ignore[no-any-return]
             self.kernel, self.kernel.select if self.family else None, {"device": "cpu"} if on_cpu else None,
-            len(self.inputs), [self.row.index(n) for n in self.names], [self.names.index(n) for n in typed],
+            len(self.inputs), [self.row.index(n) for n in self.names], self.setters,
             [(o.source, o.dtype if o.source >= 0 else None, o.zeros, o.alloc) for o in self.outputs],
             torch.device("cpu") if on_cpu else None, [(fn, at) for fn, at in self.sizes],
             [self.inputs.index(n) for n in self.mutated], _increment_version, torch.empty_like, torch.zeros_like,
@@ -206,11 +209,10 @@ class OpSpec:
         instantiation is looked up by the dtypes of the tensors that set its type parameters;
         the first call with new dtypes asks the family (which names dtypes it cannot take)."""
         kernel = self.kernel
-        if not self.family or kernel._decl.autotune is not None:  # an autotuned family picks by the call's sizes
+        if not self.family or self.tuned:
             return functools.partial(kernel, device="cpu") if on_cpu else kernel  # type: ignore[no-any-return]
         options = {"device": "cpu"} if on_cpu else {}
-        typed = [n for n in self.inputs if isinstance(self.types[n], ArrayType) and isinstance(self.types[n].dtype, TypeParam)]
-        setters = [self.names.index(n) for n in typed]
+        setters = self.setters
         chosen: dict[tuple, Any] = {}
 
         def launch(*values: Any) -> None:
