@@ -162,6 +162,8 @@ class DeviceState:
         """Whether a launch that names no device runs on the CPU: this thread's `set_device`,
         else the process's choice (`default_on_cpu`)."""
         chosen = self.tls.cpu
+        if chosen is None:
+            chosen = self.default_cpu  # (read here: every call of the general path asks)
         return self.default_on_cpu() if chosen is None else chosen
 
     def default_on_cpu(self) -> bool:
@@ -173,18 +175,10 @@ class DeviceState:
 
     def runs_on_cpu(self, options: Mapping[str, Any], preferred: bool = False) -> bool:
         """Whether a call runs on the CPU: its ``device=`` where ``options`` has one, else
-        ``preferred`` (a ``%%cuda --device cpu`` kernel's), else `on_cpu` (whose fields are
-        read here: every call of the general path asks)."""
+        ``preferred`` (a ``%%cuda --device cpu`` kernel's), else `on_cpu`."""
         if options and "device" in options:
             return options["device"] == "cpu"  # type: ignore[no-any-return]
-        if preferred:
-            return True
-        chosen = self.tls.cpu
-        if chosen is None:
-            chosen = self.default_cpu
-            if chosen is None:
-                return self.default_on_cpu()
-        return chosen
+        return preferred or self.on_cpu()
 
     def _make_current(self, device_id: int) -> DeviceInfo:
         """Make ``device_id``'s primary context current in this thread, which launches there from
