@@ -11,23 +11,9 @@ import cuforge as cf
 from .. import examples
 
 torch = pytest.importorskip("torch")
+from ..torch_kernels import Axpy, axpy_  # noqa: E402  (registering the op imports torch)
+
 example = examples.load("torch_ops")  # bias_silu: a family op with a backward op
-
-
-@cf.kernel
-class Axpy:
-    T = cf.typeparam(cf.float32, cf.float64)
-    a: T
-    x: cf.In[T]
-    y: cf.Array[T]
-    n: cf.int64
-    body = """
-    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (i < n) y[i] += a * x[i];
-    """
-
-
-axpy_ = Axpy.torch_op("cuforge_cpu_tests::axpy_", sizes={"n": lambda x: x.numel()})
 
 
 @cf.kernel
