@@ -481,6 +481,44 @@ def test_popc_and_clz():
     assert out[:, 1].tolist() == [32 - int(v).bit_length() for v in x]
 
 
+# ---------------------------------------------------------------- compile options
+
+SCALED_BODY = """
+long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+if (i < n) y[i] = SCALE * x[i];
+#ifdef NEGATE
+if (i < n) y[i] = -y[i];
+#endif
+"""
+
+
+@cf.kernel
+class Scaled:
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    n: cf.int64
+    options = cf.CompileOptions(defines={"SCALE": 5})
+    body = SCALED_BODY
+
+
+@cf.kernel
+class ScaledNegated:
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    n: cf.int64
+    options = cf.CompileOptions(defines={"SCALE": "(2 + 1)", "NEGATE": None})
+    body = SCALED_BODY
+
+
+def test_defines_with_and_without_a_value():
+    x = RNG.integers(-1000, 1000, 300).astype(np.int32)
+    y = np.zeros_like(x)
+    Scaled(x, y, x.size, grid=3, block=128, device="cpu")
+    np.testing.assert_array_equal(y, 5 * x)
+    ScaledNegated(x, y, x.size, grid=3, block=128, device="cpu")
+    np.testing.assert_array_equal(y, -3 * x)
+
+
 # ---------------------------------------------------------------- faults and refusals
 
 
