@@ -69,6 +69,13 @@ def test_a_cxx_naming_no_program_says_so(monkeypatch):
         _toolchain.find_compiler()
 
 
+def test_a_cxx_with_an_unclosed_quote_says_so(monkeypatch):
+    monkeypatch.setenv("CXX", 'g++ "x')
+    with pytest.raises(cf.CompilerNotFoundError, match=r"""CXX='g\+\+ "x' cannot be split into a command as a shell would """
+                                                        r"\(No closing quotation\)\. Fix: close its quotes"):  # fmt: skip
+        _toolchain.find_compiler()
+
+
 def test_a_cxx_that_fails_its_version_check_says_so(monkeypatch):
     monkeypatch.setenv("CXX", "false")
     with pytest.raises(cf.CompilerNotFoundError, match=r"CXX='false' did not answer --version \(exit status 1"):
