@@ -238,3 +238,12 @@ def test_processes_sharing_a_fresh_cache_build_once(tmp_path):
         results.append(json.loads(out.strip().splitlines()[-1]))
     assert sum(r["compiles"] for r in results) == 1
     assert {r["answer"] for r in results} == {99} and len({r["path"] for r in results}) == 1
+
+
+@pytest.mark.parametrize("label", ["-o", "--version", "../up", ".", "a b/ü"])
+def test_a_label_never_becomes_an_option_or_a_path(label):
+    """The label names the build's files: none may start with "-" (the compiler would take it for an
+    option) or leave the build's folder."""
+    path = _build(f"{ANSWER}// {label}\n", label=label)  # (each its own source: a build, not a hit)
+    assert _call(path) == 42
+
