@@ -62,10 +62,12 @@ def masked(source: str) -> str:
     return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
 
 
-def _line(source: str, at: int, line_sources: Mapping[str, str]) -> str:
-    """Where ``at`` is, as the ``#line`` directives before it name it ("Saxpy.body", line 3)."""
+def _line(source: str, plain: str, at: int, line_sources: Mapping[str, str]) -> str:
+    """Where ``at`` is, as the ``#line`` directives before it name it ("Saxpy.body", line 3).
+    The directives are read from ``source`` (``plain``, its masked text, has their file names
+    blanked), those in comments left out."""
     before = source[:at]
-    found = list(re.finditer(r'^#line (\d+) "([^"]+)"\n', before, re.MULTILINE))
+    found = [m for m in re.finditer(r'^#line (\d+) "([^"]+)"\n', before, re.MULTILINE) if plain[m.start()] == "#"]
     directive = found[-1] if found else None
     if directive is None:
         return f"line {before.count(chr(10)) + 1}"
@@ -82,7 +84,7 @@ def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str])
         m = pattern.search(plain)
         if m is not None:
             raise _refused(
-                f"{label}: {what} cannot run on the CPU ({_line(plain, m.start(), line_sources)}); "
+                f"{label}: {what} cannot run on the CPU ({_line(source, plain, m.start(), line_sources)}); "
                 f"launch it on a GPU with device='cuda', or write that part in plain CUDA C++",
                 source,
             )
@@ -100,7 +102,7 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
             continue
         if _depth(plain, m.start()) == 0:
             raise _refused(
-                f"{label}: a __shared__ variable at namespace scope ({_line(plain, m.start(), line_sources)}) cannot "
+                f"{label}: a __shared__ variable at namespace scope ({_line(source, plain, m.start(), line_sources)}) cannot "
                 f"run on the CPU; declare it inside the kernel (or the __device__ function) that uses it",
                 source,
             )
