@@ -247,3 +247,15 @@ def test_a_label_never_becomes_an_option_or_a_path(label):
     path = _build(f"{ANSWER}// {label}\n", label=label)  # (each its own source: a build, not a hit)
     assert _call(path) == 42
 
+
+def test_every_file_of_the_cpu_runtime_ships_in_the_wheel():
+    """pyproject's package-data names each file a CPU build reads (a header shim such as
+    <cassert> has no extension for a glob to catch)."""
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["cuforge"]
+    package = root / "src" / "cuforge"
+    shipped = {p for g in globs for p in package.glob(g) if p.is_file()}
+    cpu = package / "_cpu"
+    needed = {cpu / "runtime.cpp", cpu / "runtime.map"} | {p for p in (cpu / "include").rglob("*") if p.is_file()}
+    assert not needed - shipped, sorted(str(p.relative_to(package)) for p in needed - shipped)

@@ -4,7 +4,9 @@ Three changes, each keeping every line where it was (so that the compiler's mess
 the body's lines, as NVRTC's do):
 
 - constructs the CPU cannot run (inline PTX, CUB and Thrust, textures, dynamic parallelism,
-  tensor-core ``wmma``/``mma``) are refused, naming the construct and the line;
+  tensor-core ``wmma``/``mma``) are refused, naming the construct and the line; so are the
+  host calls that would end the Python process (``abort``, ``exit``, ``throw``), which NVRTC
+  refuses too;
 - ``__shared__`` declarations become references into the running block's shared memory, and
   ``extern __shared__`` arrays pointers to its dynamic part (``cuforge_cpu.h``);
 - an ``extern "C"`` entry per kernel (its name expression) is appended, which the launch looks
@@ -32,6 +34,21 @@ _REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bwmma::|\bmma_sync\b|\b__hmma\w*|\bmma\.sync\b", "tensor-core matrix operations (wmma/mma)"),
     )
 )  # fmt: skip
+
+# Calls that end the process, signal it, or end a worker thread (or, for throw, reach
+# std::terminate), which NVRTC refuses as host functions or exception handling, and which on
+# the CPU would end (or hang) the Python interpreter. A member (.exit(), ->abort()) or another
+# namespace's function (ns::exit) is not the C library's; terminate only as std::terminate (a
+# kernel's own terminate() is plausible).
+_ENDS_PROCESS = re.compile(
+    r"(?<![\w.:])(?<!->)(?:::\s*)?(?:"
+    r"(?:std\s*::\s*)?(?P<call>abort|exit|_Exit|quick_exit|__builtin_trap|__builtin_abort|__assert_fail|raise|kill|"
+    r"pthread_exit)"
+    r"|std\s*::\s*(?P<terminate>terminate))\s*\("
+    r"|\b(?P<throw>throw)\b(?!\s*\(\s*\))"
+)
+_WORD_BEFORE = re.compile(r"\b(\w+)\s*\Z")
+_BEFORE_A_CALL = frozenset(("return", "else", "do", "case", "co_return", "co_yield"))  # (words a call may follow)
 
 # What makes a block's threads wait for each other: without any of these in the source, its
 # threads run as a plain loop (cuforge_cpu.h refuses a call to one of them that comes anyway).
@@ -80,6 +97,7 @@ def _line(source: str, plain: str, at: int, line_sources: Mapping[str, str]) -> 
 def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str]) -> None:
     """Raise CompileError for the first construct the CPU backend cannot run."""
     plain = masked(source)
+    refuse_process_exits(label, plain, source, line_sources)
     for pattern, what in _REFUSED:
         m = pattern.search(plain)
         if m is not None:
@@ -88,6 +106,28 @@ def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str])
                 f"launch it on a GPU with device='cuda', or write that part in plain CUDA C++",
                 source,
             )
+
+
+def refuse_process_exits(label: str, plain: str, source: str, line_sources: Mapping[str, str]) -> None:
+    """Raise CompileError for the first call that would end the process (``_ENDS_PROCESS``);
+    a declaration of the name (``int exit(int v)``: a type before it) is the source's own."""
+    for m in _ENDS_PROCESS.finditer(plain):
+        before = _WORD_BEFORE.search(plain, 0, m.start())
+        if m.group("throw") or before is None or before.group(1) in _BEFORE_A_CALL:
+            break
+    else:
+        return
+    where = _line(source, plain, m.start(), line_sources)
+    if m.group("throw"):
+        what = "throw: device code does not support exception handling (NVRTC refuses it too)"
+    else:
+        name = "".join(m.group()[:-1].split())  # (as written: std::exit, ::abort)
+        what = f"{name}() is a host function, which device code cannot call (NVRTC refuses it too)"
+    raise _refused(
+        f"{label}: {what}, and on the CPU it would end (or hang) the Python process ({where}); to end the launch "
+        f"with an error, call __trap() or assert(condition), which raise DeviceFaultError",
+        source,
+    )
 
 
 def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[str, str]) -> str:
