@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import DeclarationError
 
-__all__ = ["CompileOptions", "to_flags"]
+__all__ = ["CompileOptions", "define_flags", "to_flags"]
 
 _STDS = ("c++11", "c++14", "c++17", "c++20")
 _DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -155,6 +155,12 @@ def arch_number(arch: str) -> int:
     return int(_ARCH.match(check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
 
 
+def define_flags(options: CompileOptions) -> list[str]:
+    """``-DNAME`` or ``-DNAME=VALUE`` per define: NVRTC's flags and the CPU backend's host
+    compiler's alike (each one argument, never split by a shell)."""
+    return [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in options.defines]
+
+
 def to_flags(options: CompileOptions, arch: str, include_dirs: Iterable[str] = ()) -> tuple[str, ...]:
     """NVRTC flags for ``options`` targeting ``arch`` (``sm_XY`` gives a cubin, ``compute_XY`` PTX).
 
@@ -175,7 +181,7 @@ def to_flags(options: CompileOptions, arch: str, include_dirs: Iterable[str] = (
         flags.append("-rdc=true")
     if options.lto:
         flags.append("-dlto")
-    flags += [f"-D{n}" if v is None else f"-D{n}={v}" for n, v in options.defines]
+    flags += define_flags(options)
     flags += [f"-I{d}" for d in (*options.include_dirs, *include_dirs)]
     flags += options.extra
     return tuple(flags)

@@ -4,6 +4,13 @@ launches a real kernel with device="cpu" and checks it against NumPy or exact va
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -481,13 +488,52 @@ def test_popc_and_clz():
     assert out[:, 1].tolist() == [32 - int(v).bit_length() for v in x]
 
 
+# ---------------------------------------------------------------- compile options
+
+SCALED_BODY = """
+long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+if (i < n) y[i] = SCALE * x[i];
+#ifdef NEGATE
+if (i < n) y[i] = -y[i];
+#endif
+"""
+
+
+@cf.kernel
+class Scaled:
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    n: cf.int64
+    options = cf.CompileOptions(defines={"SCALE": 5})
+    body = SCALED_BODY
+
+
+@cf.kernel
+class ScaledNegated:
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    n: cf.int64
+    options = cf.CompileOptions(defines={"SCALE": "(2 + 1)", "NEGATE": None})
+    body = SCALED_BODY
+
+
+def test_defines_with_and_without_a_value():
+    x = RNG.integers(-1000, 1000, 300).astype(np.int32)
+    y = np.zeros_like(x)
+    Scaled(x, y, x.size, grid=3, block=128, device="cpu")
+    np.testing.assert_array_equal(y, 5 * x)
+    ScaledNegated(x, y, x.size, grid=3, block=128, device="cpu")
+    np.testing.assert_array_equal(y, -3 * x)
+
+
 # ---------------------------------------------------------------- faults and refusals
 
 
 @cf.kernel
 class Faulty:
     """mode 0 runs well; 1 a divergent barrier; 2 a warp function some lanes never reach;
-    3 a failed assert; 4 a write through a wild pointer."""
+    3 a failed assert; 4 a write through a wild pointer; 5 __trap() and 6 __assertfail() (what
+    CUDA's assert calls on a device) in thread 37 of block 1."""
 
     mode: cf.int32
     out: cf.Array[cf.int32]
@@ -501,6 +547,8 @@ class Faulty:
         assert(out[i] >= 0);
     }
     if (mode == 4) ((int*)16)[t] = 1;
+    if (mode == 5 && i == 64 + 37) __trap();
+    if (mode == 6 && i == 64 + 37) __assertfail("mode != 6", __FILE__, __LINE__, "Faulty", 1);
     out[i] += 1;
     """
 
@@ -548,6 +596,43 @@ def test_wild_pointer_write_is_a_device_fault():
     with pytest.raises(cf.DeviceFaultError, match=r"Faulty faulted on the CPU .*segmentation fault.* at address 0x10"):
         Faulty(4, np.zeros(64, np.int32), grid=1, device="cpu")
     runs_well()
+
+
+@pytest.mark.parametrize(
+    "mode, what",
+    [(5, r"__trap\(\) called at Faulty\.body, line 9"), (6, r"assert\(mode != 6\) failed at Faulty\.body, line 10")],
+    ids=["trap", "assertfail"],
+)
+def test_trap_ends_the_launch_with_a_device_fault(mode, what):
+    with pytest.raises(
+        cf.DeviceFaultError,
+        match=rf"Faulty \(grid=\(2, 1, 1\), block=\(64, 1, 1\)\) on the CPU: {what}, in block \(1, 0, 0\), "
+        r"thread \(37, 0, 0\)$",
+    ):
+        Faulty(mode, np.zeros(128, np.int32), grid=2, device="cpu")
+    runs_well()
+
+
+@cf.kernel
+class Breaks:
+    """No barrier: its threads run as the plain loop (the other path __trap must leave)."""
+
+    out: cf.Array[cf.int32]
+    at: cf.int64
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i == at) __brkpt();
+    out[i] = 1;
+    """
+
+
+def test_brkpt_in_a_plain_loop_is_a_device_fault():
+    with pytest.raises(cf.DeviceFaultError, match=r"Breaks .* on the CPU: __brkpt\(\) called at Breaks\.body, line 2, in "
+                       r"block \(2, 0, 0\), thread \(5, 0, 0\)$"):  # fmt: skip
+        Breaks(np.zeros(128, np.int32), 2 * 32 + 5, grid=4, block=32, device="cpu")
+    out = np.zeros(128, np.int32)
+    Breaks(out, -1, grid=4, block=32, device="cpu")
+    assert (out == 1).all()
 
 
 class DeviceMemory:
@@ -602,12 +687,115 @@ class CubSum:
 
 
 @pytest.mark.parametrize(
-    "kernel, construct",
-    [(InlinePtx, r"inline PTX \(asm\)"), (CubSum, r"CUB/Thrust device code")],
+    "kernel, construct, where",
+    [(InlinePtx, r"inline PTX \(asm\)", r'InlinePtx\.body, line 2: asm\("mov\.u32 %0, %%laneid;" : "=r"\(lane\)\);'),
+     (CubSum, r"CUB/Thrust device code", r"line \d+")],  # (the rendered preamble has no #line of its own)
     ids=["asm", "cub"],
-)
-def test_constructs_the_cpu_cannot_run_are_refused_at_compile(kernel, construct):
-    with pytest.raises(cf.CompileError, match=rf"{kernel.__name__}: {construct} cannot run on the CPU \(.*line \d+.*\); "
+)  # fmt: skip
+def test_constructs_the_cpu_cannot_run_are_refused_at_compile(kernel, construct, where):
+    with pytest.raises(cf.CompileError, match=rf"{kernel.__name__}: {construct} cannot run on the CPU \({where}\); "
                        r"launch it on a GPU with device='cuda'"):  # fmt: skip
         kernel(np.zeros(128, kernel.signature.params[0].type.dtype.numpy), grid=1, device="cpu")
     runs_well()
+
+
+@cf.kernel
+class LookAlikes:
+    """Names like the refused calls' that are not the C library's: a member, a comment, a string."""
+
+    out: cf.Out[cf.int32]
+    preamble = "struct Door { __device__ int exit(int v) const { return v + 1; } };"
+    body = """
+    int i = threadIdx.x;
+    Door d;  // abort() or exit(1) here would end the process
+    const char* s = "throw std::terminate()";
+    out[i] = d.exit(i) + (s[0] == 't');
+    """
+
+
+def test_names_like_the_refused_calls_are_not_refused():
+    out = np.zeros(32, np.int32)
+    LookAlikes(out, grid=1, block=32, device="cpu")
+    assert out.tolist() == [i + 2 for i in range(32)]
+
+
+# ---------------------------------------------------------------- what would end the process
+
+# Run in a child process: a regression here ends the process rather than failing a test. Each
+# case prints one JSON line: [its name, the exception's type (or "ok"), its message (or the output's sum)].
+CHILD = textwrap.dedent(
+    """
+    import json, sys, numpy as np, cuforge as cf
+    cases = json.loads(sys.argv[1])
+    for name, preamble, body in cases:
+        K = cf.kernel(type(name, (), {"__annotations__": {"x": cf.Array[cf.int32]}, "preamble": preamble,
+                                      "body": body, "block": 64}))
+        x = np.zeros(128, np.int32)
+        x[64 + 5] = 1
+        try:
+            K(x, grid=2, device="cpu")
+            print(json.dumps([name, "ok", int(x.sum())]), flush=True)
+        except cf.CuforgeError as e:
+            print(json.dumps([name, type(e).__name__, str(e)]), flush=True)
+    """
+)
+ASSERT_BODY = "long long i = blockIdx.x * 64LL + threadIdx.x;\nassert(x[i] == 0);\nx[i] += 1;"
+ASSERT_HEADERS = {"cassert": "<cassert>", "assert_h": "<assert.h>", "cuda_std": "<cuda/std/cassert>"}
+ENDS_PROCESS = {"abort": "abort();", "exit": "exit(3);", "std_exit": "::std::exit(0);", "Exit": "_Exit(1);",
+                "quick_exit": "quick_exit(0);", "terminate": "std::terminate();", "builtin_trap": "__builtin_trap();",
+                "raise": "raise(15);", "kill": "kill(0, 0);", "pthread_exit": "pthread_exit(nullptr);",
+                "throw": "throw 1;"}  # fmt: skip
+# libcu++'s host path throws where its device path calls __trap() (an empty optional's value()),
+# in the plain loop and on fibers (after a barrier)
+THROWS_BODY = "long long i = blockIdx.x * 64LL + threadIdx.x;\ncuda::std::optional<int> o;\nif (x[i] == 0) o = 1;\n"
+THROWS_BODY += "x[i] = o.value();"
+THROWS = {"plain": THROWS_BODY, "fibers": "__syncthreads();\n" + THROWS_BODY}
+
+
+@pytest.fixture(scope="module")
+def child_results(tmp_path_factory) -> dict[str, list]:
+    cases = [[f"Assert_{k}", f"#include {h}", ASSERT_BODY] for k, h in ASSERT_HEADERS.items()]
+    cases += [[f"NoAssert_{k}", f"#define NDEBUG\n#include {h}", ASSERT_BODY] for k, h in ASSERT_HEADERS.items()]
+    cases += [[f"Ends_{k}", "", f"x[threadIdx.x] = 1;\nif (threadIdx.x == 3) {{ {c} }}"] for k, c in ENDS_PROCESS.items()]
+    cases += [[f"Throws_{k}", "#include <cuda/std/optional>", b] for k, b in THROWS.items()]
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path_factory.mktemp("cuforge-cache")), "CUFORGE_DEVICE": "cpu"}
+    run = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cases)], capture_output=True, text=True, env=env,
+                         timeout=300)  # fmt: skip
+    results = {line[0]: line for line in map(json.loads, run.stdout.splitlines())}
+    assert run.returncode == 0 and len(results) == len(cases), (run.returncode, run.stdout[-2000:], run.stderr[-2000:])
+    return results
+
+
+@pytest.mark.parametrize("header", ASSERT_HEADERS)
+def test_assert_raises_whatever_assert_header_the_source_includes(child_results, header):
+    name, kind, message = child_results[f"Assert_{header}"]
+    assert kind == "DeviceFaultError", message
+    assert re.fullmatch(rf"{name} \(grid=\(2, 1, 1\), block=\(64, 1, 1\)\) on the CPU: assert\(x\[i\] == 0\) failed at "
+                        rf"{name}\.body, line 2, in block \(1, 0, 0\), thread \(5, 0, 0\)", message)  # fmt: skip
+
+
+@pytest.mark.parametrize("header", ASSERT_HEADERS)
+def test_ndebug_before_an_assert_header_turns_assert_off(child_results, header):
+    assert child_results[f"NoAssert_{header}"][1:] == ["ok", 128 + 1]  # every thread went past it
+
+
+@pytest.mark.parametrize("case", ENDS_PROCESS)
+def test_calls_that_would_end_the_process_are_refused_at_compile(child_results, case):
+    name, kind, message = child_results[f"Ends_{case}"]
+    call = ENDS_PROCESS[case]
+    what = ("throw: device code does not support exception handling" if case == "throw"
+            else re.escape(call[: call.index("(")]) + r"\(\) is a host function, which device code cannot call")  # fmt: skip
+    assert kind == "CompileError", message
+    assert re.fullmatch(rf"{name}: {what} \(NVRTC refuses it too\), and on the CPU it would end \(or hang\) the Python process "
+                        rf"\({name}\.body, line 2: if \(threadIdx\.x == 3\) \{{ {re.escape(call)} \}}\); to end the "
+                        r"launch with an error, call __trap\(\) or assert\(condition\), which raise DeviceFaultError",
+                        message)  # fmt: skip
+
+
+@pytest.mark.parametrize("path", THROWS)
+def test_an_exception_from_library_code_is_a_device_fault(child_results, path):
+    name, kind, message = child_results[f"Throws_{path}"]
+    assert kind == "DeviceFaultError", message
+    assert re.fullmatch(rf"{name} \(grid=\(2, 1, 1\), block=\(64, 1, 1\)\) on the CPU: a C\+\+ exception \(bad optional "
+                        r"access\) left the kernel's code in block \(1, 0, 0\), thread \(5, 0, 0\); on a GPU, the library's "
+                        r"device code ends the launch with __trap\(\) there", message)  # fmt: skip

@@ -69,6 +69,13 @@ def test_a_cxx_naming_no_program_says_so(monkeypatch):
         _toolchain.find_compiler()
 
 
+def test_a_cxx_with_an_unclosed_quote_says_so(monkeypatch):
+    monkeypatch.setenv("CXX", 'g++ "x')
+    with pytest.raises(cf.CompilerNotFoundError, match=r"""CXX='g\+\+ "x' cannot be split into a command as a shell would """
+                                                        r"\(No closing quotation\)\. Fix: close its quotes"):  # fmt: skip
+        _toolchain.find_compiler()
+
+
 def test_a_cxx_that_fails_its_version_check_says_so(monkeypatch):
     monkeypatch.setenv("CXX", "false")
     with pytest.raises(cf.CompilerNotFoundError, match=r"CXX='false' did not answer --version \(exit status 1"):
@@ -231,3 +238,24 @@ def test_processes_sharing_a_fresh_cache_build_once(tmp_path):
         results.append(json.loads(out.strip().splitlines()[-1]))
     assert sum(r["compiles"] for r in results) == 1
     assert {r["answer"] for r in results} == {99} and len({r["path"] for r in results}) == 1
+
+
+@pytest.mark.parametrize("label", ["-o", "--version", "../up", ".", "a b/ü"])
+def test_a_label_never_becomes_an_option_or_a_path(label):
+    """The label names the build's files: none may start with "-" (the compiler would take it for an
+    option) or leave the build's folder."""
+    path = _build(f"{ANSWER}// {label}\n", label=label)  # (each its own source: a build, not a hit)
+    assert _call(path) == 42
+
+
+def test_every_file_of_the_cpu_runtime_ships_in_the_wheel():
+    """pyproject's package-data names each file a CPU build reads (a header shim such as
+    <cassert> has no extension for a glob to catch)."""
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11+)
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["cuforge"]
+    package = root / "src" / "cuforge"
+    shipped = {p for g in globs for p in package.glob(g) if p.is_file()}
+    cpu = package / "_cpu"
+    needed = {cpu / "runtime.cpp", cpu / "runtime.map"} | {p for p in (cpu / "include").rglob("*") if p.is_file()}
+    assert not needed - shipped, sorted(str(p.relative_to(package)) for p in needed - shipped)

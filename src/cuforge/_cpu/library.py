@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from .._compile.headers import cccl_include_dir, cuda_include_dir
 from .._compile.identity import include_dirs_digest
-from ..options import CompileOptions
+from ..options import CompileOptions, define_flags
 from . import runtime as _runtime
 from . import store as _store
 from . import toolchain as _toolchain
@@ -33,7 +33,7 @@ def flags_of(options: CompileOptions) -> tuple[str, ...]:
     flags = [f for f in flags if not f.startswith("-std=")] + [f"-std={options.std}"]
     if options.fast_math:
         flags.append("-ffast-math")
-    flags += ["-fvisibility=hidden", "-Wno-attributes"] + [f"-D{d}" for d in options.defines]
+    flags += ["-fvisibility=hidden", "-Wno-attributes", *define_flags(options)]
     return tuple(flags)
 
 

@@ -168,7 +168,9 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
     import subprocess
     import tempfile
 
-    unit = re.sub(r"[^\w.-]", "_", label)[:64].strip("._") or "kernel"
+    # the files' name: ASCII letters, digits, "_", "." and "-", never first "-" (an option to the
+    # compiler) or "." (hidden, or "..")
+    unit = re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:64].lstrip("-.").rstrip(".") or "kernel"
     with tempfile.TemporaryDirectory(prefix="cuforge-cpu-build-") as work:
         for name, text in headers.items():
             target = os.path.normpath(os.path.join(work, "headers", name))

@@ -51,7 +51,14 @@ def find_compiler() -> Compiler:
 
 def _find(cxx: str, path: str) -> Compiler:
     if cxx.strip():
-        argv = shlex.split(cxx)
+        try:
+            argv = shlex.split(cxx)
+        except ValueError as exc:  # (an unclosed quote, a trailing backslash)
+            raise CompilerNotFoundError(
+                f"running kernels on the CPU needs a C++17 compiler, but CXX={cxx!r} cannot be split into a command as a "
+                f"shell would ({exc}). Fix: close its quotes (CXX='ccache g++', or a path with spaces in quotes), or unset "
+                f"CXX to use the first of {', '.join(CANDIDATES)} found on PATH"
+            ) from None
         program = _which(argv[0], path or os.defpath) if os.sep not in argv[0] else argv[0]
         if program is None or not os.access(program, os.X_OK):
             raise CompilerNotFoundError(

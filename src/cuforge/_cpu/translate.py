@@ -4,7 +4,9 @@ Three changes, each keeping every line where it was (so that the compiler's mess
 the body's lines, as NVRTC's do):
 
 - constructs the CPU cannot run (inline PTX, CUB and Thrust, textures, dynamic parallelism,
-  tensor-core ``wmma``/``mma``) are refused, naming the construct and the line;
+  tensor-core ``wmma``/``mma``) are refused, naming the construct and the line; so are the
+  host calls that would end the Python process (``abort``, ``exit``, ``throw``), which NVRTC
+  refuses too;
 - ``__shared__`` declarations become references into the running block's shared memory, and
   ``extern __shared__`` arrays pointers to its dynamic part (``cuforge_cpu.h``);
 - an ``extern "C"`` entry per kernel (its name expression) is appended, which the launch looks
@@ -32,6 +34,21 @@ _REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bwmma::|\bmma_sync\b|\b__hmma\w*|\bmma\.sync\b", "tensor-core matrix operations (wmma/mma)"),
     )
 )  # fmt: skip
+
+# Calls that end the process, signal it, or end a worker thread (or, for throw, reach
+# std::terminate), which NVRTC refuses as host functions or exception handling, and which on
+# the CPU would end (or hang) the Python interpreter. A member (.exit(), ->abort()) or another
+# namespace's function (ns::exit) is not the C library's; terminate only as std::terminate (a
+# kernel's own terminate() is plausible).
+_ENDS_PROCESS = re.compile(
+    r"(?<![\w.:])(?<!->)(?:::\s*)?(?:"
+    r"(?:std\s*::\s*)?(?P<call>abort|exit|_Exit|quick_exit|__builtin_trap|__builtin_abort|__assert_fail|raise|kill|"
+    r"pthread_exit)"
+    r"|std\s*::\s*(?P<terminate>terminate))\s*\("
+    r"|\b(?P<throw>throw)\b(?!\s*\(\s*\))"
+)
+_WORD_BEFORE = re.compile(r"\b(\w+)\s*\Z")
+_BEFORE_A_CALL = frozenset(("return", "else", "do", "case", "co_return", "co_yield"))  # (words a call may follow)
 
 # What makes a block's threads wait for each other: without any of these in the source, its
 # threads run as a plain loop (cuforge_cpu.h refuses a call to one of them that comes anyway).
@@ -62,10 +79,12 @@ def masked(source: str) -> str:
     return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
 
 
-def _line(source: str, at: int, line_sources: Mapping[str, str]) -> str:
-    """Where ``at`` is, as the ``#line`` directives before it name it ("Saxpy.body", line 3)."""
+def _line(source: str, plain: str, at: int, line_sources: Mapping[str, str]) -> str:
+    """Where ``at`` is, as the ``#line`` directives before it name it ("Saxpy.body", line 3).
+    The directives are read from ``source`` (``plain``, its masked text, has their file names
+    blanked), those in comments left out."""
     before = source[:at]
-    found = list(re.finditer(r'^#line (\d+) "([^"]+)"\n', before, re.MULTILINE))
+    found = [m for m in re.finditer(r'^#line (\d+) "([^"]+)"\n', before, re.MULTILINE) if plain[m.start()] == "#"]
     directive = found[-1] if found else None
     if directive is None:
         return f"line {before.count(chr(10)) + 1}"
@@ -78,14 +97,37 @@ def _line(source: str, at: int, line_sources: Mapping[str, str]) -> str:
 def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str]) -> None:
     """Raise CompileError for the first construct the CPU backend cannot run."""
     plain = masked(source)
+    refuse_process_exits(label, plain, source, line_sources)
     for pattern, what in _REFUSED:
         m = pattern.search(plain)
         if m is not None:
             raise _refused(
-                f"{label}: {what} cannot run on the CPU ({_line(plain, m.start(), line_sources)}); "
+                f"{label}: {what} cannot run on the CPU ({_line(source, plain, m.start(), line_sources)}); "
                 f"launch it on a GPU with device='cuda', or write that part in plain CUDA C++",
                 source,
             )
+
+
+def refuse_process_exits(label: str, plain: str, source: str, line_sources: Mapping[str, str]) -> None:
+    """Raise CompileError for the first call that would end the process (``_ENDS_PROCESS``);
+    a declaration of the name (``int exit(int v)``: a type before it) is the source's own."""
+    for m in _ENDS_PROCESS.finditer(plain):
+        before = _WORD_BEFORE.search(plain, 0, m.start())
+        if m.group("throw") or before is None or before.group(1) in _BEFORE_A_CALL:
+            break
+    else:
+        return
+    where = _line(source, plain, m.start(), line_sources)
+    if m.group("throw"):
+        what = "throw: device code does not support exception handling (NVRTC refuses it too)"
+    else:
+        name = "".join(m.group()[:-1].split())  # (as written: std::exit, ::abort)
+        what = f"{name}() is a host function, which device code cannot call (NVRTC refuses it too)"
+    raise _refused(
+        f"{label}: {what}, and on the CPU it would end (or hang) the Python process ({where}); to end the launch "
+        f"with an error, call __trap() or assert(condition), which raise DeviceFaultError",
+        source,
+    )
 
 
 def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[str, str]) -> str:
@@ -100,7 +142,7 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
             continue
         if _depth(plain, m.start()) == 0:
             raise _refused(
-                f"{label}: a __shared__ variable at namespace scope ({_line(plain, m.start(), line_sources)}) cannot "
+                f"{label}: a __shared__ variable at namespace scope ({_line(source, plain, m.start(), line_sources)}) cannot "
                 f"run on the CPU; declare it inside the kernel (or the __device__ function) that uses it",
                 source,
             )

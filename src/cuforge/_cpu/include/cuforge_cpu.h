@@ -28,7 +28,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>  // abi::__forced_unwind
+#endif
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -574,9 +578,34 @@ template <auto K, class... A, size_t... I>
 inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) {
     K(*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...);
 }
+// A C++ exception that leaves kernel code: thrown by a library's host path (libcu++'s
+// cuda::std::optional::value() on an empty one, whose device path calls __trap()), since the
+// source's own throw is refused. Unwinding cannot go past a thread's first frame, and
+// std::terminate would end the process: the launch ends as __trap() ends it. (Raised after the
+// handler, so that the exception is freed before fail() jumps away.)
+[[noreturn]] inline void assert_failed(const char* fmt, ...);
+template <class F> inline void guarded(F&& run) {
+    char what[256];
+    try {
+        run();
+        return;
+#if defined(__GLIBCXX__)
+    } catch (abi::__forced_unwind&) {  // (pthread_exit's unwinding: not ours to stop)
+        throw;
+#endif
+    } catch (const std::exception& e) {
+        snprintf(what, sizeof what, "%s", e.what());
+    } catch (...) {
+        snprintf(what, sizeof what, "not a std::exception");
+    }
+    assert_failed("a C++ exception (%s) left the kernel's code in " CF_BLOCK_FMT ", thread (%u, %u, %u); on a GPU, "
+                  "the library's device code ends the launch with __trap() there", what, CF_BLOCK_ARGS, threadIdx.x,
+                  threadIdx.y, threadIdx.z);
+}
+
 // One CUDA thread: the kernel called with its parameters unpacked from kernelParams' layout.
 template <auto K> void call_kernel(void** args) {
-    invoke_with<K>(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
+    guarded([args] { invoke_with<K>(K, args, std::make_index_sequence<arity<decltype(K)>::value>{}); });
 }
 // The parameters copied out once (for the plain loop: locals the compiler knows no store reaches,
 // so that it can keep them in registers and vectorize the loop over the threads).
@@ -595,8 +624,7 @@ inline void begin_block(Worker& w, long long b) {
     w.block_done = false;
 }
 
-template <auto K, bool PLAIN> void plain_main(void* worker, unsigned) {
-    Worker& w = *static_cast<Worker*>(worker);
+template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
     void** args = w.L->args;
     const auto params = unpack(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
     unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
@@ -625,6 +653,10 @@ template <auto K, bool PLAIN> void plain_main(void* worker, unsigned) {
     }
     w.block_done = false;
     cuforge_cpu_switch(&w.f[MAX_THREADS].sp, w.runner);
+    __builtin_unreachable();
+}
+template <auto K, bool PLAIN> void plain_main(void* worker, unsigned) {
+    guarded([worker] { plain_loop<K, PLAIN>(*static_cast<Worker*>(worker)); });
     __builtin_unreachable();
 }
 
@@ -696,10 +728,26 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
     assert_failed("assert(%s) failed at %s, line %u, in " CF_BLOCK_FMT ", thread (%u, %u, %u)", expr, file, line,
                   CF_BLOCK_ARGS, threadIdx.x, threadIdx.y, threadIdx.z);
 }
+// __trap() and __brkpt(): the launch ends with an error, as on a GPU without a debugger.
+[[noreturn]] inline void trap(const char* what, const char* file, unsigned line) {
+    assert_failed("%s called at %s, line %u, in " CF_BLOCK_FMT ", thread (%u, %u, %u)", what, file, line,
+                  CF_BLOCK_ARGS, threadIdx.x, threadIdx.y, threadIdx.z);
+}
 
 }  // namespace cuforge_cpu
 
 // ---------------------------------------------------------------- the CUDA names
+// (the caller's file and line as default arguments: a macro would break CUDA's own declarations)
+[[noreturn]] inline void __trap(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    cuforge_cpu::trap("__trap()", file, line);
+}
+[[noreturn]] inline void __brkpt(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    cuforge_cpu::trap("__brkpt()", file, line);
+}
+// What CUDA's assert calls in device code (NVRTC accepts a call to it as written).
+extern "C" [[noreturn]] inline void __assertfail(const char* message, const char* file, unsigned line, const char*, size_t) {
+    cuforge_cpu::assert_fail(message, file, line);
+}
 inline void __syncthreads() { cuforge_cpu::barrier(1, cuforge_cpu::B_PLAIN); }
 inline int __syncthreads_count(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_COUNT); }
 inline int __syncthreads_and(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_AND); }
@@ -745,11 +793,10 @@ CF_REDUCE(__reduce_or_sync, W_OR, unsigned)
 CF_REDUCE(__reduce_xor_sync, W_XORR, unsigned)
 #undef CF_REDUCE
 
-#undef assert
-#ifdef NDEBUG
-#define assert(e) ((void)0)
-#else
-#define assert(e) ((e) ? (void)0 : ::cuforge_cpu::assert_fail(#e, __FILE__, __LINE__))
-#endif
+// assert is cuforge's from here on, also after the source includes <cassert> or <assert.h>
+// (which would make it the C library's, whose abort() ends the process): cuforge's shims of
+// those headers include the real ones and then this.
+#define CUFORGE_CPU_ASSERT 1
+#include "cuforge/cpu_assert.h"
 
 #include "cuforge/cpu_math.h"
