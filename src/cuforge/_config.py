@@ -52,7 +52,7 @@ from .errors import ConfigError
 __all__ = [
     "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "compile_split_seconds",
     "compile_workers", "cuda_include", "device",
-    "ensure_dir", "get", "launcher", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
+    "get", "launcher", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
     "template_path",
 ]  # fmt: skip
 
@@ -128,30 +128,14 @@ def override(**settings: Any) -> None:
 
 
 def cache_dir() -> Path:
-    """The directory for this schema's persistent data (not created here)."""
+    """The directory for this schema's persistent data (not created here; absolute: a relative
+    setting names one folder even if the working directory changes)."""
     configured = str(get("cache_dir"))
     if configured:
-        return Path(configured) / SCHEMA
+        return Path(os.path.abspath(configured)) / SCHEMA
     import platformdirs
 
     return platformdirs.user_cache_path("cuforge") / SCHEMA
-
-
-def ensure_dir(path: Path) -> Path:
-    """Create ``path`` and every missing parent owner-only (0700), since it holds executable
-    code (``mkdir(parents=True)`` would give the parents the umask's mode)."""
-    missing = []
-    p = path
-    while not p.exists() and p != p.parent:
-        missing.append(p)
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:  # another process made it meanwhile
-            continue
-        os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
-    return path
 
 
 def _number(name: str) -> float:

@@ -26,22 +26,27 @@ ANSWER = 'extern "C" int cf_answer() { return 42; }\n'
 @pytest.fixture(autouse=True)
 def _fresh_store(monkeypatch):
     """What this process built is forgotten (each test has its own cache directory)."""
-    monkeypatch.setattr(_store, "_paths", {})
+    monkeypatch.setattr(_store, "_objects", {})
 
 
-def _build(source: str = ANSWER, **kw) -> str:
+def _build(source: str = ANSWER, **kw) -> _store.Loaded:
     compiler = _toolchain.find_compiler()
     args = {"headers": {}, "include_dirs": (), "flags": _toolchain.compile_flags(compiler, debug=False), "label": "Answer"}
     return _store.shared_object(source, **{**args, **kw})
 
 
-def _call(path: str, name: str = "cf_answer") -> int:
-    return int(getattr(_store.load(path), name)())
+def _call(loaded: _store.Loaded, name: str = "cf_answer") -> int:
+    return int(getattr(loaded.library, name)())
+
+
+def _entry(loaded: _store.Loaded) -> Path:
+    """The disk-cache file of a built object."""
+    return _disk.current().path_of(f"so:{loaded.sha256}")
 
 
 def _new_process(monkeypatch) -> None:
     """Forget the builds and the opened cache, as a new process would."""
-    monkeypatch.setattr(_store, "_paths", {})
+    monkeypatch.setattr(_store, "_objects", {})
     _disk._opened.clear()
 
 
@@ -95,8 +100,7 @@ def test_no_compiler_at_all_names_the_fixes(monkeypatch):
 
 def test_flags():
     gcc = _toolchain.Compiler(("g++",), "gcc", "g++ 12")
-    base = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno",
-            "-pthread")
+    base = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-pthread")
     assert _toolchain.compile_flags(gcc, debug=False) == base
     assert _toolchain.compile_flags(gcc, debug=True) == (*base, "-g")
     zig = _toolchain.Compiler((sys.executable, "-m", "ziglang", "c++"), "zig", "ziglang 0.13.0: clang version 18")
@@ -119,15 +123,15 @@ def test_the_ziglang_wheel_builds_a_loadable_object(monkeypatch):
 def test_a_build_is_loaded_and_called_and_built_once(cuforge_cache_dir, monkeypatch):
     source = '#include "answer.h"\nextern "C" int cf_answer() { return CF_ANSWER; }\n'
     before = cf.cache_stats()
-    path = _build(source, headers={"answer.h": "#define CF_ANSWER 42\n"})
-    assert Path(path).is_relative_to(cuforge_cache_dir) and _call(path) == 42
-    assert _build(source, headers={"answer.h": "#define CF_ANSWER 42\n"}) == path  # this process: no compile
+    built = _build(source, headers={"answer.h": "#define CF_ANSWER 42\n"})
+    assert _entry(built).is_relative_to(cuforge_cache_dir) and _entry(built).is_file() and _call(built) == 42
+    assert _build(source, headers={"answer.h": "#define CF_ANSWER 42\n"}) is built  # this process: no compile
     _new_process(monkeypatch)
-    assert _build(source, headers={"answer.h": "#define CF_ANSWER 42\n"}) == path  # from the disk
+    assert _build(source, headers={"answer.h": "#define CF_ANSWER 42\n"}).sha256 == built.sha256  # from the disk
     after = cf.cache_stats()
     assert (after.cpu_compiles - before.cpu_compiles, after.disk_hits - before.disk_hits) == (1, 1)
     other = _build(source, headers={"answer.h": "#define CF_ANSWER 43\n"})  # a header's text is in the key
-    assert other != path and _call(other) == 43 and cf.cache_stats().cpu_compiles == after.cpu_compiles + 1
+    assert other.sha256 != built.sha256 and _call(other) == 43 and cf.cache_stats().cpu_compiles == after.cpu_compiles + 1
 
 
 @pytest.mark.parametrize(
@@ -150,16 +154,16 @@ def test_every_input_changes_the_key(change):
 
 def test_a_damaged_object_is_rebuilt_not_loaded(cuforge_cache_dir, monkeypatch):
     source = ANSWER.replace("42", "4242")
-    path = _build(source)
-    data = bytearray(Path(path).read_bytes())
+    entry = _entry(_build(source))
+    data = bytearray(entry.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    Path(path).write_bytes(data)
+    entry.write_bytes(data)
     _new_process(monkeypatch)
     before = cf.cache_stats()
     rebuilt = _build(source)
     after = cf.cache_stats()
     assert (after.cpu_compiles - before.cpu_compiles, after.disk_errors - before.disk_errors) == (1, 1)
-    assert Path(rebuilt).read_bytes() != bytes(data) and _call(rebuilt) == 4242
+    assert entry.read_bytes() != bytes(data) and _call(rebuilt) == 4242
 
 
 def test_a_failing_write_still_returns_a_loadable_object(cuforge_cache_dir):
@@ -170,17 +174,22 @@ def test_a_failing_write_still_returns_a_loadable_object(cuforge_cache_dir):
     _disk._warned.clear()
     errors = cf.cache_stats().disk_errors
     with pytest.warns(_disk.CacheWriteWarning, match=r"cannot write the compile cache at .* once per process"):
-        path = _build(ANSWER.replace("42", "5"))
+        built = _build(ANSWER.replace("42", "5"))
     assert cf.cache_stats().disk_errors == errors + 1
-    assert not Path(path).is_relative_to(cuforge_cache_dir) and _call(path) == 5
+    assert not _entry(built).exists() and _call(built) == 5
 
 
-def test_with_the_disk_cache_off_objects_live_in_a_private_folder(monkeypatch):
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="loads from memory files where the system has them")
+def test_with_the_disk_cache_off_objects_are_loaded_from_memory(tmp_path, monkeypatch):
+    """No file is written that could be swapped before it is loaded: the bytes built are what loads."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with _config.scope(cache="0"):
         before = cf.cache_stats().cpu_compiles
-        path = _build(ANSWER.replace("42", "7"))
-        assert _build(ANSWER.replace("42", "7")) == path and cf.cache_stats().cpu_compiles == before + 1
-    assert os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700 and _call(path) == 7
+        built = _build(ANSWER.replace("42", "7"))
+        assert _build(ANSWER.replace("42", "7")) is built and cf.cache_stats().cpu_compiles == before + 1
+    assert _call(built) == 7 and list(tmp_path.iterdir()) == []  # (the compiler's folder is gone too)
 
 
 def test_an_untrusted_cache_is_refused(tmp_path):
@@ -190,9 +199,9 @@ def test_an_untrusted_cache_is_refused(tmp_path):
     with _config.scope(cache_dir=str(shared)):
         _disk._opened.clear()
         with pytest.warns(_disk.CacheSecurityWarning, match="is writable by group or others"):
-            path = _build(ANSWER.replace("42", "11"))
+            built = _build(ANSWER.replace("42", "11"))
     _disk._opened.clear()
-    assert list(shared.iterdir()) == [] and not Path(path).is_relative_to(shared) and _call(path) == 11
+    assert list(shared.iterdir()) == [] and _call(built) == 11
 
 
 def test_a_compile_error_names_the_label_and_shows_the_compiler(monkeypatch):
@@ -220,8 +229,8 @@ PROGRAM = textwrap.dedent(
     import cuforge as cf
     from cuforge._cpu import store, toolchain
     flags = toolchain.compile_flags(toolchain.find_compiler(), debug=False)
-    path = store.shared_object(%r, headers={}, include_dirs=(), flags=flags, label="Shared")
-    print(json.dumps({"path": path, "compiles": cf.cache_stats().cpu_compiles, "answer": store.load(path).cf_answer()}))
+    built = store.shared_object(%r, headers={}, include_dirs=(), flags=flags, label="Shared")
+    print(json.dumps({"sha": built.sha256, "compiles": cf.cache_stats().cpu_compiles, "answer": built.library.cf_answer()}))
     """
 )
 
@@ -237,15 +246,15 @@ def test_processes_sharing_a_fresh_cache_build_once(tmp_path):
         assert p.returncode == 0, err
         results.append(json.loads(out.strip().splitlines()[-1]))
     assert sum(r["compiles"] for r in results) == 1
-    assert {r["answer"] for r in results} == {99} and len({r["path"] for r in results}) == 1
+    assert {r["answer"] for r in results} == {99} and len({r["sha"] for r in results}) == 1
 
 
 @pytest.mark.parametrize("label", ["-o", "--version", "../up", ".", "a b/ü"])
 def test_a_label_never_becomes_an_option_or_a_path(label):
     """The label names the build's files: none may start with "-" (the compiler would take it for an
     option) or leave the build's folder."""
-    path = _build(f"{ANSWER}// {label}\n", label=label)  # (each its own source: a build, not a hit)
-    assert _call(path) == 42
+    loaded = _build(f"{ANSWER}// {label}\n", label=label)  # (each its own source: a build, not a hit)
+    assert _call(loaded) == 42
 
 
 def test_every_file_of_the_cpu_runtime_ships_in_the_wheel():

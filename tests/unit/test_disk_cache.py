@@ -404,3 +404,58 @@ def test_a_full_disk_still_returns_kernels_with_one_warning(tmp_path):
     first, message = out.stdout.strip().splitlines()
     assert first == "True True 1 True"  # both kernels, one warning for the process
     assert "cannot write the compile cache" in message and "File too large" in message
+
+
+def _other_users_folder(path: Path) -> Path:
+    os.chown(path.parent, 65534, 65534)
+    os.chmod(path.parent, 0o777)
+    return path.parent
+
+
+def _link_to_other_users_folder(path: Path) -> Path:
+    theirs = path.parents[3] / "theirs"  # (in the configured folder, beside v2/)
+    shutil.copytree(path.parent, theirs)
+    os.chown(theirs, 65534, 65534)
+    shutil.rmtree(path.parent)
+    path.parent.symlink_to(theirs)
+    os.lchown(path.parent, 65534, 65534)
+    return path.parent
+
+
+def _other_users_file(path: Path) -> Path:
+    os.chown(path, 65534, 65534)
+    return path
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="making files another user's needs root")
+@pytest.mark.parametrize("which", ["meta", "code"])
+@pytest.mark.parametrize("spoil", [_other_users_folder, _link_to_other_users_folder, _other_users_file])
+def test_an_entry_another_user_could_have_planted_is_a_miss(tmp_path, which, spoil):
+    """Inside a trusted cache, each entry's folder and file are checked too (through handles,
+    never through a link): the cubin is compiled again, and nothing is written into a refused
+    folder (a refused file in the user's own folder is replaced, by a rename)."""
+    with _config.scope(cache_dir=str(tmp_path / "c")):
+        _fresh_process_state()
+        k = _declare(f"x[0] = {len(which) + 200};")
+        k.compile(arch="sm_90")
+        disk = _disk.current()
+        name = disk.meta_name(_key(k)) if which == "meta" else disk.code_name(_key(k))
+        refused = spoil(disk.path_of(name))
+        looks = _looks(refused)
+        _fresh_process_state()
+        before = cf.cache_stats()
+        with pytest.warns(_disk.CacheSecurityWarning, match=rf"not using {refused} in the compile cache at .*; another "
+                                                            r"user could plant code there\. Fix: remove it"):  # fmt: skip
+            ck = k.compile(arch="sm_90")
+        assert not ck.from_cache and ck.cubin[:4] == b"\x7fELF"
+        assert cf.cache_stats().compiles == before.compiles + 1
+        if spoil is _other_users_file:
+            assert os.stat(refused).st_uid == os.geteuid()
+        else:
+            assert _looks(refused) == looks
+    _fresh_process_state()
+
+
+def _looks(path: Path) -> tuple:
+    st = os.lstat(path)
+    return st.st_uid, st.st_mtime_ns, sorted(os.listdir(path)) if path.is_dir() else path.read_bytes()

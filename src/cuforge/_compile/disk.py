@@ -16,11 +16,12 @@ A read checks everything; anything missing, truncated, bit-flipped, of another v
 unreadable is a miss (counted in ``disk_errors``, logged at debug level): the kernel is
 compiled again and the entries replaced. Nothing is pickled.
 
-Every directory cuforge creates is 0700, parents included. A cache root (the configured
-directory, its schema folder and their subfolders) that is not owned by this user or is
-writable by group or others is refused with one warning per process, and the process
-keeps its kernels in memory only: another user who created the path first (under /tmp, say)
-cannot plant a cubin and a matching checksum record there.
+Every directory cuforge creates is 0700, parents included. The store (``files``, by the
+rules of ``trust``) opens the cache root once and reaches every folder and file through that
+handle, checked and never through a link: a root that another user could write to or swap is
+refused (one warning; the process keeps its kernels in memory only), and so is, as a miss,
+an entry whose folder or file another user could have planted. What is read is what was
+checked: a cubin's bytes, or a CPU object's, verified against their SHA-256, are what loads.
 
 Keys are cuforge's own SHA-256 of the program's inputs (``identity.cache_key``), not
 cuda.core's ``make_program_cache_key``: that one keys cuda.core ``Program`` inputs (we
@@ -47,7 +48,7 @@ from typing import Any
 
 from .. import _config
 from .._version import __version__
-from .files import FileStore, UntrustedCacheError, untrusted_reason
+from .files import FileStore, UntrustedCacheError
 from .files import digest as _digest
 from .nvrtc import CompileResult
 from .stats import counters
@@ -62,7 +63,8 @@ def _debug(message: str, *args: Any) -> None:
 
 
 class CacheSecurityWarning(UserWarning):
-    """The configured cache directory is not safe to load code from; it is not used."""
+    """The configured cache directory, or a folder or file in it, is not safe to load code
+    from; it is not used. Given once per process for each path."""
 
 
 class CacheWriteWarning(UserWarning):
@@ -73,10 +75,10 @@ class CacheWriteWarning(UserWarning):
 _warned: set[str] = set()
 
 
-def _warn_once(what: str, message: str, stacklevel: int = 4) -> None:
+def _warn_once(what: str, message: str, stacklevel: int = 4, category: type[Warning] = CacheWriteWarning) -> None:
     if what not in _warned:
         _warned.add(what)
-        warnings.warn(message, CacheWriteWarning, stacklevel=stacklevel)
+        warnings.warn(message, category, stacklevel=stacklevel)
 
 
 ENTRY_SCHEMA = 1
@@ -92,16 +94,8 @@ class DiskCache:
 
     def __init__(self, root: Path, max_bytes: int):
         self.root = root
-        if root.parent.is_dir() and (reason := untrusted_reason(root.parent)) is not None:
-            raise UntrustedCacheError(reason)  # before creating anything in it
-        for sub in ("", "entries", "tmp", "locks"):
-            _config.ensure_dir(root / sub)  # 0700
-        for d in (root.parent, root, root / "entries", root / "tmp", root / "locks"):
-            reason = untrusted_reason(d)
-            if reason is not None:
-                raise UntrustedCacheError(reason)
+        self._store = FileStore(root)  # made 0700 where missing; raises UntrustedCacheError
         self.max_bytes = max_bytes  # enforced after writes: a warm start (reads only) walks nothing
-        self._store = FileStore(root)
         self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
         self._size: int | None = None  # bytes on disk as this process believes; seeded on first write
         self._size_lock = threading.Lock()
@@ -154,6 +148,9 @@ class DiskCache:
         except KeyError:
             self._bad(key, "code entry missing", quiet=recheck)
             return None
+        except UntrustedCacheError as exc:
+            self._refused(exc)
+            return None
         except (OSError, TypeError, ValueError, AttributeError) as exc:
             self._bad(key, f"unreadable entry: {exc}", quiet=recheck)
             return None
@@ -172,6 +169,9 @@ class DiskCache:
         try:
             self._store[f"code:{digest}"] = result.code  # code first: a meta entry never points at nothing
             self.put_json(self.meta_name(key), meta, raising=True)
+        except UntrustedCacheError as exc:
+            self._refused(exc)
+            return
         except OSError as exc:
             self._write_failed(key, exc)
             return
@@ -193,12 +193,17 @@ class DiskCache:
         _debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
         for entry in {name, name if ":" in name else self.meta_name(name)}:
             with contextlib.suppress(KeyError, OSError):
-                path = self.path_of(entry)
-                if path.is_dir() and not path.is_symlink():
-                    path.rmdir()  # an empty directory where an entry belongs: unreadable, in the way
-                else:
-                    del self._store[entry]
+                del self._store[entry]  # (or an empty folder in its place: unreadable, in the way)
         return None
+
+    def _refused(self, exc: UntrustedCacheError) -> None:
+        """Count and warn (once per path) about a folder or file another user could have
+        planted: a miss, or a write not made. Nothing is removed: the user should look."""
+        counters.add(disk_errors=1)
+        _debug("cuforge cache: refused %s: %s", exc.path, exc)
+        _warn_once(f"untrusted:{exc.path}", f"cuforge: not using {exc.path} in the compile cache at {self.root}: {exc}; "
+                                            f"another user could plant code there. Fix: {exc.fix}. Kernels stored there "
+                                            f"are compiled again meanwhile", 5, CacheSecurityWarning)  # fmt: skip
 
     # ------------------------------------------------------------ JSON records
 
@@ -207,6 +212,9 @@ class DiskCache:
         try:
             raw = self._store[name]
         except KeyError:
+            return None
+        except UntrustedCacheError as exc:
+            self._refused(exc)
             return None
         except OSError as exc:
             self._bad(name, f"unreadable: {exc}", quiet=quiet)
@@ -226,6 +234,11 @@ class DiskCache:
         data = _canonical({"body": body, "checksum": _digest(_canonical(body))})
         try:
             self._store[name] = data
+        except UntrustedCacheError as exc:
+            if raising:
+                raise
+            self._refused(exc)
+            return
         except OSError as exc:
             if raising:
                 raise
@@ -245,6 +258,9 @@ class DiskCache:
         except KeyError:
             self._bad(name, "entry missing", quiet=quiet)
             return None
+        except UntrustedCacheError as exc:
+            self._refused(exc)
+            return None
         except OSError as exc:
             self._bad(name, f"unreadable: {exc}", quiet=quiet)
             return None
@@ -258,6 +274,9 @@ class DiskCache:
         """Write ``data`` as entry ``name``; False (counted, warned once) when it could not be."""
         try:
             self._store[name] = data
+        except UntrustedCacheError as exc:
+            self._refused(exc)
+            return False
         except OSError as exc:
             self._write_failed(name, exc)
             return False
@@ -281,7 +300,10 @@ class DiskCache:
         try:
             for key in sorted(set(keys)):
                 try:
-                    fd = os.open(self.root / "locks" / f"{key[:40]}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+                    fd = self._store.open_lock(f"{key[:40]}.lock")
+                except UntrustedCacheError as exc:
+                    self._refused(exc)
+                    continue
                 except OSError:
                     continue
                 fds.append(fd)
@@ -304,7 +326,8 @@ class DiskCache:
     # ------------------------------------------------------------ maintenance
 
     def path_of(self, name: str) -> Path:
-        """The file holding entry ``name`` (``meta:<key>``, ``code:<sha256>``), for tools and tests."""
+        """The file holding entry ``name`` (``meta:<key>``, ``code:<sha256>``), for tools and tests
+        (cuforge's own reads and writes go through the store's checked handles)."""
         return self._store.path_for(name)
 
     def meta_name(self, key: str) -> str:
@@ -316,7 +339,7 @@ class DiskCache:
         return f"code:{meta['code_sha256']}" if meta and "code_sha256" in meta else None
 
     def info(self) -> dict[str, Any]:
-        sizes = [p.stat().st_size for p in (self.root / "entries").rglob("*") if p.is_file()]
+        sizes = [st.st_size for _, _, st in self._store.files()]
         return {"path": str(self.root), "entries": len(sizes), "bytes": sum(sizes), "max_bytes": self.max_bytes}
 
     def clear(self) -> None:
@@ -326,19 +349,13 @@ class DiskCache:
     def prune(self, max_bytes: int) -> int:
         """Evict least-recently-read entries until at most ``max_bytes`` remain; returns how
         many were removed."""
-        files = []
-        for path in (self.root / "entries").rglob("*"):
-            with contextlib.suppress(OSError):
-                if path.is_file():
-                    st = path.stat()
-                    files.append((st.st_atime, st.st_size, path))
-        files.sort()
+        files = sorted((st.st_atime, st.st_size, sub, file) for sub, file, st in self._store.files())
         total, removed = sum(f[1] for f in files), 0
-        for _, size, path in files:
+        for _, size, sub, file in files:
             if total <= max_bytes:
                 break
             with contextlib.suppress(OSError):
-                path.unlink()
+                self._store.unlink(sub, file)
                 total -= size
                 removed += 1
         self._results.clear()
@@ -363,8 +380,8 @@ def current() -> DiskCache | None:
                 counters.add(disk_errors=1)
                 warnings.warn(
                     f"cuforge: not using the compile cache at {root}: {exc}; another user could plant code there. "
-                    f"Fix: chmod 700 (and chown to yourself) that directory, or set CUFORGE_CACHE_DIR to one of your "
-                    f"own. Kernels are cached in memory only for this process.",
+                    f"Fix: {exc.fix}, or set CUFORGE_CACHE_DIR to a folder of your own. Kernels are cached in memory "
+                    f"only for this process.",
                     CacheSecurityWarning,
                     stacklevel=3,
                 )

@@ -23,7 +23,7 @@ class Program(NamedTuple):
 
     library: ctypes.CDLL
     entries: dict[str, int]
-    path: str
+    sha256: str  # of the shared object's bytes
 
 
 def flags_of(options: CompileOptions) -> tuple[str, ...]:
@@ -71,13 +71,12 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
 
                 return translation_unit(label, source, line_sources, entries)
 
-            path = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
-                                        key_extra=extra, build=unit)  # fmt: skip
-            lib = _store.load(path)
+            lib, sha = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
+                                            key_extra=extra, build=unit)  # fmt: skip
             found = _programs[memo] = Program(
                 lib,
                 {e: ctypes.cast(getattr(lib, f"cuforge_entry_{i}"), ctypes.c_void_p).value or 0
                  for i, e in enumerate(entries)},
-                path,
+                sha,
             )  # fmt: skip
     return found

@@ -67,12 +67,11 @@ def library() -> ctypes.CDLL:
                 compiler = _toolchain.find_compiler()
                 with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
                     source = f.read()
-                path = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
-                                            flags=(*_toolchain.compile_flags(compiler, debug=False), "-fvisibility=hidden",
-                                                   f"-Wl,--version-script={os.path.join(HERE, 'runtime.map')}"),
-                                            label="cuforge's CPU runtime",
-                                            key_extra=(sources_digest(), _toolchain.host_cpu()))  # fmt: skip
-                lib = _store.load(path, global_symbols=True)
+                lib = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
+                                           flags=(*_toolchain.compile_flags(compiler, debug=False), "-fvisibility=hidden",
+                                                  f"-Wl,--version-script={os.path.join(HERE, 'runtime.map')}"),
+                                           label="cuforge's CPU runtime", key_extra=(sources_digest(), _toolchain.host_cpu()),
+                                           global_symbols=True).library  # fmt: skip
                 lib.cuforge_cpu_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch)]
                 lib.cuforge_cpu_run.restype = None
                 lib.cuforge_cpu_threads.argtypes = [ctypes.c_int]

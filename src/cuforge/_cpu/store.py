@@ -3,17 +3,19 @@ cubins and loaded once per process.
 
 With the disk cache on (``_compile.disk``), a build takes two entries of that cache:
 
-- ``so:<sha256>``: the shared object's bytes, content-addressed, and loaded straight from
-  its file (a rebuilt object with other bytes has another file, so ``dlopen``, which hands
-  back the handle it has for a path already open, never returns the stale one);
+- ``so:<sha256>``: the shared object's bytes, content-addressed;
 - ``cpu-meta:<key>``: a checksummed JSON record naming that SHA-256, the compiler, the
   flags and the compiler's warnings.
 
-A read checks the record's checksum and the object's SHA-256 before anything is loaded; a
-missing, damaged or foreign entry is a miss, built again. The directories are the compile
-cache's (owner-only, refused when another user could write there), the writes atomic, and
-a per-key lock file keeps N processes from building one object N times. With the disk
-cache off, objects go to a private temporary folder removed when the process exits.
+A read checks the record's checksum and the object's SHA-256; a missing, damaged or foreign
+entry is a miss, built again. The directories are the compile cache's (owner-only, reached
+through checked handles, refused when another user could write there), the writes atomic,
+and a per-key lock file keeps N processes from building one object N times.
+
+What is loaded is the bytes that were checked (or built), never a path read again: they are
+copied into a sealed memory file (``memfd_create``) that ``dlopen`` opens through
+``/proc/self/fd``; where there is none, into a file of a private folder of this process.
+With the disk cache off, the same.
 
 The key hashes the inputs only: the source, the in-memory headers, the include folders
 (by path: their contents enter through ``key_extra``, the caller's digests of its runtime
@@ -23,6 +25,7 @@ version.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -30,6 +33,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from .. import _config
 from .._compile import disk as _disk
@@ -39,17 +43,26 @@ from .._version import __version__
 from ..errors import CompileError, CompilerNotFoundError
 from .toolchain import Compiler, find_compiler
 
-__all__ = ["cache_key", "load", "shared_object"]
+__all__ = ["Loaded", "cache_key", "shared_object"]
 
 SCHEMA = "cpu-so-1"
 COMPILE_TIMEOUT_S = 300.0
 LOG_LINES = 40  # of the compiler's messages, in a CompileError's text (all of them are on .log)
 
+
+class Loaded(NamedTuple):
+    """A shared object loaded in this process."""
+
+    library: ctypes.CDLL
+    sha256: str  # of its bytes: its disk-cache entry is ``so:<sha256>``
+
+
 _lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
-_paths: dict[str, str] = {}  # key -> a shared object built or found by this process
-_loaded: dict[str, ctypes.CDLL] = {}  # path -> its library
-_session: str | None = None
+_objects: dict[str, Loaded] = {}  # key -> what this process built or found
+_libraries: dict[str, ctypes.CDLL] = {}  # SHA-256 -> its library (the same bytes are loaded once)
+_memfds: list[int] = []  # the memory files loaded from, open for the process (see _open)
+_private: str | None = None  # the private folder, where there are no memory files
 
 
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
@@ -61,14 +74,16 @@ def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[st
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None) -> str:  # fmt: skip
-    """The path of a shared object built from ``source`` (one C++ translation unit), from
-    this process's builds, the disk cache, or the host compiler, in that order.
+                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None,
+                  global_symbols: bool = False) -> Loaded:  # fmt: skip
+    """The shared object built from ``source`` (one C++ translation unit), loaded: from this
+    process's builds, the disk cache, or the host compiler, in that order.
 
     ``headers`` (name -> text) are written to a private folder searched first; ``label``
     names what is built in error messages. Raises `CompileError` when the compiler fails.
     With ``build``, ``source`` is only what the key hashes, and the translation unit is
-    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``).
+    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``). The
+    library is opened ``RTLD_LOCAL`` unless ``global_symbols`` (one later ones link against).
     """
     compiler = find_compiler()
     key = cache_key(source, headers=headers, include_dirs=include_dirs, flags=flags, key_extra=key_extra,
@@ -76,36 +91,101 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
     with _lock:
         key_lock = _key_locks.setdefault(key, threading.Lock())
     with key_lock:  # (threads of this process: the one that builds, then the others find it)
-        path = _paths.get(key)
-        if path is not None and os.path.exists(path):  # (evicted from the disk meanwhile: found again)
+        found = _objects.get(key)
+        if found is not None:
             counters.add(memory_hits=1)
-            return path
+            return found
         disk = _disk.current()
         unit = build or (lambda: source)
         if disk is None:
-            path = _keep(_build(unit(), headers, include_dirs, flags, label, compiler)[0])
+            data = _build(unit(), headers, include_dirs, flags, label, compiler)[0]
         else:
-            path = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler)
-        _paths[key] = path
-        return path
+            data = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler)
+        found = _objects[key] = _load(data, global_symbols)
+        return found
 
 
-def load(path: str, *, global_symbols: bool = False) -> ctypes.CDLL:
-    """The library at ``path``, opened once per process (``RTLD_LOCAL`` unless
-    ``global_symbols``: a library later ones link against)."""
+def _load(data: bytes, global_symbols: bool) -> Loaded:
+    """``data`` itself loaded (once per process for the same bytes), not a file read again."""
+    sha = digest(data)
     with _lock:
-        lib = _loaded.get(path)
+        lib = _libraries.get(sha)
         if lib is None:
-            lib = _loaded[path] = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL if global_symbols else ctypes.RTLD_LOCAL)
-        return lib
+            mode = ctypes.RTLD_GLOBAL if global_symbols else ctypes.RTLD_LOCAL
+            lib = _libraries[sha] = _open(data, sha, mode)
+        return Loaded(lib, sha)
+
+
+def _open(data: bytes, sha: str, mode: int) -> ctypes.CDLL:
+    """``dlopen`` of a sealed memory file holding ``data``, else of a file in a private folder.
+
+    The memory file stays open for the process, as the library stays loaded: ``dlopen`` finds
+    a library it has by its name first, so a closed descriptor's number, reused for another
+    object, would hand back this one."""
+    fd = _memory_file(data, sha)
+    if fd is not None:
+        try:
+            lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
+        except OSError:  # (a system that maps no code from memory files, say: the private folder)
+            os.close(fd)
+        else:
+            _memfds.append(fd)
+            return lib
+    return ctypes.CDLL(_private_file(data, sha), mode=mode)
+
+
+def _memory_file(data: bytes, sha: str) -> int | None:
+    """A sealed memory file holding ``data``; None where there are none, or no /proc to open it by."""
+    if not hasattr(os, "memfd_create") or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        fd = os.memfd_create(f"cuforge-{sha[:16]}.so", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 0))
+    except OSError:
+        return None
+    try:
+        _write(fd, data)
+    except BaseException:
+        os.close(fd)
+        raise
+    with contextlib.suppress(AttributeError, OSError):  # (where the kernel has seals)
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _private_file(data: bytes, sha: str) -> str:
+    """``data`` written to this process's private folder (0700, removed at exit) under its SHA-256."""
+    global _private
+    import tempfile
+
+    with _lock:
+        if _private is None:
+            import atexit
+            import shutil
+
+            _private = tempfile.mkdtemp(prefix="cuforge-cpu-")
+            atexit.register(shutil.rmtree, _private, True)
+    path = os.path.join(_private, f"so-{sha}.so")
+    fd, tmp = tempfile.mkstemp(dir=_private)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+    return path
 
 
 def _meta_name(key: str) -> str:
     return f"cpu-meta:{key}"
 
 
-def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> str | None:
-    """The verified cached object of ``key``'s file, or None (damage counted, unless a
+def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> bytes | None:
+    """The verified bytes of ``key``'s cached object, or None (damage counted, unless a
     ``recheck``, and removed)."""
     meta = disk.get_json(_meta_name(key), quiet=recheck)
     if meta is None:
@@ -114,16 +194,13 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> str
         if not recheck:  # (only a hand-made record reaches here: the key hashes the schema; rewritten below)
             counters.add(disk_errors=1)
         return None
-    name = f"so:{meta['so_sha256']}"
-    if disk.get_bytes(name, meta["so_sha256"], quiet=recheck) is None:
-        return None
-    return str(disk.path_of(name))
+    return disk.get_bytes(f"so:{meta['so_sha256']}", meta["so_sha256"], quiet=recheck)
 
 
 def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str],
-                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler) -> str:  # fmt: skip
+                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler) -> bytes:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
-    store the object; where it cannot be stored, it is kept for this process only."""
+    store the object (where it cannot be, it is only loaded)."""
     with disk.locks([key], _config.cache_lock_seconds()):
         found = _from_disk(disk, key, recheck=True)
         if found is not None:
@@ -131,33 +208,11 @@ def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], header
         data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler)
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
-            return _keep(data)
+            return data
         meta = {"schema": SCHEMA, "key": key, "cuforge": __version__, "so_sha256": sha, "label": label,
                 "compiler": [*compiler.argv, compiler.version], "flags": list(flags), "log": log, "seconds": seconds}  # fmt: skip
         disk.put_json(_meta_name(key), meta)  # the object first: a record never points at nothing
-        return str(disk.path_of(f"so:{sha}"))
-
-
-def _keep(data: bytes) -> str:
-    """``data`` written to this process's private folder (removed at exit) under its SHA-256."""
-    global _session
-    with _lock:
-        if _session is None:
-            import atexit
-            import shutil
-            import tempfile
-
-            _session = tempfile.mkdtemp(prefix="cuforge-cpu-")  # 0700
-            atexit.register(shutil.rmtree, _session, True)
-    path = os.path.join(_session, f"so-{digest(data)}.so")
-    if not os.path.exists(path):
-        import tempfile
-
-        fd, tmp = tempfile.mkstemp(dir=_session)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    return path
+        return data
 
 
 def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
