@@ -5,6 +5,7 @@ name what happened. Each test runs a real kernel on the CPU."""
 from __future__ import annotations
 
 import array
+import ctypes
 import threading
 import time
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge._cpu import runtime as _cpu_runtime
 
 # ---------------------------------------------------------------- memory held for the launch
 
@@ -97,3 +99,43 @@ def test_a_buffer_cannot_be_resized_while_a_launch_uses_it(kind):
     assert not t.is_alive() and not errors, errors
     resizable.extend(b"\1")  # released once the launch returned
     assert len(resizable) == 65
+
+
+# ---------------------------------------------------------------- block indices past 2**32
+
+
+@cf.kernel
+class BlockIndex:
+    """Where the block is, and the grid's depth."""
+
+    out: cf.Out[cf.uint32]
+    body = "out[0] = blockIdx.x; out[1] = blockIdx.y; out[2] = blockIdx.z; out[3] = gridDim.z;"
+
+
+def _run_blocks(grid: tuple[int, int, int], first: int) -> tuple[int, str, list[int]]:
+    """Block ``first`` (a linear index) of a launch of BlockIndex over ``grid``, run alone through
+    the kernel's CPU entry (the call the worker pool makes for a range of blocks): a grid of 2**32
+    blocks or more is too many to run whole in a test."""
+    out = np.zeros(4, np.uint32)
+    pointer = ctypes.c_void_p(out.ctypes.data)
+    params = (ctypes.c_void_p * 1)(ctypes.addressof(pointer))  # kernelParams: the address of each argument
+    launch = _cpu_runtime.Launch()
+    launch.grid[:] = grid
+    launch.block[:] = (1, 1, 1)
+    launch.args = ctypes.addressof(params)
+    entry = ctypes.CFUNCTYPE(None, ctypes.POINTER(_cpu_runtime.Launch), ctypes.c_longlong, ctypes.c_longlong)(
+        BlockIndex._cpu_entry()
+    )
+    entry(ctypes.byref(launch), first, first + 1)
+    return launch.status, launch.message.decode(), out.tolist()
+
+
+@pytest.mark.parametrize("grid", [(2**30, 4, 1), (2**31 - 1, 3, 1), (2**31 - 1, 65535, 65535), (65538, 65535, 2)])
+def test_block_indices_of_grids_past_2_to_the_32_blocks(grid):
+    BlockIndex(np.zeros(4, np.uint32), grid=(3, 2, 2), device="cpu")  # built, and the fault guard installed
+    gx, gy, gz = grid
+    total = gx * gy * gz
+    for b in (0, 1, gx * gy - 1, gx * gy, gx * gy + gx + 5, total - 1):
+        status, message, got = _run_blocks(grid, b)
+        assert (status, message) == (0, ""), (grid, b)
+        assert got == [b % gx, b // gx % gy, b // (gx * gy), gz], (grid, b)

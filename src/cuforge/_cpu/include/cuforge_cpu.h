@@ -587,10 +587,10 @@ inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (
 }
 
 inline void begin_block(Worker& w, long long b) {
-    unsigned gx = w.L->grid[0], gy = w.L->grid[1];
+    long long gx = w.L->grid[0], gxy = gx * w.L->grid[1];  // (in 64 bits: a grid's x*y passes 2**32)
     blockIdx.x = unsigned(b % gx);
-    blockIdx.y = unsigned((b / gx) % gy);
-    blockIdx.z = unsigned(b / (long long)(gx * gy));
+    blockIdx.y = unsigned(b % gxy / gx);
+    blockIdx.z = unsigned(b / gxy);
     w.fibers = false;
     w.block_done = false;
 }
