@@ -139,3 +139,82 @@ def test_block_indices_of_grids_past_2_to_the_32_blocks(grid):
         status, message, got = _run_blocks(grid, b)
         assert (status, message) == (0, ""), (grid, b)
         assert got == [b % gx, b // gx % gy, b // (gx * gy), gz], (grid, b)
+
+
+# ---------------------------------------------------------------- stacks
+
+
+LOCALS = """
+    volatile int local[{n}];  // (volatile: each access is made, where written)
+    unsigned t = threadIdx.x;
+    local[0] = t;
+    local[{n} - 1] = t;
+    {sync};
+    out[t] = local[0] == (int)t && local[{n} - 1] == (int)t;
+"""
+
+
+@cf.kernel
+class LocalsThatFit:
+    """120 KiB of locals per thread: less than the 128 KiB every thread's stack holds at least;
+    the threads meet at a barrier, so each is a fiber on a stack of its own."""
+
+    out: cf.Out[cf.int32]
+    body = LOCALS.format(n=30 * 1024, sync="__syncthreads()")
+
+
+@cf.kernel
+class BigLocalsOnFibers:
+    """256 KiB of locals per thread, more than a thread's stack; the threads meet at a barrier."""
+
+    out: cf.Out[cf.int32]
+    body = LOCALS.format(n=64 * 1024, sync="__syncthreads()")
+
+
+@cf.kernel
+class BigLocalsInALoop:
+    """The same without a barrier: the threads run one after the other, on one stack."""
+
+    out: cf.Out[cf.int32]
+    body = LOCALS.format(n=64 * 1024, sync="")
+
+
+def test_every_thread_has_at_least_128_kib_of_stack():
+    out = np.zeros(256, np.int32)  # (the last threads' stacks are the most staggered)
+    LocalsThatFit(out, grid=2, block=256, device="cpu")
+    assert out.tolist() == [1] * 256  # no thread saw another's locals
+
+
+@pytest.mark.parametrize("kernel", [BigLocalsOnFibers, BigLocalsInALoop], ids=lambda k: k.__name__)
+def test_locals_larger_than_a_threads_stack_are_a_stack_overflow(kernel):
+    out = np.zeros(64, np.int32)
+    with pytest.raises(
+        cf.DeviceFaultError,
+        match=rf"{kernel.__name__} faulted on the CPU .*: a stack overflow in block \(0, 0, 0\), thread \(\d+, 0, 0\): "
+        r"its local variables need more stack than the CPU backend gives a thread \(at least 128 KiB\); on a GPU a "
+        r"thread's stack is 1 KiB by default \(cudaLimitStackSize\), so make its local arrays smaller, or put them in "
+        r"shared or global memory",
+    ):
+        kernel(out, grid=1, block=64, device="cpu")
+    BlockIndex(np.zeros(4, np.uint32), grid=1, block=1, device="cpu")  # the worker goes on
+
+
+# ---------------------------------------------------------------- faults and refusals named right
+
+
+@cf.kernel
+class Divide:
+    a: cf.int32
+    b: cf.int32
+    out: cf.Out[cf.int32]
+    body = "out[0] = a / b;"
+
+
+@pytest.mark.parametrize("a, b", [(-(2**31), -1), (5, 0)])
+def test_integer_division_overflow_and_by_zero_are_named(a, b):
+    with pytest.raises(
+        cf.DeviceFaultError,
+        match=r"Divide faulted on the CPU .*an arithmetic fault \(an integer division by zero or overflow "
+        r"\(INT_MIN / -1\), which on a GPU gives an undefined value\)",
+    ):
+        Divide(a, b, np.zeros(1, np.int32), grid=1, block=1, device="cpu")
