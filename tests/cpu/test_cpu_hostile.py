@@ -218,3 +218,19 @@ def test_integer_division_overflow_and_by_zero_are_named(a, b):
         r"\(INT_MIN / -1\), which on a GPU gives an undefined value\)",
     ):
         Divide(a, b, np.zeros(1, np.int32), grid=1, block=1, device="cpu")
+
+
+@cf.kernel
+class FirstThreadsLeave:
+    out: cf.Array[cf.int32]
+    leave: cf.int32
+    body = "if ((int)threadIdx.x < leave) return; __syncthreads(); out[threadIdx.x] = 1;"
+
+
+@pytest.mark.parametrize("leave, who", [(1, "thread 0"), (2, "threads 0-1"), (5, "threads 0-4")])
+def test_a_barrier_names_the_threads_that_exited(leave, who):
+    with pytest.raises(
+        cf.LaunchError,
+        match=rf"block \(0, 0, 0\): thread {leave} reached a __syncthreads that {who} exited without reaching;",
+    ):
+        FirstThreadsLeave(np.zeros(8, np.int32), leave, grid=1, block=8, device="cpu")

@@ -330,9 +330,12 @@ inline int barrier(int predicate, BarMode mode) {
     }
     if (!w.fibers) {
         if (w.plain) plain_only(w, "__syncthreads");
-        if (w.cur > 0)
-            fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that threads 0-%u exited without reaching; every "
-                 "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, w.cur - 1);
+        if (w.cur > 0) {
+            char gone[32] = "thread 0";
+            if (w.cur > 1) snprintf(gone, sizeof gone, "threads 0-%u", w.cur - 1);
+            fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that %s exited without reaching; every thread of a "
+                 "block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, gone);
+        }
         enter_fibers(w);
     }
     if (w.exited) {
