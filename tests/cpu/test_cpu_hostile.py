@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import array
 import ctypes
+import os
+import re
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from typing import Any
@@ -15,6 +20,7 @@ import pytest
 
 import cuforge as cf
 from cuforge._cpu import runtime as _cpu_runtime
+from cuforge._cpu.toolchain import find_compiler
 
 # ---------------------------------------------------------------- memory held for the launch
 
@@ -234,3 +240,94 @@ def test_a_barrier_names_the_threads_that_exited(leave, who):
         match=rf"block \(0, 0, 0\): thread {leave} reached a __syncthreads that {who} exited without reaching;",
     ):
         FirstThreadsLeave(np.zeros(8, np.int32), leave, grid=1, block=8, device="cpu")
+
+
+@cf.kernel
+class TooMuchStaticShared:
+    out: cf.Out[cf.float32]
+    body = """
+    __shared__ float tile[51200];  // 200 KiB
+    tile[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = tile[threadIdx.x];
+    """
+
+
+def test_more_than_48_kib_of_static_shared_in_one_declaration_is_refused_at_compile():
+    with pytest.raises(
+        cf.CompileError,
+        match=r"(?s)TooMuchStaticShared: the host C\+\+ compiler failed.*__shared__ 'tile' \(float\[51200\]\) is more than "
+        r"the 48 KiB \(49152 bytes\) of static shared memory a kernel can have on a GPU; use dynamic shared memory \(an "
+        r"extern __shared__ array sized by shared_mem=, up to 227 KiB per block with the opt-in\)",
+    ):
+        TooMuchStaticShared(np.zeros(32, np.float32), grid=1, block=32, device="cpu")
+    with pytest.raises(cf.CompileError) as caught:
+        TooMuchStaticShared(np.zeros(32, np.float32), grid=1, block=32, device="cpu")
+    if find_compiler().kind == "gcc":  # (g++ shows the comparison's values)
+        assert "204800" in str(caught.value)
+
+
+@cf.kernel
+class StaticSharedAddsUp:
+    """Two declarations of 30 KiB: each fits, together they do not."""
+
+    out: cf.Out[cf.float32]
+    body = """
+    __shared__ float a[7680];
+    __shared__ float b[7680];
+    a[threadIdx.x] = threadIdx.x;
+    b[threadIdx.x] = 2 * threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = a[threadIdx.x] + b[threadIdx.x];
+    """
+
+
+# Six kernels over one source, 44 KiB of static shared memory each: more than the 256 KiB that
+# the CPU backend keeps for the static shared memory of one source's kernels.
+ARENA_SOURCE = "".join(
+    f'extern "C" __global__ void fill{i}(float* out) {{ __shared__ float s[11264]; s[threadIdx.x] = {i}; '
+    f"__syncthreads(); out[threadIdx.x] = s[threadIdx.x]; }}\n"
+    for i in range(6)
+)
+FILLS = [cf.kernel(type(f"Fill{i}", (), {"__annotations__": {"out": cf.Out[cf.float32]}, "name": f"fill{i}", "block": 32,
+                                         "source": ARENA_SOURCE})) for i in range(6)]  # fmt: skip
+
+SHARED_TWICE = textwrap.dedent(
+    """
+    import sys, numpy as np, cuforge as cf
+    sys.path.insert(0, {here!r})
+    from test_cpu_hostile import FILLS, StaticSharedAddsUp
+    for kernel in [StaticSharedAddsUp] * 2 + FILLS + FILLS[-1:]:
+        out = np.zeros(32, np.float32)
+        try:
+            kernel(out, grid=1, block=32, device="cpu")
+            assert (out == FILLS.index(kernel)).all()
+        except cf.LaunchError as e:
+            print(e, flush=True)
+    """
+)
+
+
+def test_more_than_48_kib_of_static_shared_in_one_kernel_is_refused_at_launch_each_time(cuforge_cache_dir):
+    # In a process of its own: a refusal that left the declaration's initialisation under way
+    # would hang the next launch that reaches it.
+    here = os.path.dirname(os.path.abspath(__file__))
+    run = subprocess.run([sys.executable, "-c", SHARED_TWICE.format(here=here)], capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "CUFORGE_CACHE_DIR": str(cuforge_cache_dir)})  # fmt: skip
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0 and len(lines) == 4, (run.stdout, run.stderr[-2000:])
+    for line in lines[2:]:  # the sixth kernel of one source, twice
+        assert re.fullmatch(
+            r"fill5 \(grid=.*\) on the CPU: the static __shared__ memory of this source's kernels comes to 270336 bytes "
+            r"with 's' \(45056 bytes\), more than the CPU backend's 262144 bytes for the kernels of one source; declare "
+            r"the kernels over separate sources, or use dynamic shared memory \(an extern __shared__ array sized by "
+            r"shared_mem=\)",
+            line,
+        ), line
+    for line in lines[:2]:
+        assert re.fullmatch(
+            r"StaticSharedAddsUp \(grid=.*\) on the CPU: the kernel's static __shared__ memory comes to 61440 bytes "
+            r"with 'b' \(30720 bytes\), more than the 48 KiB \(49152 bytes\) a kernel can have on a GPU; use dynamic "
+            r"shared memory \(an extern __shared__ array sized by shared_mem=, up to 227 KiB per block with the opt-in\)",
+            line,
+        ), line

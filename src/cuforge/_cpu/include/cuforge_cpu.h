@@ -554,23 +554,54 @@ template <class T> inline T* map_shared_rank(T* p, unsigned rank) {
 }
 
 // ---------------------------------------------------------------- shared memory
+constexpr size_t STATIC_SHARED_LIMIT = 48 * 1024;  // a kernel's static __shared__ memory on a GPU
+// static_shared_offset's answer for a declaration that does not fit: this, plus the bytes it would
+// bring the kernel's total to (or, with SHARED_ARENA_FULL too, the library's arena's).
+constexpr size_t SHARED_REFUSED = size_t(1) << 62, SHARED_ARENA_FULL = size_t(1) << 61;
+
 // Where a __shared__ declaration lives in a block's arena: given once per declaration (a static
-// local in the rewritten source), in the order the declarations are first reached.
-inline size_t static_shared_offset(size_t size, size_t align, const char* name) {
+// local in the rewritten source), in the order the declarations are first reached. A kernel's
+// total counts the declarations it reached first (a __device__ function's, reached first from
+// another kernel, is that kernel's). This runs as the static local is initialised, which a jump
+// out of (fail) would leave marked as under way, and the next thread to reach it would wait for
+// forever: a declaration that does not fit is answered SHARED_REFUSED, which block_shared reports.
+inline size_t static_shared_offset(size_t size, size_t align) {
+    struct Total {
+        ThreadFn kernel;
+        size_t bytes;
+        Total* next;
+    };
     static std::mutex lock;
-    static size_t next = 0;
-    size_t at;
-    {
-        std::lock_guard<std::mutex> hold(lock);
-        at = (next + align - 1) / align * align;
-        next = at + size;
-    }
-    if (at + size > STATIC_SHARED)
-        fail("the static __shared__ memory of this source's kernels (%zu bytes with '%s') is more than the CPU "
-             "backend's %zu bytes", at + size, name, STATIC_SHARED);
+    static size_t next = 0;           // the arena's, shared by every kernel of this library
+    static Total* totals = nullptr;   // each kernel's
+    ThreadFn kernel = worker().thread_fn;
+    std::lock_guard<std::mutex> hold(lock);
+    Total* total = totals;
+    while (total && total->kernel != kernel) total = total->next;
+    if (!total) total = totals = new Total{kernel, 0, totals};
+    if (total->bytes + size > STATIC_SHARED_LIMIT) return SHARED_REFUSED + total->bytes + size;
+    size_t at = (next + align - 1) / align * align;
+    if (at + size > STATIC_SHARED) return SHARED_REFUSED + SHARED_ARENA_FULL + at + size;
+    next = at + size;
+    total->bytes += size;
     return at;
 }
-inline char* block_shared() { return worker().shared; }
+[[noreturn]] __attribute__((cold, noinline)) inline void shared_refused(size_t at, size_t size, const char* name) {
+    size_t total = at & (SHARED_ARENA_FULL - 1);
+    if (at & SHARED_ARENA_FULL)
+        fail("the static __shared__ memory of this source's kernels comes to %zu bytes with '%s' (%zu bytes), more than "
+             "the CPU backend's %zu bytes for the kernels of one source; declare the kernels over separate sources, or "
+             "use dynamic shared memory (an extern __shared__ array sized by shared_mem=)", total, name, size,
+             STATIC_SHARED);
+    fail("the kernel's static __shared__ memory comes to %zu bytes with '%s' (%zu bytes), more than the 48 KiB (%zu "
+         "bytes) a kernel can have on a GPU; use dynamic shared memory (an extern __shared__ array sized by "
+         "shared_mem=, up to 227 KiB per block with the opt-in)", total, name, size, STATIC_SHARED_LIMIT);
+}
+// A __shared__ declaration's memory in the running block's arena.
+inline char* block_shared(size_t at, size_t size, const char* name) {
+    if (__builtin_expect(at >= SHARED_REFUSED, 0)) shared_refused(at, size, name);
+    return worker().shared + at;
+}
 inline void* dynamic_shared() { return worker().shared + STATIC_SHARED; }
 
 // ---------------------------------------------------------------- the entry
