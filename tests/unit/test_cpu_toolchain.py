@@ -101,10 +101,17 @@ def test_no_compiler_at_all_names_the_fixes(monkeypatch):
 def test_flags():
     gcc = _toolchain.Compiler(("g++",), "gcc", "g++ 12")
     base = ("-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno", "-pthread")
-    assert _toolchain.compile_flags(gcc, debug=False) == base
-    assert _toolchain.compile_flags(gcc, debug=True) == (*base, "-g")
+    probed = (*base, "-fstack-clash-protection")
+    assert _toolchain.compile_flags(gcc, debug=False) == probed
+    assert _toolchain.compile_flags(gcc, debug=True) == (*probed, "-g")
     zig = _toolchain.Compiler((sys.executable, "-m", "ziglang", "c++"), "zig", "ziglang 0.13.0: clang version 18")
-    assert _toolchain.compile_flags(zig, debug=False) == (*base, "-fno-sanitize=undefined")
+    assert _toolchain.compile_flags(zig, debug=False) == (*probed, "-fno-sanitize=undefined")
+    # the stack probes where the compiler takes them: g++ 8 on, clang 11 on
+    for version, kind, probes in [("g++ (Debian 12.2.0-14+deb12u1) 12.2.0", "gcc", True), ("g++ (GCC) 7.3.1 20180303", "gcc", False),
+                                  ("Ubuntu clang version 14.0.0-1ubuntu1", "clang", True),
+                                  ("clang version 10.0.0-4ubuntu1", "clang", False)]:  # fmt: skip
+        flags = _toolchain.compile_flags(_toolchain.Compiler(("c++",), kind, version), debug=False)  # type: ignore[arg-type]
+        assert ("-fstack-clash-protection" in flags) is probes, version
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ziglang") is None, reason='the ziglang wheel is not installed ("cuforge[cpu]")')

@@ -214,7 +214,7 @@ void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* sig, void* volatile* addr
 }
 
 char* cuforge_cpu_stacks(unsigned fibers) {
-    static_assert(CUFORGE_CPU_HEADER + (CUFORGE_CPU_MAX_THREADS + 1ull) * CUFORGE_CPU_STACK <= CUFORGE_CPU_REGION,
+    static_assert(CUFORGE_CPU_HEADER + (CUFORGE_CPU_MAX_THREADS + 1ull) * CUFORGE_CPU_STACK_STRIDE <= CUFORGE_CPU_REGION,
                   "a region holds its header and its stacks");
     if (!memory.stacks) {  // map twice the region and keep the aligned part (the rest is unmapped)
         size_t size = CUFORGE_CPU_REGION;
@@ -225,11 +225,12 @@ char* cuforge_cpu_stacks(unsigned fibers) {
         if (start + 2 * size > aligned + size) munmap(reinterpret_cast<void*>(aligned + size), start + 2 * size - aligned - size);
         memory.stacks = reinterpret_cast<char*>(aligned);
         memory.stack_bytes = size;
-        mprotect(memory.stacks + CUFORGE_CPU_HEADER + size_t(CUFORGE_CPU_MAX_THREADS) * CUFORGE_CPU_STACK, 4096,
-                 PROT_NONE);  // the plain loop's guard page
+        mprotect(memory.stacks + CUFORGE_CPU_HEADER + size_t(CUFORGE_CPU_MAX_THREADS) * CUFORGE_CPU_STACK_STRIDE,
+                 CUFORGE_CPU_GUARD, PROT_NONE);  // the plain loop's guard page
     }
     for (; memory.guarded < fibers && memory.guarded < CUFORGE_CPU_MAX_THREADS; ++memory.guarded)
-        mprotect(memory.stacks + CUFORGE_CPU_HEADER + size_t(memory.guarded) * CUFORGE_CPU_STACK, 4096, PROT_NONE);
+        mprotect(memory.stacks + CUFORGE_CPU_HEADER + size_t(memory.guarded) * CUFORGE_CPU_STACK_STRIDE, CUFORGE_CPU_GUARD,
+                 PROT_NONE);
     ensure_alt_stack();
     return memory.stacks;
 }

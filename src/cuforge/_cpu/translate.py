@@ -153,15 +153,26 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
             dims_src = source[m.start("decls") + d.start(2):m.start("decls") + d.end(2)].strip()  # fmt: skip
             t = f"cuforge_shared_{name}_t"
             out.append(
-                f"typedef {ctype} {t}{dims_src}; static const size_t cuforge_shared_{name}_at = "
-                f'cuforge_cpu::static_shared_offset(sizeof({t}), alignof({t}), "{name}"); '
-                f"{t}& {name} = *reinterpret_cast<{t}*>(cuforge_cpu::block_shared() + cuforge_shared_{name}_at);"
+                f"typedef {ctype} {t}{dims_src}; {_static_limit(t, name, ctype + dims_src)} "
+                f"static const size_t cuforge_shared_{name}_at = cuforge_cpu::static_shared_offset(sizeof({t}), alignof({t})); "
+                f"{t}& {name} = *reinterpret_cast<{t}*>(cuforge_cpu::block_shared(cuforge_shared_{name}_at, sizeof({t}), "
+                f'"{name}"));'
             )
         edits.append((m.start(), m.end(), " ".join(out)))
     for start, end, text in sorted(edits, reverse=True):
         newlines = source.count("\n", start, end)
         source = source[:start] + text + "\n" * newlines + source[end:]
     return source
+
+
+def _static_limit(typedef: str, name: str, declared: str) -> str:
+    """A declaration's check of the GPU's limit on a kernel's static shared memory, at compile
+    time (the total of a kernel's declarations is checked as they are reached: cuforge_cpu.h)."""
+    message = (f"__shared__ '{name}' ({' '.join(declared.split())}) is more than the 48 KiB (49152 bytes) of static shared "
+               f"memory a kernel can have on a GPU; use dynamic shared memory (an extern __shared__ array sized by "
+               f"shared_mem=, up to 227 KiB per block with the opt-in)")  # fmt: skip
+    quoted = message.replace("\\", "\\\\").replace('"', '\\"')
+    return f'static_assert(sizeof({typedef}) <= cuforge_cpu::STATIC_SHARED_LIMIT, "{quoted}");'
 
 
 def _depth(plain: str, at: int) -> int:

@@ -92,7 +92,7 @@ def array_checker(kernel: str, spec: ParamSpec, host: bool = False) -> Callable[
         ext = EXTRACTORS.get(value.__class__)
         if ext is not None:
             arg = ext(value)
-            ptr, dtype, shape, contiguous, device, readonly, origin = arg  # ArrayArg's fields, unpacked at once
+            ptr, dtype, shape, contiguous, device, readonly, origin, _ = arg  # ArrayArg's fields, unpacked at once
             # One expression for the common case; every failure is sorted out in explain().
             if (dtype is want and contiguous and (ndim < 0 or len(shape) == ndim) and not (writes and readonly)
                     and ((device == HOST) if host else (device != HOST or origin == "numpy"))):  # fmt: skip

@@ -55,6 +55,7 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
             f"{label}: a cooperative launch on the CPU runs every block at once, each on a thread of its own: at most "
             f"{MAX_COOPERATIVE} blocks, got grid={grid}; use a smaller grid (a grid-stride loop covers the rest)"
         )
+    # `c` lives until this returns: its arrays' `held` views keep buffers exported while the kernel runs
     status, message = _cpu_runtime.run(entry, grid, block, shared_mem, plan.packer.pack(values),
                                        cooperative=kind.cooperative, cluster=kind.cluster)  # fmt: skip
     if status == _cpu_runtime.ASSERTED:

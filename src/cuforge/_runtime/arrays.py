@@ -37,7 +37,11 @@ class ArrayArg(NamedTuple):
     contiguous: bool  # C-contiguous
     device: int  # the device ordinal, HOST or UNKNOWN_DEVICE
     readonly: bool
-    origin: str  # "cuforge", "numpy", "cupy", "torch", "cai" or "dlpack"
+    origin: str  # "cuforge", "numpy", "cupy", "torch", "cai", "array_interface", "buffer" or "dlpack"
+    # What keeps the memory where ``ptr`` says until the launch returns, where the array itself
+    # does not: the view that holds a buffer's export (so that a resize in another thread raises
+    # BufferError instead of freeing the memory under the kernel), a DLPack view. Else None.
+    held: Any
 
 
 # The extractors build ArrayArgs with tuple.__new__: NamedTuple's own __new__ is a Python
@@ -57,12 +61,12 @@ def _c_contiguous(shape: tuple[int, ...], strides: Any, itemsize: int) -> bool:
 
 
 def _from_own(a: DeviceArray) -> ArrayArg:
-    return _new(ArrayArg, (a.ptr, a.dtype, a.shape, True, a.device_id, False, "cuforge"))
+    return _new(ArrayArg, (a.ptr, a.dtype, a.shape, True, a.device_id, False, "cuforge", None))
 
 
 def _from_numpy(a: np.ndarray) -> ArrayArg:
     dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
-    return _new(ArrayArg, (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy"))
+    return _new(ArrayArg, (a.ctypes.data, dt, a.shape, a.flags.c_contiguous, HOST, not a.flags.writeable, "numpy", None))
 
 
 def _from_cupy(a: Any) -> ArrayArg:
@@ -71,13 +75,13 @@ def _from_cupy(a: Any) -> ArrayArg:
     # CuPy type without it (a release that renames it) takes _from_cupy_like, public flags only.
     mem = a.data
     dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
-    return _new(ArrayArg, (mem.ptr, dt, a.shape, a._c_contiguous, mem.device_id, False, "cupy"))
+    return _new(ArrayArg, (mem.ptr, dt, a.shape, a._c_contiguous, mem.device_id, False, "cupy", None))
 
 
 def _from_cupy_like(a: Any) -> ArrayArg:  # a CuPy array type without ndarray's _c_contiguous: the fallback
     mem = a.data
     dt = BY_NUMPY.get(a.dtype) or dtype_of(a.dtype)
-    return _new(ArrayArg, (mem.ptr, dt, a.shape, bool(a.flags.c_contiguous), mem.device_id, False, "cupy"))
+    return _new(ArrayArg, (mem.ptr, dt, a.shape, bool(a.flags.c_contiguous), mem.device_id, False, "cupy", None))
 
 
 BY_TORCH: dict[Any, DType] = {}
@@ -93,7 +97,7 @@ def _from_torch(t: Any) -> ArrayArg:
                 BY_TORCH[getattr(torch, name)] = dtype_of(name)  # type: ignore[assignment]
     device = t.get_device()
     return _new(ArrayArg, (t.data_ptr(), BY_TORCH.get(t.dtype), tuple(t.shape), t.is_contiguous(),
-                           device if device >= 0 else HOST, False, "torch"))  # fmt: skip
+                           device if device >= 0 else HOST, False, "torch", None))  # fmt: skip
 
 
 def _from_interface(described: dict[str, Any], ptr: int, readonly: bool, device: int, origin: str) -> ArrayArg:
@@ -107,7 +111,7 @@ def _from_interface(described: dict[str, Any], ptr: int, readonly: bool, device:
         npdt = None
     dt = dtype_of(npdt) if npdt is not None else None
     contiguous = _c_contiguous(shape, described.get("strides"), npdt.itemsize if npdt is not None else 1)
-    return _new(ArrayArg, (ptr or 0, dt, shape, contiguous, device, bool(readonly), origin))
+    return _new(ArrayArg, (ptr or 0, dt, shape, contiguous, device, bool(readonly), origin, None))
 
 
 def _from_cai(a: Any) -> ArrayArg:
@@ -119,23 +123,43 @@ def _from_cai(a: Any) -> ArrayArg:
 def _from_host_interface(a: Any) -> ArrayArg:
     """Host memory described by NumPy's ``__array_interface__`` (used in place by a CPU launch)."""
     ai = a.__array_interface__
-    if isinstance(ai.get("data"), tuple):
-        ptr, readonly = ai["data"]
-    else:  # (data given as a buffer, or None: NumPy finds the memory)
-        import numpy as np
+    data = ai.get("data")
+    if isinstance(data, tuple):  # an address: the object keeps the memory (and the call holds the object)
+        ptr, readonly = data
+        return _from_interface(ai, ptr, readonly, HOST, "array_interface")
+    import numpy as np
 
-        ptr, readonly = np.asarray(a).ctypes.data, False
-    return _from_interface(ai, ptr, readonly, HOST, "array_interface")
+    if data is None:  # the object's own buffer, whose export NumPy's view holds
+        view = np.asarray(a)
+        return _from_view(view, "array_interface", view)
+    # A buffer: NumPy's view lets go of its export at once, so the export is held here, taken
+    # first, and the view made of this very description (a second read of the attribute could
+    # name another buffer).
+    export = memoryview(data)
+    view = np.asarray(_Described(ai))
+    return _from_view(view, "array_interface", (export, view))
+
+
+class _Described:
+    """An ``__array_interface__`` already read, for NumPy to view."""
+
+    def __init__(self, described: dict[str, Any]) -> None:
+        self.__array_interface__ = described
 
 
 def _from_buffer(a: Any) -> ArrayArg:
     """Anything with the buffer protocol (``array.array``, ``bytearray``, ``memoryview``): host memory."""
     import numpy as np
 
-    view = np.asarray(memoryview(a))  # a view of the same memory: nothing is copied
+    view = np.asarray(memoryview(a))  # a view of the same memory (nothing is copied), holding the buffer's export
+    return _from_view(view, "buffer", view)
+
+
+def _from_view(view: np.ndarray, origin: str, held: Any) -> ArrayArg:
+    """Host memory as NumPy's ``view`` of it sees it; ``held`` keeps it in place for the launch."""
     dt = BY_NUMPY.get(view.dtype) or dtype_of(view.dtype)
     return _new(ArrayArg, (view.ctypes.data, dt, view.shape, view.flags.c_contiguous, HOST, not view.flags.writeable,
-                           "buffer"))  # fmt: skip
+                           origin, held))  # fmt: skip
 
 
 def _from_dlpack(a: Any) -> ArrayArg:
@@ -147,7 +171,7 @@ def _from_dlpack(a: Any) -> ArrayArg:
     strides = None if view.strides is None else tuple(s * itemsize for s in view.strides)
     device = view.device_id if view.is_device_accessible else HOST
     return ArrayArg(view.ptr, dtype_of(view.dtype), shape, _c_contiguous(shape, strides, itemsize), device,
-                    bool(getattr(view, "readonly", False)), "dlpack")  # fmt: skip
+                    bool(getattr(view, "readonly", False)), "dlpack", view)  # fmt: skip
 
 
 class _Libraries:

@@ -53,7 +53,8 @@ static constexpr int warpSize = 32;
 
 namespace cuforge_cpu {
 
-constexpr size_t STACK = CUFORGE_CPU_STACK;   // each CUDA thread's stack once on a fiber
+constexpr size_t STACK = CUFORGE_CPU_STACK;   // each CUDA thread's stack once on a fiber: at least this
+constexpr size_t STRIDE = CUFORGE_CPU_STACK_STRIDE;  // from one fiber's stack to the next (see cuforge_cpu_abi.h)
 constexpr size_t STATIC_SHARED = CUFORGE_CPU_STATIC_SHARED;  // static __shared__ of every kernel of one library
 constexpr size_t SHARED_ALIGN = 1024;         // dynamic shared memory's alignment
 constexpr unsigned MAX_THREADS = CUFORGE_CPU_MAX_THREADS;
@@ -79,10 +80,12 @@ __asm__(
 #endif
 
 // A fiber's first stack: what cuforge_cpu_switch pops, then cuforge_cpu_boot as return address.
-// Each fiber's top is moved down by a different number of cache lines: stacks STACK bytes apart
-// would otherwise put every fiber's frames in the same cache sets, which the switches thrash.
+// Each fiber's top is moved down by a different number of cache lines (within CUFORGE_CPU_STAGGER,
+// so that every fiber keeps STACK bytes): stacks STRIDE bytes apart would otherwise put every
+// fiber's frames in the same cache sets, which the switches thrash.
 inline void* fiber_stack(char* base, size_t size, void (*fn)(void*, unsigned), void* a0, unsigned a1) {
-    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size - (a1 % 512) * 128) & ~uintptr_t(15);
+    static_assert(CUFORGE_CPU_STAGGER % 128 == 0, "the stagger is in cache lines");
+    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + size - (a1 % (CUFORGE_CPU_STAGGER / 128)) * 128) & ~uintptr_t(15);
     void** sp = reinterpret_cast<void**>(top - 72);  // so that the call in boot is 16-byte aligned
     sp[0] = nullptr;                                  // r15
     sp[1] = reinterpret_cast<void*>(fn);              // r14
@@ -260,7 +263,7 @@ inline void park(Worker& w) {
     if (next != me) {
         if (w.f[next].state == FRESH) {
             w.f[next].state = READY;
-            w.f[next].sp = fiber_stack(w.stacks + size_t(next) * STACK, STACK, fiber_main, &w, next);
+            w.f[next].sp = fiber_stack(w.stacks + size_t(next) * STRIDE, STRIDE, fiber_main, &w, next);
         }
         w.cur = next;
         cuforge_cpu_switch(&w.f[me].sp, w.f[next].sp);
@@ -331,9 +334,12 @@ inline int barrier(int predicate, BarMode mode) {
     }
     if (!w.fibers) {
         if (w.plain) plain_only(w, "__syncthreads");
-        if (w.cur > 0)
-            fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that threads 0-%u exited without reaching; every "
-                 "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, w.cur - 1);
+        if (w.cur > 0) {
+            char gone[32] = "thread 0";
+            if (w.cur > 1) snprintf(gone, sizeof gone, "threads 0-%u", w.cur - 1);
+            fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that %s exited without reaching; every thread of a "
+                 "block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, gone);
+        }
         enter_fibers(w);
     }
     if (w.exited) {
@@ -552,23 +558,54 @@ template <class T> inline T* map_shared_rank(T* p, unsigned rank) {
 }
 
 // ---------------------------------------------------------------- shared memory
+constexpr size_t STATIC_SHARED_LIMIT = 48 * 1024;  // a kernel's static __shared__ memory on a GPU
+// static_shared_offset's answer for a declaration that does not fit: this, plus the bytes it would
+// bring the kernel's total to (or, with SHARED_ARENA_FULL too, the library's arena's).
+constexpr size_t SHARED_REFUSED = size_t(1) << 62, SHARED_ARENA_FULL = size_t(1) << 61;
+
 // Where a __shared__ declaration lives in a block's arena: given once per declaration (a static
-// local in the rewritten source), in the order the declarations are first reached.
-inline size_t static_shared_offset(size_t size, size_t align, const char* name) {
+// local in the rewritten source), in the order the declarations are first reached. A kernel's
+// total counts the declarations it reached first (a __device__ function's, reached first from
+// another kernel, is that kernel's). This runs as the static local is initialised, which a jump
+// out of (fail) would leave marked as under way, and the next thread to reach it would wait for
+// forever: a declaration that does not fit is answered SHARED_REFUSED, which block_shared reports.
+inline size_t static_shared_offset(size_t size, size_t align) {
+    struct Total {
+        ThreadFn kernel;
+        size_t bytes;
+        Total* next;
+    };
     static std::mutex lock;
-    static size_t next = 0;
-    size_t at;
-    {
-        std::lock_guard<std::mutex> hold(lock);
-        at = (next + align - 1) / align * align;
-        next = at + size;
-    }
-    if (at + size > STATIC_SHARED)
-        fail("the static __shared__ memory of this source's kernels (%zu bytes with '%s') is more than the CPU "
-             "backend's %zu bytes", at + size, name, STATIC_SHARED);
+    static size_t next = 0;           // the arena's, shared by every kernel of this library
+    static Total* totals = nullptr;   // each kernel's
+    ThreadFn kernel = worker().thread_fn;
+    std::lock_guard<std::mutex> hold(lock);
+    Total* total = totals;
+    while (total && total->kernel != kernel) total = total->next;
+    if (!total) total = totals = new Total{kernel, 0, totals};
+    if (total->bytes + size > STATIC_SHARED_LIMIT) return SHARED_REFUSED + total->bytes + size;
+    size_t at = (next + align - 1) / align * align;
+    if (at + size > STATIC_SHARED) return SHARED_REFUSED + SHARED_ARENA_FULL + at + size;
+    next = at + size;
+    total->bytes += size;
     return at;
 }
-inline char* block_shared() { return worker().shared; }
+[[noreturn]] __attribute__((cold, noinline)) inline void shared_refused(size_t at, size_t size, const char* name) {
+    size_t total = at & (SHARED_ARENA_FULL - 1);
+    if (at & SHARED_ARENA_FULL)
+        fail("the static __shared__ memory of this source's kernels comes to %zu bytes with '%s' (%zu bytes), more than "
+             "the CPU backend's %zu bytes for the kernels of one source; declare the kernels over separate sources, or "
+             "use dynamic shared memory (an extern __shared__ array sized by shared_mem=)", total, name, size,
+             STATIC_SHARED);
+    fail("the kernel's static __shared__ memory comes to %zu bytes with '%s' (%zu bytes), more than the 48 KiB (%zu "
+         "bytes) a kernel can have on a GPU; use dynamic shared memory (an extern __shared__ array sized by "
+         "shared_mem=, up to 227 KiB per block with the opt-in)", total, name, size, STATIC_SHARED_LIMIT);
+}
+// A __shared__ declaration's memory in the running block's arena.
+inline char* block_shared(size_t at, size_t size, const char* name) {
+    if (__builtin_expect(at >= SHARED_REFUSED, 0)) shared_refused(at, size, name);
+    return worker().shared + at;
+}
 inline void* dynamic_shared() { return worker().shared + STATIC_SHARED; }
 
 // ---------------------------------------------------------------- the entry
@@ -616,10 +653,10 @@ inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (
 }
 
 inline void begin_block(Worker& w, long long b) {
-    unsigned gx = w.L->grid[0], gy = w.L->grid[1];
+    long long gx = w.L->grid[0], gxy = gx * w.L->grid[1];  // (in 64 bits: a grid's x*y passes 2**32)
     blockIdx.x = unsigned(b % gx);
-    blockIdx.y = unsigned((b / gx) % gy);
-    blockIdx.z = unsigned(b / (long long)(gx * gy));
+    blockIdx.y = unsigned(b % gxy / gx);
+    blockIdx.z = unsigned(b / gxy);
     w.fibers = false;
     w.block_done = false;
 }
@@ -677,12 +714,29 @@ inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
     return true;
 }
 
+// Whether `address` is on the guard page below one of the worker's fiber stacks: a thread's frames
+// outgrew its stack (the stack probes of -fstack-clash-protection touch every page they grow into).
+inline bool on_guard_page(const Worker& w, const void* address) {
+    uintptr_t at = uintptr_t(address) - uintptr_t(w.stacks);  // (below the stacks: wraps to a large value)
+    return at < (MAX_THREADS + 1ull) * STRIDE && at % STRIDE < CUFORGE_CPU_GUARD;
+}
+
+inline void stack_overflow(cuforge_cpu_launch* L, uint3 block, uint3 thread) {
+    snprintf(L->message, sizeof L->message, "a stack overflow in " CF_BLOCK_FMT ", thread (%u, %u, %u): its local "
+             "variables need more stack than the CPU backend gives a thread (at least %zu KiB); on a GPU a thread's "
+             "stack is 1 KiB by default (cudaLimitStackSize), so make its local arrays smaller, or put them in shared "
+             "or global memory (a __shared__ array per block, an array argument)", block.x, block.y, block.z, thread.x,
+             thread.y, thread.z, STACK / 1024);
+}
+
 // Run blocks [first, last) of a launch on this thread. A fault, a failed assert or threads that
 // can never meet end the range early with L->status set.
 #ifdef CUFORGE_CPU_PLAIN
 #define CF_FAULT_BLOCK plain_block_idx  // (read on the worker's own stack, where worker() does not reach)
+#define CF_FAULT_THREAD plain_thread_idx
 #else
 #define CF_FAULT_BLOCK w.block_idx
+#define CF_FAULT_THREAD w.thread_idx
 #endif
 template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
     char* region = cuforge_cpu_stacks(0);  // (this runs on the thread's own stack: the region is asked for)
@@ -701,18 +755,22 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
     void* volatile addr = nullptr;
     if (sigsetjmp(w.jump, 0)) {  // fail() or a fault came back here
         cuforge_cpu_guard(nullptr, nullptr, nullptr);
-        if (sig && __sync_bool_compare_and_swap(&L->status, 0, FAULTED))
+        if (!sig || !__sync_bool_compare_and_swap(&L->status, 0, FAULTED)) return;
+        if (sig == SIGSEGV && on_guard_page(w, addr))
+            stack_overflow(L, CF_FAULT_BLOCK, CF_FAULT_THREAD);
+        else  // (x86 faults alike on a division by zero and on INT_MIN / -1, the one quotient that overflows)
             snprintf(L->message, sizeof L->message, "%s at address %p in " CF_BLOCK_FMT,
                      sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
                      : sig == SIGBUS ? "a bus error (a misaligned or unmapped access)"
-                     : "an arithmetic fault (an integer division by zero, which on a GPU gives an undefined value)",
+                     : "an arithmetic fault (an integer division by zero or overflow (INT_MIN / -1), which on a GPU "
+                       "gives an undefined value)",
                      (void*)addr, CF_FAULT_BLOCK.x, CF_FAULT_BLOCK.y, CF_FAULT_BLOCK.z);
         return;
     }
     cuforge_cpu_guard(&w.jump, &sig, &addr);
     w.b = first, w.last = last;
     while (w.b < w.last && !L->status) {
-        w.f[MAX_THREADS].sp = fiber_stack(w.stacks + size_t(MAX_THREADS) * STACK, STACK, plain_main<K, PLAIN>, &w, 0);
+        w.f[MAX_THREADS].sp = fiber_stack(w.stacks + size_t(MAX_THREADS) * STRIDE, STRIDE, plain_main<K, PLAIN>, &w, 0);
         cuforge_cpu_switch(&w.runner, w.f[MAX_THREADS].sp);
         if (w.block_done) ++w.b;  // a block on fibers finished: the plain loop goes on after it
     }

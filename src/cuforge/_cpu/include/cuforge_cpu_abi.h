@@ -21,8 +21,8 @@ struct cuforge_cpu_launch {
 // SIGBUS, SIGFPE) jumps back to the frame that set `guard` on this thread.
 CUFORGE_CPU_API void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* signal, void* volatile* address);
 // This worker thread's memory, shared by every kernel library: its region (see below: the
-// header, then MAX_THREADS + 1 fiber stacks of STACK bytes, the last the plain loop's; the
-// first `fibers` and the last with a guard page), and a shared-memory arena of at least `bytes`.
+// header, then MAX_THREADS + 1 fiber stacks STACK_STRIDE bytes apart, the last the plain loop's;
+// the first `fibers` and the last with a guard page), and a shared-memory arena of at least `bytes`.
 CUFORGE_CPU_API char* cuforge_cpu_stacks(unsigned fibers);
 CUFORGE_CPU_API char* cuforge_cpu_arena(unsigned long long bytes);
 }
@@ -46,7 +46,12 @@ CUFORGE_CPU_API unsigned long long cuforge_cpu_symbol_size(void* address);
 CUFORGE_CPU_API void cuforge_cpu_group_exit(void);
 }
 
+// A fiber's stack: a guard page at its bottom, then at least STACK bytes for the CUDA thread, and
+// STAGGER bytes more, by which each fiber's top is moved down a different number of cache lines.
 #define CUFORGE_CPU_STACK (128 * 1024)
+#define CUFORGE_CPU_STAGGER (64 * 1024)
+#define CUFORGE_CPU_GUARD 4096
+#define CUFORGE_CPU_STACK_STRIDE (CUFORGE_CPU_GUARD + CUFORGE_CPU_STACK + CUFORGE_CPU_STAGGER)
 #define CUFORGE_CPU_MAX_THREADS 1024
 // A block's arena: static __shared__ memory (of every kernel of one library) first, then dynamic.
 #define CUFORGE_CPU_STATIC_SHARED (256ull * 1024)
