@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <vector>
 #include <dlfcn.h>
@@ -73,7 +74,7 @@ enum { CHECKED = 4 };  // cuforge_cpu_launch.status of a report (check.py: CHECK
 enum Kind { OOB = 1, UNINIT = 2, RACE = 3, MISALIGNED = 4 };
 const char* const KIND_NAMES[] = {"", "out-of-bounds", "uninitialized read", "data race", "misaligned access"};
 
-enum Flags : uint8_t { INIT = 1, W_SET = 2, W_ATOMIC = 4, R_SET = 8, R_MANY = 16, R_ATOMIC = 32 };
+enum Flags : uint8_t { INIT = 1, W_SET = 2, R_SET = 8, R_MANY = 16 };
 
 // One element's shadow.
 struct Cell {
@@ -104,6 +105,7 @@ struct Launch {
     bool active = false, concurrent = false;
     unsigned serial = 0;
     unsigned n = 1;  // threads per block
+    unsigned long long slack = 0;  // bytes of each block's arena past its dynamic shared memory
     std::vector<Region> regions;  // sorted by lo
     char* mapping = nullptr;
     size_t mapping_bytes = 0;
@@ -135,6 +137,7 @@ struct Current {
     std::vector<Cell> shared_cells;
     unsigned long long dynamic_bytes = 0;
 };
+thread_local std::unique_ptr<Current> owned;  // (a cooperative launch's threads end with their blocks)
 thread_local Current* current = nullptr;
 
 inline uintptr_t stack_pointer() {
@@ -230,7 +233,7 @@ void sync_shared(Current* c) {
     for (size_t i = 0; i < c->shared.size(); ++i) {  // each owns the gap up to halfway to its neighbours
         Region& r = c->shared[i];
         r.lo = i == 0 ? 0 : (c->shared[i - 1].end + r.base) / 2;
-        r.hi = i + 1 == c->shared.size() ? CUFORGE_CPU_STATIC_SHARED + dyn + 4096 : (r.end + c->shared[i + 1].base) / 2;
+        r.hi = i + 1 == c->shared.size() ? CUFORGE_CPU_STATIC_SHARED + dyn + launch.slack : (r.end + c->shared[i + 1].base) / 2;
     }
     if (c->shared_cells.size() < cells) c->shared_cells.resize(cells + 1024);
     for (Region& r : c->shared) r.cells = c->shared_cells.data() + reinterpret_cast<size_t>(r.cells);
@@ -266,8 +269,8 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
     return was_write && launch.fences[ob] != fence && launch.atomic_seq[me.block] > launch.fence_seq[ob];
 }
 
-[[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, bool atomic, uint32_t other,
-                       bool other_write, bool other_atomic, bool many, void* pc) {
+[[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
+                       bool many, void* pc) {
     char mine[160], theirs[160];
     describe_thread(mine, sizeof mine, c->block, me.t);
     unsigned ob = me.shared || !other ? me.block : (other - 1) / launch.n;
@@ -278,11 +281,10 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
                           : ob == me.block ? "with no __syncthreads() between them"
                           : launch.L->cooperative ? "in different blocks with no grid.sync() between them"
                                                   : "in different blocks, which run concurrently on a GPU";
-    report(c, pc, "data race on %s, index %lld (extent %llu): %s %s it%s, and %s%s %s it %s; reported whether or not "
+    report(c, pc, "data race on %s, index %lld (extent %llu): %s %s it, and %s%s %s it %s; reported whether or not "
            "the result came out right (order them with __syncthreads(), __syncwarp() or atomics); at @LINE@", what_of(r), index,
-           (unsigned long long)((r.end - r.base) / r.elem), mine, write ? "writes" : "reads", atomic ? " (atomically)" : "",
-           theirs, many && other ? " (among other threads)" : "", other_write ? (other_atomic ? "atomically wrote" : "wrote")
-                                                                      : "read", between);
+           (unsigned long long)((r.end - r.base) / r.elem), mine, write ? "writes" : "reads", theirs,
+           many && other ? " (among other threads)" : "", other_write ? "wrote" : "read", between);
 }
 
 void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
@@ -299,10 +301,14 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
     for (size_t i = first; i <= last; ++i) {
         Cell& cell = r.cells[i];
         if (me.shared && cell.gen != c->gen) cell = Cell{c->gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (atomic) {  // an atomic races with nothing (a CAS loop's first plain read is fine): it only initialises
+            if (write) cell.flags |= INIT;
+            continue;
+        }
         bool init = r.init || (cell.flags & INIT);
-        if ((cell.flags & W_SET) && !((cell.flags & W_ATOMIC) && atomic) &&
+        if ((cell.flags & W_SET) &&
             !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
-            race(c, me, r, a, write, atomic, cell.w, true, cell.flags & W_ATOMIC, false, pc);
+            race(c, me, r, a, write, cell.w, true, false, pc);
         if (!write) {
             if (!init) {
                 char who[160];
@@ -314,26 +320,28 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
                                  : "an Out[...] argument starts undefined on a GPU: write it first, or declare it "
                                    "Array[...] to read what the caller passed");
             }
-            if ((cell.flags & R_SET) && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false)) {
-                if (cell.r != me.who) cell.flags |= R_MANY;
+            if ((cell.flags & R_SET) && cell.r == me.who) {  // the same reader again: others stay known in their interval
+                if (cell.r_bar != me.bar || cell.r_warp != me.warp) cell.flags &= uint8_t(~R_MANY);
+                cell.r_bar = me.bar, cell.r_warp = me.warp;
+            } else if ((cell.flags & R_SET) && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false)) {
+                cell.flags |= R_MANY;
             } else {
                 cell.r = me.who, cell.r_bar = me.bar, cell.r_warp = me.warp;
                 cell.r_grid = me.shared ? 0 : launch.grid_syncs[me.block];
-                cell.flags = uint8_t((cell.flags & ~(R_MANY | R_ATOMIC)) | R_SET);
+                cell.flags = uint8_t((cell.flags & ~R_MANY) | R_SET);
             }
-            if (atomic) cell.flags |= R_ATOMIC;
             continue;
         }
-        if ((cell.flags & R_SET) && !((cell.flags & R_ATOMIC) && atomic)) {
+        if (cell.flags & R_SET) {
             if (cell.r != me.who && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
-                race(c, me, r, a, write, atomic, cell.r, false, cell.flags & R_ATOMIC, cell.flags & R_MANY, pc);
+                race(c, me, r, a, write, cell.r, false, cell.flags & R_MANY, pc);
             if (cell.r == me.who && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
-                race(c, me, r, a, write, atomic, 0, false, cell.flags & R_ATOMIC, true, pc);
+                race(c, me, r, a, write, 0, false, true, pc);
         }
         cell.w = me.who, cell.w_bar = me.bar, cell.w_warp = me.warp;
         cell.w_grid = me.shared ? 0 : launch.grid_syncs[me.block];
         cell.w_fence = me.shared ? 0 : launch.fences[me.block];
-        cell.flags = uint8_t(INIT | W_SET | (atomic ? W_ATOMIC : 0));  // a write forgets the reads before it
+        cell.flags = uint8_t(INIT | W_SET);  // a write forgets the reads before it
     }
 }
 
@@ -360,13 +368,13 @@ inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* p
     if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own: thread-local
     const Region* r = nullptr;
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    if (a - (arena - 4096) < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem + 8192) {
+    if (a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem + launch.slack) {  // (only the arena's own bytes)
         sync_shared(c);
         uintptr_t off = a - arena;  // (wraps below the arena: compared as signed)
         for (const Region& s : c->shared) {
             if ((intptr_t)off >= (intptr_t)s.lo && (intptr_t)off < (intptr_t)s.hi) { r = &s; break; }
         }
-        if (!r && !c->shared.empty()) r = (intptr_t)off < 0 ? &c->shared.front() : &c->shared.back();
+        if (!r && !c->shared.empty()) r = &c->shared.back();
         if (!r) return;
         if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
         access(c, *r, off, size, write, atomic, pc);
@@ -412,7 +420,10 @@ extern "C" {
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, unsigned t, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table) {
     Current* c = current;
-    if (!c) c = current = new Current;
+    if (!c) {
+        owned.reset(new Current);
+        c = current = owned.get();
+    }
     if (c->serial != launch.serial) {
         c->serial = launch.serial;
         c->block = -1;
@@ -543,6 +554,12 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         if (r.hi < r.end) r.hi = r.end;
         if (i && r.lo < K.regions[i - 1].hi) r.lo = K.regions[i - 1].hi;  // (overlapping objects: aliases)
     }
+    // The arena of the thread that runs a plain launch's blocks is grown past what the block asks
+    // for, so that an index past dynamic shared memory lands in bytes the checker knows are the
+    // arena's (a cooperative launch's threads allocate theirs: its rounding is all there is).
+    unsigned long long arena = CUFORGE_CPU_STATIC_SHARED + L->shared_mem;
+    K.slack = (arena + 1023) / 1024 * 1024 - arena;
+    if (!L->cooperative && cuforge_cpu_arena(arena + 8192)) K.slack = 8192;
     ++K.serial;
     K.seq = 0;
     K.active = true;
