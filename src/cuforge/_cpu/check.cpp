@@ -86,7 +86,7 @@ struct Cell {
     uint8_t flags;
 };
 
-enum RegionKind { ARG, VAR, SHARED, DYNAMIC };
+enum RegionKind { ARG, VAR, SHARED, DYNAMIC, OTHER };
 struct Region {
     uintptr_t base, end;  // the object's bytes
     uintptr_t lo, hi;     // the addresses attributed to it: the object and the gap around it
@@ -382,7 +382,7 @@ inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* p
         return;
     }
     r = find_global(a);
-    if (!r) return;  // memory cuforge does not know: not checked
+    if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
     if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
     access(c, *r, a, size, write, atomic, pc);
     if (launch.concurrent) spin.clear(std::memory_order_release);
@@ -536,7 +536,12 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     for (int i = 0; i < C->nvars; ++i) {
         const cuforge_check_var& v = C->vars[i];
         Region r{};
-        r.base = v.address, r.end = v.address + v.bytes, r.elem = 1, r.kind = VAR, r.init = true, r.name = v.name;
+        r.base = v.address, r.end = v.address + v.bytes, r.elem = 1, r.kind = v.name ? VAR : OTHER, r.init = true;
+        r.name = v.name;
+        if (!v.name) {  // the library's other data (static locals, guard variables): cuforge's, not checked
+            K.regions.push_back(r);
+            continue;
+        }
         r.shadowed = true;
         void* m = mmap(nullptr, v.bytes * sizeof(Cell), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED) return -1;
@@ -553,6 +558,11 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         r.hi = i + 1 == K.regions.size() ? r.end + reach : std::min<uintptr_t>((r.end + K.regions[i + 1].base) / 2 + 1, r.end + reach);
         if (r.hi < r.end) r.hi = r.end;
         if (i && r.lo < K.regions[i - 1].hi) r.lo = K.regions[i - 1].hi;  // (overlapping objects: aliases)
+        if (r.kind == ARG) {  // a copy's gaps are the mapping's own
+            r.lo = std::max<uintptr_t>(r.lo, reinterpret_cast<uintptr_t>(K.mapping));
+            r.hi = std::min<uintptr_t>(r.hi, reinterpret_cast<uintptr_t>(K.mapping) + K.mapping_bytes);
+        }
+        if (r.kind == OTHER) r.lo = r.base, r.hi = r.end;
     }
     // The arena of the thread that runs a plain launch's blocks is grown past what the block asks
     // for, so that an index past dynamic shared memory lands in bytes the checker knows are the

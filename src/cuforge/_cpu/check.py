@@ -105,26 +105,36 @@ def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], sha
 
 
 @functools.lru_cache(maxsize=64)
-def variables(path: str) -> tuple[str, ...]:
-    """The module variables a kernel library exports (``nm``), or () where binutils are missing."""
+def variables(path: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
+    """The module variables a kernel library exports, and (offset, bytes) of its static locals
+    and their guard variables (cuforge's own, which the checker leaves alone), from ``nm``;
+    ((), ()) where binutils are missing."""
+    exported, others = _nm(path, "-D"), _nm(path)
+    names = tuple(n for n in exported if not n.startswith(("_ZGV", "_ZTV", "_ZTI", "_ZTS", "_ZZ", "cuforge_")))
+    return names, tuple(at for n, at in others.items() if n.startswith(("_ZZ", "_ZGV")) and n not in names)
+
+
+def variables_offset(path: str, name: str) -> int:
+    """The offset of symbol ``name`` in the library at ``path`` (its load address minus this)."""
+    return _nm(path, "-D").get(name, (0, 0))[0]
+
+
+@functools.lru_cache(maxsize=128)
+def _nm(path: str, *extra: str) -> dict[str, tuple[int, int]]:
     import subprocess
 
     try:
-        out = subprocess.run(["nm", "-D", "--defined-only", "-S", "-P", path], capture_output=True, text=True,
+        out = subprocess.run(["nm", *extra, "--defined-only", "-S", "-P", path], capture_output=True, text=True,
                              timeout=60, check=False).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         _warn_once("nm (binutils) was not found: module variables (__device__, __constant__) are not checked")
-        return ()
-    names = []
+        return {}
+    found = {}
     for line in out.splitlines():
         parts = line.split()
-        if (
-            len(parts) == 4
-            and parts[1] in "BDRGSVbdrgs"
-            and not parts[0].startswith(("_ZGV", "_ZTV", "_ZTI", "_ZTS", "_ZZ", "cuforge_"))
-        ):
-            names.append(parts[0])
-    return tuple(names)
+        if len(parts) == 4 and parts[1] in "BDGSVbdgsvu":
+            found[parts[0]] = (int(parts[2], 16), int(parts[3], 16))
+    return found
 
 
 def where(path: str, pc: int, line_sources: dict[str, str]) -> str:

@@ -49,17 +49,23 @@ class CheckedBuild(NamedTuple):
     unchecked: Any  # a callable: the unchecked library, or None where it is not built
 
 
-_variables: dict[str, list[tuple[bytes, int, int]]] = {}  # library path -> (name, address, bytes) of its variables
+# library path -> (name, address, bytes) of its module variables (a None name: another data object of it)
+_variables: dict[str, list[tuple[bytes | None, int, int]]] = {}
 
 
-def _variables_of(build: CheckedBuild) -> list[tuple[bytes, int, int]]:
+def _variables_of(build: CheckedBuild) -> list[tuple[bytes | None, int, int]]:
     found = _variables.get(build.path)
     if found is None:
         found = []
-        for name in _check.variables(build.path):
+        names, others = _check.variables(build.path)
+        base = None
+        for name in names:
             at = _check.address_of(build.library, name)
             if at is not None and at[1]:
                 found.append((name.encode(), *at))
+                base = at[0] - _check.variables_offset(build.path, name)
+        if base is not None:
+            found += [(None, base + offset, size) for offset, size in others if size]
         _variables[build.path] = found
     return found
 
@@ -102,7 +108,7 @@ def launch(plan: LaunchPlan, values: list[Any], arrays: list[tuple[int, Any]], g
     return status, message
 
 
-def _sync_in(build: CheckedBuild, variables: list[tuple[bytes, int, int]]) -> list[tuple[int, int, int]]:
+def _sync_in(build: CheckedBuild, variables: list[tuple[bytes | None, int, int]]) -> list[tuple[int, int, int]]:
     """Copy the unchecked library's module variables (what set_global wrote) into the checked
     one's: (checked address, unchecked address, bytes) of each, to copy back after."""
     plain = build.unchecked()
@@ -110,6 +116,8 @@ def _sync_in(build: CheckedBuild, variables: list[tuple[bytes, int, int]]) -> li
         return []
     pairs = []
     for name, address, size in variables:
+        if name is None:
+            continue
         found = _check.address_of(plain, name.decode())
         if found is not None and found[1] == size:
             ctypes.memmove(address, found[0], size)
