@@ -63,6 +63,7 @@ from ._runtime.limits import KernelAttributes as KernelAttributes
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError
 from .errors import ArgumentTypeError as ArgumentTypeError
+from .errors import BarrierMisuseError as BarrierMisuseError
 from .errors import CellCompileError as CellCompileError
 from .errors import CompileError as CompileError
 from .errors import CompilerNotFoundError as CompilerNotFoundError
@@ -72,11 +73,17 @@ from .errors import DeclarationError as DeclarationError
 from .errors import DeviceFaultError as DeviceFaultError
 from .errors import GraphCaptureError as GraphCaptureError
 from .errors import GraphUpdateError as GraphUpdateError
+from .errors import KernelCheckError as KernelCheckError
 from .errors import LaunchError as LaunchError
+from .errors import MisalignedAccessError as MisalignedAccessError
 from .errors import NoDeviceError as NoDeviceError
+from .errors import OutOfBoundsError as OutOfBoundsError
 from .errors import ParseError as ParseError
+from .errors import RaceError as RaceError
 from .errors import SignatureMismatchError as SignatureMismatchError
 from .errors import TemplateError as TemplateError
+from .errors import UninitializedReadError as UninitializedReadError
+from .errors import WarpMisuseError as WarpMisuseError
 from .options import CompileOptions as CompileOptions
 
 if _TYPE_CHECKING:
@@ -130,6 +137,13 @@ __all__ = [
     "load_ipython_extension",
     "__version__",
     "ArgumentError",
+    "BarrierMisuseError",
+    "KernelCheckError",
+    "MisalignedAccessError",
+    "OutOfBoundsError",
+    "RaceError",
+    "UninitializedReadError",
+    "WarpMisuseError",
     "ArgumentTypeError",
     "Array",
     "ArrayType",

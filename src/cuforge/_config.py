@@ -36,6 +36,9 @@ CUFORGE_DEVICE          where launches run when a call does not say: cuda (the
                         process, when launches first need it (set_default_device
                         changes it after)
 CUFORGE_CPU_THREADS     the CPU backend's worker threads (default: one per core)
+CUFORGE_CHECK           1: launches on the CPU run checked (out-of-bounds accesses,
+                        uninitialised reads, races, warp and barrier misuse are
+                        reported as errors); a call's check= says otherwise
 ======================  =========================================================
 """
 
@@ -50,7 +53,7 @@ from typing import Any
 from .errors import ConfigError
 
 __all__ = [
-    "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "compile_split_seconds",
+    "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "check", "compile_split_seconds",
     "compile_workers", "cuda_include", "device",
     "get", "launcher", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
     "template_path",
@@ -72,6 +75,7 @@ _DEFAULTS: dict[str, Any] = {
     "compile_split_s": "1",
     "device": "cuda",
     "cpu_threads": "",
+    "check": "0",
 }
 SCHEMA = "v2"  # the layout of what cuforge writes under the cache dir (v1: cuda.core's file names)
 _overrides: dict[str, Any] = {}
@@ -170,6 +174,16 @@ def device() -> str:
     if value not in ("cuda", "cpu"):
         raise ConfigError(f"CUFORGE_DEVICE expects cuda or cpu, got {value!r}; unset it to launch on the GPU")
     return value
+
+
+def check() -> bool:
+    """CUFORGE_CHECK: whether launches on the CPU run checked (a call's ``check=`` wins)."""
+    value = str(get("check")).strip().lower()
+    mapped = {"1": True, "on": True, "true": True, "yes": True, "0": False, "off": False, "false": False, "no": False,
+              "": False}.get(value)  # fmt: skip
+    if mapped is None:
+        raise ConfigError(f"CUFORGE_CHECK expects 1 or 0, got {value!r}; unset it to launch unchecked")
+    return mapped
 
 
 def pch() -> str:

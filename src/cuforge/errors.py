@@ -14,7 +14,14 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── SignatureMismatchError           a ``source=`` kernel disagrees with its annotations
     ├── NoDeviceError (RuntimeError)     no usable CUDA device or driver
     ├── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
-    │   └── DeviceFaultError             a kernel faulted: the device's context is lost for good
+    │   ├── DeviceFaultError             a kernel faulted: the device's context is lost for good
+    │   └── KernelCheckError             a checked launch on the CPU (check=True) found a bug in the kernel
+    │       ├── OutOfBoundsError (IndexError)  an access outside an array, shared or module variable
+    │       ├── MisalignedAccessError    a vector load or store at an address not aligned to its size
+    │       ├── UninitializedReadError   a read of shared memory or of an Out[...] argument never written
+    │       ├── RaceError                two threads' accesses, one a write, with nothing ordering them
+    │       ├── WarpMisuseError          a warp function's mask and the lanes that call it disagree
+    │       └── BarrierMisuseError       a __syncthreads or grid.sync() that some threads or blocks skip
     ├── GraphCaptureError (RuntimeError) a launch a CUDA graph cannot hold, or a capture that failed
     │   └── GraphUpdateError             a re-capture differs from the graph it would update
     ├── ConfigError (ValueError)         a CUFORGE_* setting has a value cuforge cannot use
@@ -28,6 +35,7 @@ from typing import Any
 __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
+    "BarrierMisuseError",
     "CellCompileError",
     "CompileError",
     "CompilerNotFoundError",
@@ -37,11 +45,17 @@ __all__ = [
     "DeviceFaultError",
     "GraphCaptureError",
     "GraphUpdateError",
+    "KernelCheckError",
     "LaunchError",
+    "MisalignedAccessError",
     "NoDeviceError",
+    "OutOfBoundsError",
     "ParseError",
+    "RaceError",
     "SignatureMismatchError",
     "TemplateError",
+    "UninitializedReadError",
+    "WarpMisuseError",
 ]
 
 
@@ -158,6 +172,57 @@ class DeviceFaultError(LaunchError):
     """A kernel faulted on the GPU (an illegal address, a device-side assert, ...): the CUDA
     context of the device is lost, no further GPU work can run in the process, and every later
     cuforge call says so. The first one names the kernels that may have caused it."""
+
+    __module__ = "cuforge"
+
+
+class KernelCheckError(LaunchError):
+    """A checked launch on the CPU backend (``check=True`` at a call, ``CUFORGE_CHECK=1``)
+    found a bug in the kernel. The message names the kernel, the kind of bug, the block and
+    thread, the array parameter or shared variable with the index and its extent, and the line.
+    The first bug found ends the launch; the process goes on."""
+
+    __module__ = "cuforge"
+
+
+class OutOfBoundsError(KernelCheckError, IndexError):
+    """An access outside an array argument, a ``__shared__`` variable, dynamic shared memory or a
+    module variable (refused before it happened: nothing outside the arrays was touched)."""
+
+    __module__ = "cuforge"
+
+
+class MisalignedAccessError(KernelCheckError):
+    """A load or store of a vector type at an address not aligned to its size."""
+
+    __module__ = "cuforge"
+
+
+class UninitializedReadError(KernelCheckError):
+    """A read of shared memory that no thread of the block wrote, or of an ``Out[...]``
+    argument the kernel had not written."""
+
+    __module__ = "cuforge"
+
+
+class RaceError(KernelCheckError):
+    """Two threads' accesses to one element, at least one a write and not both atomic, with no
+    barrier (``__syncthreads``, ``__syncwarp``, ``grid.sync()``) between them; reported whether
+    or not the result came out right."""
+
+    __module__ = "cuforge"
+
+
+class WarpMisuseError(KernelCheckError):
+    """A warp function (``__shfl_sync``, ``__syncwarp``, ...) whose mask leaves out a lane that
+    calls it or names a lane that never reaches it."""
+
+    __module__ = "cuforge"
+
+
+class BarrierMisuseError(KernelCheckError):
+    """A ``__syncthreads()`` that some threads of the block skip, or a ``grid.sync()`` that some
+    blocks skip."""
 
     __module__ = "cuforge"
 

@@ -77,6 +77,7 @@ def test_options_and_marker_are_registered(pytester):
     result = run(pytester, "--help")
     expected = ["*cuforge CUDA kernels:*", "*--cuforge-require-gpu*", "*--cuforge-device=*", "*--cuforge-compile-all*"]
     result.stdout.fnmatch_lines([*expected, "*--cuforge-modules=MODULE*"])
+    result.stdout.fnmatch_lines(["*--cuforge-check={on,off}*"])
     run(pytester, "--markers").stdout.fnmatch_lines(
         ["@pytest.mark.gpu: the test needs a CUDA GPU*", "@pytest.mark.launches: the test launches kernels on the chosen device*"]
     )
@@ -112,6 +113,28 @@ def test_launches_tests_run_on_the_cpu_without_a_gpu_and_everything_is_restored_
     pytester.makepyfile(test_launching=LAUNCHING)
     run(pytester, "-p", "no:randomly").assert_outcomes(passed=3)
     run(pytester, "--cuforge-device=cpu").assert_outcomes(passed=3)
+
+
+CHECKING = """
+import numpy as np
+import pytest
+import cuforge as cf
+
+@cf.kernel
+class AddInto:
+    y: cf.Out[cf.float32]
+    body = "y[threadIdx.x] += 1.f;"
+
+def test_a_read_before_the_kernel_wrote_its_out_argument():
+    with pytest.raises(cf.UninitializedReadError, match="parameter 'y' .*AddInto.body, line 1"):
+        AddInto(np.zeros(32, np.float32), grid=1, block=32, device="cpu")
+"""
+
+
+def test_launches_on_the_cpu_are_checked_unless_the_option_turns_checks_off(pytester):
+    pytester.makepyfile(test_checking=CHECKING)
+    run(pytester).assert_outcomes(passed=1)
+    run(pytester, "--cuforge-check=off").stdout.fnmatch_lines(["*DID NOT RAISE*UninitializedReadError*", "*1 failed*"])
 
 
 @NO_GPU

@@ -49,12 +49,18 @@ _programs: dict[tuple[str, ...], Program] = {}
 
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
-          options: CompileOptions, entries: Sequence[str]) -> Program:  # fmt: skip
+          options: CompileOptions, entries: Sequence[str], checked: bool = False) -> Program:  # fmt: skip
     """``source`` (a rendered program) built for the CPU and loaded, once per process. The
     key is the rendered source and the entries (the translation unit is a function of them
-    and of cuforge's CPU sources, which enter the key): a warm start translates nothing."""
+    and of cuforge's CPU sources, which enter the key): a warm start translates nothing.
+    ``checked``: the build a checked launch runs (``check.py``), with flags of its own."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
+    if checked:
+        from . import check as _check
+
+        _check.library()  # its __tsan_* functions are what the checked build calls
+        flags += _check.flags(_toolchain.find_compiler())
     dirs = include_dirs(options)
     keyed = "\0".join((source, *entries))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
@@ -69,7 +75,7 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
             def unit() -> str:
                 from .translate import translation_unit  # (only a build translates)
 
-                return translation_unit(label, source, line_sources, entries)
+                return translation_unit(label, source, line_sources, entries, checked=checked)
 
             lib, sha = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
                                             key_extra=extra, build=unit)  # fmt: skip

@@ -130,12 +130,14 @@ def refuse_process_exits(label: str, plain: str, source: str, line_sources: Mapp
     )
 
 
-def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[str, str]) -> str:
+def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[str, str], checked: bool = False) -> str:
     edits: list[tuple[int, int, str]] = []
     for m in _EXTERN_SHARED.finditer(plain):
         ctype = re.sub(_ALIGN, "", source[m.start("type"):m.end("type")]).strip()  # fmt: skip
         name = m.group("name")
-        edits.append((m.start(), m.end(), f"{ctype}* const {name} = reinterpret_cast<{ctype}*>(cuforge_cpu::dynamic_shared());"))
+        where = (f'cuforge_cpu::check_dynamic_shared("{ctype} {name}[]", sizeof({ctype}))' if checked
+                 else "cuforge_cpu::dynamic_shared()")  # fmt: skip
+        edits.append((m.start(), m.end(), f"{ctype}* const {name} = reinterpret_cast<{ctype}*>({where});"))
     taken = [(s, e) for s, e, _ in edits]
     for m in _SHARED.finditer(plain):
         if any(s <= m.start() < e for s, e in taken):
@@ -152,9 +154,14 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
             name = d.group(1)
             dims_src = source[m.start("decls") + d.start(2):m.start("decls") + d.end(2)].strip()  # fmt: skip
             t = f"cuforge_shared_{name}_t"
+            offset = (
+                f'cuforge_cpu::check_shared_offset(sizeof({t}), alignof({t}), sizeof(std::remove_all_extents_t<{t}>), "{name}")'
+                if checked
+                else f"cuforge_cpu::static_shared_offset(sizeof({t}), alignof({t}))"
+            )
             out.append(
                 f"typedef {ctype} {t}{dims_src}; {_static_limit(t, name, ctype + dims_src)} "
-                f"static const size_t cuforge_shared_{name}_at = cuforge_cpu::static_shared_offset(sizeof({t}), alignof({t})); "
+                f"static const size_t cuforge_shared_{name}_at = {offset}; "
                 f"{t}& {name} = *reinterpret_cast<{t}*>(cuforge_cpu::block_shared(cuforge_shared_{name}_at, sizeof({t}), "
                 f'"{name}"));'
             )
@@ -189,18 +196,22 @@ def _depth(plain: str, at: int) -> int:
     return depth
 
 
-def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str]) -> str:
+def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str], *,
+                     checked: bool = False) -> str:  # fmt: skip
     """The host C++ of a rendered program: its kernels' ``entries`` (name expressions) become
-    ``cuforge_entry_<i>``."""
+    ``cuforge_entry_<i>``. ``checked``: the build of a checked launch (``check.py``), whose
+    threads announce themselves to the checker and never run as a plain loop."""
     refuse_unsupported(label, source, line_sources)
-    plain = _SYNCS.search(masked(source)) is None
-    body = _rewrite_shared(label, source, masked(source), line_sources)
+    plain = not checked and _SYNCS.search(masked(source)) is None
+    body = _rewrite_shared(label, source, masked(source), line_sources, checked)
     tail = ['\n#line 1 "cuforge_cpu_entries"\nextern "C" {']
     for i, expression in enumerate(entries):
+        kernel = f"&cuforge_cpu::checked<&{expression}>::run" if checked else f"&{expression}"
         tail.append(
             f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* L, long long first, long long last) "
-            f"{{ cuforge_cpu::run_range<&{expression}, {'true' if plain else 'false'}>(L, first, last); }}"
+            f"{{ cuforge_cpu::run_range<{kernel}, {'true' if plain else 'false'}>(L, first, last); }}"
         )
     tail.append("}\n")
-    prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + HEADER + "#line 1\n"  # (the source keeps its lines)
+    prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + ("#define CUFORGE_CPU_CHECK 1\n" if checked else "")
+    prefix += HEADER + ('#include "cuforge/cpu_check.h"\n' if checked else "") + "#line 1\n"  # (the source keeps its lines)
     return prefix + body + "\n".join(tail)

@@ -137,8 +137,10 @@ class Kernel(_KernelBase, OnDevice):
         self._fast = c_launcher(self._plan)
         self._plan.cpu = self._cpu_entry
         self._plan.cpu_library = self._cpu_library
+        self._plan.cpu_check = self._cpu_checked
         self._cpu: int | None = None  # the entry's address in its CPU library, once built
         self._cpu_lib: Any = None
+        self._cpu_check: Any = None  # its checked build, once made
         if decl.source is not None and decl.module is None:
             _cache.note_source_kernel(decl.source, self)  # compiled with the other kernels of its source
 
@@ -292,31 +294,50 @@ class Kernel(_KernelBase, OnDevice):
         Kernels declared over the same source= text (a %%cuda cell's) are built with it, in one
         library, so that they share its module variables as they do on a GPU."""
         if self._cpu is None:
-            if self._decl.module is not None:
-                raise CuforgeError(
-                    f"{self.label}: the kernel is prebuilt (module={self._decl.module!r}), GPU code with no source to "
-                    f"compile for the CPU; launch it on a GPU (device='cuda'), or declare it from its CUDA C++ source"
-                )
-            from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
-
-            unit = self.compile_unit()
-            group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
-            if unit.source_text is not None:
-                for k in _cache.kernels_over(unit.source_text):
-                    if isinstance(k, Kernel) and k is not self and k._cpu is None:
-                        other = k.compile_unit()
-                        if _cache.same_program(unit, other):
-                            group.append((k, other))
-            source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))
-            lines = {name: text for _, u in group for name, text in u.line_sources.items()}
-            program = _cpu_library.build(self.label, source, line_sources=lines, headers=unit.headers,
-                                         options=unit.options, entries=[k.name_expression for k, _ in group])  # fmt: skip
-            grid_sync = _kinds.uses_grid_sync(source)
-            for k, _ in group:
-                k._cpu, k._cpu_lib = program.entries[k.name_expression], program.library
-                k._plan.grid_sync = k._plan.grid_sync or grid_sync
-        assert self._cpu is not None  # set above, with its group's
+            self._cpu_build(checked=False)
+        assert self._cpu is not None  # set by the build, with its group's
         return self._cpu
+
+    def _cpu_checked(self) -> Any:
+        """The kernel's checked CPU build (a checked launch's: ``_launch.check``), made on first use."""
+        if self._cpu_check is None:
+            self._cpu_build(checked=True)
+        return self._cpu_check
+
+    def _cpu_build(self, *, checked: bool) -> None:
+        if self._decl.module is not None:
+            raise CuforgeError(
+                f"{self.label}: the kernel is prebuilt (module={self._decl.module!r}), GPU code with no source to "
+                f"compile for the CPU; launch it on a GPU (device='cuda'), or declare it from its CUDA C++ source"
+            )
+        from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
+
+        unit = self.compile_unit()
+        group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
+        if unit.source_text is not None:
+            for k in _cache.kernels_over(unit.source_text):
+                if isinstance(k, Kernel) and k is not self and (k._cpu_check if checked else k._cpu) is None:
+                    other = k.compile_unit()
+                    if _cache.same_program(unit, other):
+                        group.append((k, other))
+        source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))
+        lines = {name: text for _, u in group for name, text in u.line_sources.items()}
+        program = _cpu_library.build(self.label, source, line_sources=lines, headers=unit.headers, options=unit.options,
+                                     entries=[k.name_expression for k, _ in group], checked=checked)  # fmt: skip
+        grid_sync = _kinds.uses_grid_sync(source)
+        for k, _ in group:
+            if checked:
+                from .._launch.check import CheckedBuild
+
+                k._cpu_check = CheckedBuild(program.entries[k.name_expression], program.library, program.path, lines,
+                                            k._cpu_loaded)  # fmt: skip
+            else:
+                k._cpu, k._cpu_lib = program.entries[k.name_expression], program.library
+            k._plan.grid_sync = k._plan.grid_sync or grid_sync
+
+    def _cpu_loaded(self) -> Any:
+        """The kernel's unchecked CPU library where it is built, else None."""
+        return self._cpu_lib
 
     def _launch_on_cpu(self) -> None:
         """Calls that name no device run on the CPU (``%%cuda --device cpu``)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _config
 from .._cpu import runtime as _cpu_runtime
 from .._declare import kinds as _kinds
 from ..errors import ArgumentError, DeviceFaultError, LaunchError
@@ -28,13 +29,21 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
             f"{label}: stream= names a CUDA stream, but this launch runs on the CPU, where a launch is done "
             f"before the call returns; leave stream= out"
         )
+    check = None
+    if kwargs and "check" in kwargs and all(s.name != "check" for s in plan.specs):
+        kwargs = dict(kwargs)
+        check = kwargs.pop("check")
+        if check.__class__ is not bool:
+            raise ArgumentError(f"{label}: check expects True or False, got {check!r}")
+    if check is None:
+        check = _config.check()
     checks = plan.host_checks
     if checks is None:
         checks = plan.host_checks = tuple(checker(label, s, host=True) for s in plan.specs)
     c = check_and_pack(plan, args, kwargs, grid, block, shared_mem, None, checks)
     if c is None:
         return
-    _, values, _, grid, block, shared_mem, _, kind, _ = c
+    _, values, arrays, grid, block, shared_mem, _, kind, _ = c
     if shared_mem > MAX_SHARED:
         raise ArgumentError(
             f"{label}: shared_mem={shared_mem} bytes is more than the {MAX_SHARED} bytes of dynamic shared memory a "
@@ -42,7 +51,9 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
         )
     if plan.cpu is None:  # (every Kernel gives its plan one)
         raise LaunchError(f"{label}: this kernel has no CPU build; launch it on a GPU")
-    entry = plan.cpu()
+    entry = 0 if check else plan.cpu()
+    if check and plan.cpu_check is not None:
+        plan.cpu_check()  # (finds grid_sync, as plan.cpu() does)
     if plan.grid_sync and not kind.cooperative:
         raise ArgumentError(
             f"{label}: the kernel's source syncs the whole grid (a grid group's sync()), which needs a cooperative "
@@ -56,8 +67,13 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
             f"{MAX_COOPERATIVE} blocks, got grid={grid}; use a smaller grid (a grid-stride loop covers the rest)"
         )
     # `c` lives until this returns: its arrays' `held` views keep buffers exported while the kernel runs
-    status, message = _cpu_runtime.run(entry, grid, block, shared_mem, plan.packer.pack(values),
-                                       cooperative=kind.cooperative, cluster=kind.cluster)  # fmt: skip
+    if check:
+        from . import check as _check  # (the checker loads on its first use)
+
+        status, message = _check.launch(plan, values, arrays, grid, block, shared_mem, kind.cooperative, kind.cluster)
+    else:
+        status, message = _cpu_runtime.run(entry, grid, block, shared_mem, plan.packer.pack(values),
+                                           cooperative=kind.cooperative, cluster=kind.cluster)  # fmt: skip
     if status == _cpu_runtime.ASSERTED:
         raise DeviceFaultError(f"{label} (grid={grid}, block={block}) on the CPU: {message}")
     if status == _cpu_runtime.FAULTED:

@@ -88,6 +88,11 @@ def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tup
     bound = dict(zip(names, args))
     for key, value in kwargs.items():
         if key not in names:
+            if key == "check":
+                raise ArgumentError(
+                    f"{label}: check= runs a launch checked on the CPU backend, and this launch runs on a GPU; pass "
+                    f"device='cpu' with it (on a GPU, run the program under compute-sanitizer)"
+                )
             raise ArgumentError(
                 f"{label}: unexpected argument {key!r}; the parameters are {', '.join(names)}"
                 f" (launch options: grid, block, shared_mem, stream)"

@@ -90,9 +90,9 @@ class LaunchPlan:
     last launch configuration: (grid, block, shared_mem, kind, its `LaunchConfig`).
     """
 
-    __slots__ = ("attrs", "block", "checks", "config", "cpu", "cpu_library", "grid", "grid_sync", "host_checks", "kind",
-                 "label", "load", "loaded", "module", "on_cpu", "packer", "seen_block", "seen_grid", "signature", "smem",
-                 "specs")  # fmt: skip
+    __slots__ = ("attrs", "block", "checks", "config", "cpu", "cpu_check", "cpu_library", "grid", "grid_sync",
+                 "host_checks", "kind", "label", "load", "loaded", "module", "on_cpu", "packer", "seen_block", "seen_grid",
+                 "signature", "smem", "specs")  # fmt: skip
 
     def __init__(self, label: str, signature: Signature, specs: tuple[ParamSpec, ...], *, block: tuple[int, int, int],
                  grid: GridRule, smem: SharedMemRule | None, kind: _kinds.LaunchKind, module: Any,
@@ -111,6 +111,7 @@ class LaunchPlan:
         self.host_checks: tuple[Callable[[Any, Any], Any], ...] | None = None
         self.cpu: Callable[[], int] | None = None
         self.cpu_library: Callable[[], Any] | None = None  # the kernel's loaded CPU library (ctypes.CDLL)
+        self.cpu_check: Callable[[], Any] | None = None  # its checked build (a _launch.check.CheckedBuild)
         self.on_cpu = False  # calls that name no device run on the CPU (%%cuda --device cpu)
         self.seen_grid: tuple[Any, Any] = (None, None)  # (the object, its dims): dims once set
         self.seen_block: tuple[Any, Any] = (None, None)

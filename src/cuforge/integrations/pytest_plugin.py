@@ -71,6 +71,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "when a C++ compiler is found), cuda or cpu (default: auto)",
     )
     group.addoption(
+        "--cuforge-check",
+        choices=("on", "off"),
+        default="on",
+        help="run launches on the CPU checked (out-of-bounds accesses, uninitialised reads, races, warp and barrier "
+        "misuse reported as errors; CUFORGE_CHECK for the session): on (the default) or off",
+    )
+    group.addoption(
         "--cuforge-arch",
         metavar="ARCH",
         help="arch for compile-only work without a GPU, e.g. sm_90 (sets CUFORGE_ARCH for the session)",
@@ -101,6 +108,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[STATE] = _State()
     _config_of_session.append(config)
+    from .. import _config
+
+    checks = contextlib.ExitStack()  # (a test's own _config.scope(check=...) still wins inside it)
+    checks.enter_context(_config.scope(check="1" if config.getoption("cuforge_check") == "on" else "0"))
+    config.add_cleanup(checks.close)
     arch = config.getoption("cuforge_arch")
     if arch:
         from .. import _config

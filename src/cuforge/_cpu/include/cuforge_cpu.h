@@ -51,6 +51,14 @@
 
 static constexpr int warpSize = 32;
 
+// A checked build (cuforge/cpu_check.h) is told of each barrier and __syncwarp that completes.
+#ifdef CUFORGE_CPU_CHECK
+extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
+#define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
+#else
+#define CF_CHECK_SYNC(what, warp) ((void)0)
+#endif
+
 namespace cuforge_cpu {
 
 constexpr size_t STACK = CUFORGE_CPU_STACK;   // each CUDA thread's stack once on a fiber: at least this
@@ -329,7 +337,7 @@ inline void group_wait(Worker& w) {
 inline int barrier(int predicate, BarMode mode) {
     Worker& w = worker();
     if (w.n == 1) {
-        if (mode == B_GROUP) group_wait(w);
+        if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
         return predicate != 0;
     }
     if (!w.fibers) {
@@ -352,7 +360,7 @@ inline int barrier(int predicate, BarMode mode) {
     if (w.bar_arrived == 0) w.bar_acc[g] = 0;
     w.bar_acc[g] += predicate != 0;
     if (++w.bar_arrived == w.n) {
-        if (mode == B_GROUP) group_wait(w);
+        if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
         w.bar_arrived = 0;
         w.bar_res[g] = w.bar_acc[g];
         ++w.bar_gen;
@@ -496,6 +504,7 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
     op.arrived |= 1u << lane;
     if ((op.arrived & mask & live) == (mask & live)) {
         warp_compute(wp, op, live);
+        if (kind == W_SYNC) CF_CHECK_SYNC(2, warp);
         op.arrived = 0;
         wp.pending &= ~(1u << slot);
         for (unsigned l = 0; l < 32; ++l)

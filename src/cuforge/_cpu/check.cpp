@@ -1,0 +1,753 @@
+// cuforge's kernel checker: what a checked launch on the CPU backend runs its kernel under
+// (check=True, CUFORGE_CHECK=1). Built once per compiler as a library of its own
+// (cuforge/_cpu/check.py) and loaded RTLD_GLOBAL before any checked kernel library.
+//
+// A checked kernel library is compiled with the compiler's ThreadSanitizer instrumentation and
+// without its runtime (cuforge/_cpu/check.py): the compiler puts a call to __tsan_read4,
+// __tsan_write8, __tsan_atomic32_fetch_add, ... before each memory access of the kernel's code,
+// and those calls land here. Each is an observer of one event, as Oclgrind's plugins are: it
+// finds the object the address belongs to (an array argument, a __shared__ variable, dynamic
+// shared memory, a module variable), refuses an access outside it before it happens, and keeps a
+// cell of shadow state per element (who wrote and read it last, in which barrier interval, whether
+// atomically, whether it was ever written) to report uninitialised reads and races. The first
+// report ends the launch (siglongjmp to the block's entry, as cuforge_cpu::fail does).
+//
+// Array arguments are copied for the launch into one mapping with unused address space between
+// them, so that an index past an array's end lands in its own gap and not in the next array;
+// the copies of what the kernel may write are copied back after it. Memory cuforge does not know
+// (the fibers' stacks, the runtime's own, a pointer made from an integer) is not checked.
+#include "cuforge_cpu_abi.h"
+
+#include <algorithm>
+#include <atomic>
+#include <csetjmp>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+extern "C" {
+// One array argument of a checked launch (check.py's CheckArray).
+struct cuforge_check_array {
+    unsigned long long host;   // the caller's memory (0: a None argument)
+    unsigned long long bytes;
+    unsigned long long copy;   // out: the copy the kernel works on
+    unsigned elem;             // bytes per element
+    int intent;                // 0 In, 1 Out, 2 Array
+    int param;                 // the parameter's index (its pointer in the launch's args is replaced)
+    const char* name;          // "parameter 'y' (Array[float32])"
+};
+// One module variable of the kernel's library.
+struct cuforge_check_var {
+    unsigned long long address, bytes;
+    const char* name;
+};
+struct cuforge_check_launch {
+    int narrays, nvars;
+    cuforge_check_array* arrays;
+    cuforge_check_var* vars;
+    unsigned long long pc;  // out: the report's code address, as an offset into its library
+    char library[1024];     // out: that library's path
+};
+// A kernel library's __shared__ declarations as its code reaches them (cuforge/cpu_check.h).
+struct cuforge_check_shared {
+    unsigned count;
+    struct {
+        unsigned long long at, bytes, elem;
+        const char* name;
+    } var[64];
+    unsigned long long next;
+    const char* dynamic_name;
+    unsigned long long dynamic_elem;
+};
+}
+
+namespace {
+
+enum { CHECKED = 4 };  // cuforge_cpu_launch.status of a report (check.py: CHECKED)
+enum Kind { OOB = 1, UNINIT = 2, RACE = 3, MISALIGNED = 4 };
+const char* const KIND_NAMES[] = {"", "out-of-bounds", "uninitialized read", "data race", "misaligned access"};
+
+enum Flags : uint8_t { INIT = 1, W_SET = 2, R_SET = 8, R_MANY = 16 };
+
+// One element's shadow.
+struct Cell {
+    uint32_t gen;         // shared memory: the block serial it belongs to (another one: untouched)
+    uint32_t w, r;        // the last writer and reader: thread (shared) or launch-wide thread serial, plus 1
+    uint16_t w_bar, r_bar;  // their block's barrier generation then
+    uint8_t w_warp, r_warp; // their warp's __syncwarp generation then
+    uint8_t w_fence, w_grid, r_grid;  // the writer block's fence count, the grid.sync count (cooperative)
+    uint8_t flags;
+};
+
+enum RegionKind { ARG, VAR, SHARED, DYNAMIC, OTHER };
+struct Region {
+    uintptr_t base, end;  // the object's bytes
+    uintptr_t lo, hi;     // the addresses attributed to it: the object and the gap around it
+    unsigned elem;        // bytes per element (the index in reports, and the shadow's granule)
+    RegionKind kind;
+    bool init;            // its elements start initialised (not an Out argument's, not shared memory's)
+    bool shadowed;        // written by the kernel: races and initialisation are tracked
+    const char* name;
+    Cell* cells;
+};
+
+// ---------------------------------------------------------------- one checked launch
+struct Launch {
+    cuforge_cpu_launch* L = nullptr;
+    cuforge_check_launch* C = nullptr;
+    bool active = false, concurrent = false;
+    unsigned serial = 0;
+    unsigned n = 1;  // threads per block
+    unsigned long long slack = 0;  // bytes of each block's arena past its dynamic shared memory
+    std::vector<Region> regions;  // sorted by lo
+    char* mapping = nullptr;
+    size_t mapping_bytes = 0;
+    std::vector<std::pair<void*, size_t>> shadows;
+    // per block (the fence rule and grid syncs)
+    std::vector<uint8_t> fences, grid_syncs;
+    std::vector<uint32_t> fence_seq, atomic_seq;
+    std::atomic<uint32_t> seq{0};
+};
+Launch launch;
+std::mutex launching;  // one checked launch at a time
+std::atomic_flag spin = ATOMIC_FLAG_INIT;  // a cooperative launch's blocks run at once: cells under a lock
+
+// ---------------------------------------------------------------- one worker's state
+struct Current {
+    unsigned serial = 0;     // the launch it belongs to
+    uintptr_t region = 0;    // the worker's memory region (its header and its fibers' stacks)
+    sigjmp_buf* jump = nullptr;
+    long long block = -1;
+    unsigned plain_thread = 0;
+    unsigned n = 1;
+    char* arena = nullptr;
+    const unsigned* bar_gen = nullptr;
+    cuforge_check_shared* table = nullptr;
+    uint32_t gen = 0;  // block serial on this worker
+    uint8_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
+    unsigned shared_vars = 0;            // the table's declarations with regions below
+    std::vector<Region> shared;          // its __shared__ variables, then dynamic shared memory
+    std::vector<Cell> shared_cells;
+    unsigned long long dynamic_bytes = 0;
+};
+thread_local std::unique_ptr<Current> owned;  // (a cooperative launch's threads end with their blocks)
+thread_local Current* current = nullptr;
+
+inline uintptr_t stack_pointer() {
+    uintptr_t sp;
+    __asm__("movq %%rsp, %0" : "=r"(sp));
+    return sp;
+}
+
+// The running CUDA thread's index in its block: the fiber whose stack this is, or the plain loop's.
+inline unsigned thread_of(Current* c) {
+    uintptr_t at = stack_pointer() - c->region;
+    if (at < CUFORGE_CPU_HEADER) return c->plain_thread;
+    uintptr_t fiber = (at - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK;
+    return fiber < CUFORGE_CPU_MAX_THREADS ? unsigned(fiber) : c->plain_thread;
+}
+
+void describe_thread(char* out, size_t size, unsigned long long block, unsigned t) {
+    const cuforge_cpu_launch* L = launch.L;
+    unsigned gx = L->grid[0], gy = L->grid[1], bx = L->block[0], by = L->block[1];
+    snprintf(out, size, "thread (%u, %u, %u) of block (%llu, %llu, %llu)", t % bx, (t / bx) % by, t / (bx * by),
+             block % gx, (block / gx) % gy, block / ((unsigned long long)gx * gy));
+}
+
+[[noreturn]] void report(Current* c, void* pc, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+[[noreturn]] void report(Current* c, void* pc, const char* fmt, ...) {
+    cuforge_cpu_launch* L = launch.L;
+    if (__sync_bool_compare_and_swap(&L->status, 0, CHECKED)) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(L->message, sizeof L->message, fmt, ap);
+        va_end(ap);
+        Dl_info info;
+        if (pc && dladdr(pc, &info) && info.dli_fname) {
+            launch.C->pc = reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
+            snprintf(launch.C->library, sizeof launch.C->library, "%s", info.dli_fname);
+        }
+    }
+    if (launch.concurrent) spin.clear(std::memory_order_release);
+    siglongjmp(*c->jump, 1);
+}
+
+const char* what_of(const Region& r) {
+    static thread_local char out[320];
+    switch (r.kind) {
+    case SHARED: snprintf(out, sizeof out, "__shared__ variable '%s'", r.name); break;
+    case DYNAMIC: snprintf(out, sizeof out, "dynamic shared memory ('extern __shared__ %s')", r.name); break;
+    case VAR: snprintf(out, sizeof out, "module variable '%s'", r.name); break;
+    default: snprintf(out, sizeof out, "%s", r.name); break;
+    }
+    return out;
+}
+
+[[noreturn]] void out_of_bounds(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, void* pc) {
+    char who[160];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    long long off = (long long)(a - r.base);
+    long long index = off >= 0 ? off / (long long)r.elem : -((-off + r.elem - 1) / (long long)r.elem);
+    unsigned long long extent = (r.end - r.base) / r.elem;
+    report(c, pc, "out-of-bounds %s of %u bytes: %s, index %lld, outside its extent of %llu element%s (%u bytes "
+           "each), by %s; the access was refused (nothing outside the arrays was touched); at @LINE@", write ? "write" : "read", size, what_of(r), index,
+           extent, extent == 1 ? "" : "s", r.elem, who);
+}
+
+// ---------------------------------------------------------------- shared memory regions
+void sync_shared(Current* c) {
+    cuforge_check_shared* t = c->table;
+    unsigned count = t ? __atomic_load_n(&t->count, __ATOMIC_ACQUIRE) : 0;
+    unsigned long long dyn = launch.L->shared_mem;
+    if (count == c->shared_vars && dyn == c->dynamic_bytes && !c->shared.empty()) return;
+    c->shared.clear();
+    size_t cells = 0;
+    for (unsigned i = 0; i < count; ++i) {
+        Region r{};
+        r.base = uintptr_t(t->var[i].at), r.end = r.base + t->var[i].bytes;
+        r.elem = unsigned(t->var[i].elem ? t->var[i].elem : 1), r.kind = SHARED, r.name = t->var[i].name;
+        r.shadowed = true;
+        r.cells = reinterpret_cast<Cell*>(cells);
+        cells += (r.end - r.base) / r.elem;
+        c->shared.push_back(r);
+    }
+    if (dyn) {
+        Region r{};
+        r.base = CUFORGE_CPU_STATIC_SHARED, r.end = r.base + dyn;
+        r.elem = unsigned(t && t->dynamic_elem ? t->dynamic_elem : 1);
+        if (dyn % r.elem) r.elem = 1;
+        r.kind = DYNAMIC, r.name = t && t->dynamic_name ? t->dynamic_name : "[]";
+        r.shadowed = true;
+        r.cells = reinterpret_cast<Cell*>(cells);
+        cells += dyn / r.elem;
+        c->shared.push_back(r);
+    }
+    std::sort(c->shared.begin(), c->shared.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
+    for (size_t i = 0; i < c->shared.size(); ++i) {  // each owns the gap up to halfway to its neighbours
+        Region& r = c->shared[i];
+        r.lo = i == 0 ? 0 : (c->shared[i - 1].end + r.base) / 2;
+        r.hi = i + 1 == c->shared.size() ? CUFORGE_CPU_STATIC_SHARED + dyn + launch.slack : (r.end + c->shared[i + 1].base) / 2;
+    }
+    if (c->shared_cells.size() < cells) c->shared_cells.resize(cells + 1024);
+    for (Region& r : c->shared) r.cells = c->shared_cells.data() + reinterpret_cast<size_t>(r.cells);
+    c->shared_vars = count, c->dynamic_bytes = dyn;
+}
+
+// ---------------------------------------------------------------- the race rules
+struct Me {
+    uint32_t who;     // thread (shared) or launch-wide serial, plus 1
+    unsigned t;       // thread in block
+    unsigned block;
+    uint16_t bar;
+    uint8_t warp;
+    bool shared;
+};
+
+inline bool same_block(const Me& me, uint32_t who) { return me.shared || (who - 1) / launch.n == me.block; }
+inline unsigned thread_in_block(const Me& me, uint32_t who) { return me.shared ? who - 1 : (who - 1) % launch.n; }
+
+// Whether an earlier access by `who` (barrier generation bar, warp generation warp) is ordered before mine.
+inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, uint8_t warp, uint8_t grid, uint8_t fence,
+                    bool was_write) {
+    if (who == me.who) return true;
+    if (same_block(me, who)) {
+        if (bar != me.bar) return true;  // a __syncthreads between
+        unsigned other = thread_in_block(me, who);
+        return other / 32 == me.t / 32 && warp != c->warp_gen[me.t / 32];  // a __syncwarp between
+    }
+    unsigned ob = (who - 1) / launch.n;
+    if (launch.L->cooperative && grid != launch.grid_syncs[me.block]) return true;  // a grid.sync() between
+    // __threadfence() then an atomic (a last-block reduction): the other block fenced after its write,
+    // and this block did an atomic after that fence
+    return was_write && launch.fences[ob] != fence && launch.atomic_seq[me.block] > launch.fence_seq[ob];
+}
+
+[[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
+                       bool many, void* pc) {
+    char mine[160], theirs[160];
+    describe_thread(mine, sizeof mine, c->block, me.t);
+    unsigned ob = me.shared || !other ? me.block : (other - 1) / launch.n;
+    if (other) describe_thread(theirs, sizeof theirs, ob, thread_in_block(me, other));
+    else snprintf(theirs, sizeof theirs, "other threads of the block");
+    long long index = (long long)(a - r.base) / r.elem;
+    const char* between = me.shared ? "with no __syncthreads() between them (nor a __syncwarp() for lanes of one warp)"
+                          : ob == me.block ? "with no __syncthreads() between them"
+                          : launch.L->cooperative ? "in different blocks with no grid.sync() between them"
+                                                  : "in different blocks, which run concurrently on a GPU";
+    report(c, pc, "data race on %s, index %lld (extent %llu): %s %s it, and %s%s %s it %s; reported whether or not "
+           "the result came out right (order them with __syncthreads(), __syncwarp() or atomics); at @LINE@", what_of(r), index,
+           (unsigned long long)((r.end - r.base) / r.elem), mine, write ? "writes" : "reads", theirs,
+           many && other ? " (among other threads)" : "", other_write ? "wrote" : "read", between);
+}
+
+void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
+    if (a < r.base || a + size > r.end) out_of_bounds(c, r, a < r.base ? a : a, size, write, pc);
+    if (!r.shadowed) return;
+    Me me;
+    me.t = thread_of(c);
+    me.shared = r.kind == SHARED || r.kind == DYNAMIC;
+    me.block = unsigned(c->block);
+    me.who = me.shared ? me.t + 1 : uint32_t(c->block * launch.n + me.t + 1);
+    me.bar = uint16_t(*c->bar_gen);
+    me.warp = c->warp_gen[me.t / 32];
+    size_t first = (a - r.base) / r.elem, last = (a + size - 1 - r.base) / r.elem;
+    for (size_t i = first; i <= last; ++i) {
+        Cell& cell = r.cells[i];
+        if (me.shared && cell.gen != c->gen) cell = Cell{c->gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (atomic) {  // an atomic races with nothing (a CAS loop's first plain read is fine): it only initialises
+            if (write) cell.flags |= INIT;
+            continue;
+        }
+        bool init = r.init || (cell.flags & INIT);
+        if ((cell.flags & W_SET) &&
+            !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
+            race(c, me, r, a, write, cell.w, true, false, pc);
+        if (!write) {
+            if (!init) {
+                char who[160];
+                describe_thread(who, sizeof who, c->block, me.t);
+                report(c, pc, "uninitialized read: %s, index %zu (extent %llu), is read by %s before %s; "
+                       "%s; at @LINE@", what_of(r), i, (unsigned long long)((r.end - r.base) / r.elem), who,
+                       me.shared ? "any thread of the block wrote it" : "the kernel wrote it",
+                       me.shared ? "shared memory starts undefined in each block: write it (and __syncthreads()) first"
+                                 : "an Out[...] argument starts undefined on a GPU: write it first, or declare it "
+                                   "Array[...] to read what the caller passed");
+            }
+            if ((cell.flags & R_SET) && cell.r == me.who) {  // the same reader again: others stay known in their interval
+                if (cell.r_bar != me.bar || cell.r_warp != me.warp) cell.flags &= uint8_t(~R_MANY);
+                cell.r_bar = me.bar, cell.r_warp = me.warp;
+            } else if ((cell.flags & R_SET) && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false)) {
+                cell.flags |= R_MANY;
+            } else {
+                cell.r = me.who, cell.r_bar = me.bar, cell.r_warp = me.warp;
+                cell.r_grid = me.shared ? 0 : launch.grid_syncs[me.block];
+                cell.flags = uint8_t((cell.flags & ~R_MANY) | R_SET);
+            }
+            continue;
+        }
+        if (cell.flags & R_SET) {
+            if (cell.r != me.who && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+                race(c, me, r, a, write, cell.r, false, cell.flags & R_MANY, pc);
+            if (cell.r == me.who && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
+                race(c, me, r, a, write, 0, false, true, pc);
+        }
+        cell.w = me.who, cell.w_bar = me.bar, cell.w_warp = me.warp;
+        cell.w_grid = me.shared ? 0 : launch.grid_syncs[me.block];
+        cell.w_fence = me.shared ? 0 : launch.fences[me.block];
+        cell.flags = uint8_t(INIT | W_SET);  // a write forgets the reads before it
+    }
+}
+
+inline Current* active() {
+    Current* c = current;
+    return c && c->serial == launch.serial && launch.active ? c : nullptr;
+}
+
+const Region* find_global(uintptr_t a) {
+    const std::vector<Region>& rs = launch.regions;
+    size_t lo = 0, hi = rs.size();
+    while (lo < hi) {  // the last region whose lo <= a
+        size_t mid = (lo + hi) / 2;
+        if (rs[mid].lo <= a) lo = mid + 1; else hi = mid;
+    }
+    if (lo == 0) return nullptr;
+    const Region& r = rs[lo - 1];
+    return a < r.hi ? &r : nullptr;
+}
+
+inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
+    Current* c = active();
+    if (!c) return;
+    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own: thread-local
+    const Region* r = nullptr;
+    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
+    if (a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem + launch.slack) {  // (only the arena's own bytes)
+        sync_shared(c);
+        uintptr_t off = a - arena;  // (wraps below the arena: compared as signed)
+        for (const Region& s : c->shared) {
+            if ((intptr_t)off >= (intptr_t)s.lo && (intptr_t)off < (intptr_t)s.hi) { r = &s; break; }
+        }
+        if (!r && !c->shared.empty()) r = &c->shared.back();
+        if (!r) return;
+        if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
+        access(c, *r, off, size, write, atomic, pc);
+        if (launch.concurrent) spin.clear(std::memory_order_release);
+        return;
+    }
+    r = find_global(a);
+    if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
+    if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
+    access(c, *r, a, size, write, atomic, pc);
+    if (launch.concurrent) spin.clear(std::memory_order_release);
+}
+
+void misaligned(uintptr_t a, unsigned size, bool write, void* pc) {
+    Current* c = active();
+    if (!c || size <= 1 || a % size == 0) return;
+    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;
+    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
+    bool known = a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global(a);
+    if (!known) return;
+    char who[160];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    report(c, pc, "misaligned %s of %u bytes at address %p (not a multiple of %u) by %s; on a GPU this is a "
+           "misaligned address error (a vector load or store needs an address aligned to its size); at @LINE@",
+           write ? "write" : "read", size, reinterpret_cast<void*>(a), size, who);
+}
+
+void atomic_event(void* pc, uintptr_t a, unsigned size, bool write) {
+    Current* c = active();
+    if (!c) return;
+    launch.atomic_seq[c->block] = ++launch.seq;
+    observe(a, size, write, true, pc);
+}
+
+std::mutex wide;  // 16-byte atomics
+
+}  // namespace
+
+// ---------------------------------------------------------------- the interface
+extern "C" {
+
+// A thread of a checked launch starts (cuforge/cpu_check.h calls this before the kernel's body).
+CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, unsigned t, unsigned n, char* arena,
+                                          const unsigned* bar_gen, cuforge_check_shared* table) {
+    Current* c = current;
+    if (!c) {
+        owned.reset(new Current);
+        c = current = owned.get();
+    }
+    if (c->serial != launch.serial) {
+        c->serial = launch.serial;
+        c->block = -1;
+        c->shared_vars = 0, c->dynamic_bytes = 0;
+        c->shared.clear();
+    }
+    uintptr_t sp = stack_pointer();
+    c->region = sp & ~uintptr_t(CUFORGE_CPU_REGION - 1);
+    c->jump = jump;
+    if (sp - c->region < CUFORGE_CPU_HEADER || (sp - c->region - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK >= CUFORGE_CPU_MAX_THREADS)
+        c->plain_thread = t;  // (a thread on a fiber of its own is known by its stack)
+    c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
+    if (block != c->block) {
+        c->block = block;
+        ++c->gen;
+        memset(c->warp_gen, 0, sizeof c->warp_gen);
+    }
+}
+
+// A __syncwarp over `warp` completed (what 2), or a grid.sync() / cluster.sync() (what 1).
+CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
+    Current* c = active();
+    if (!c) return;
+    if (what == 2 && warp < CUFORGE_CPU_MAX_THREADS / 32) ++c->warp_gen[warp];
+    if (what == 1) ++launch.grid_syncs[c->block];
+}
+
+CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L);
+
+// Run a launch checked: copy its arrays, run its blocks (on this thread, one after the other; a
+// cooperative launch's at once), copy back what the kernel may write. 0, or -1 out of memory.
+CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cuforge_check_launch* C) {
+    std::lock_guard<std::mutex> hold(launching);
+    Launch& K = launch;
+    K.L = L, K.C = C;
+    K.n = L->block[0] * L->block[1] * L->block[2];
+    K.regions.clear();
+    K.concurrent = L->cooperative != 0;
+    C->pc = 0, C->library[0] = 0;
+    unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
+    K.fences.assign(blocks, 0), K.grid_syncs.assign(blocks, 0);
+    K.fence_seq.assign(blocks, 0), K.atomic_seq.assign(blocks, 0);
+    // the copies: each array (arrays that overlap: one span) with a gap as large as itself (at least 64 KiB) before and after
+    const size_t page = 4096;
+    std::vector<int> span_of(C->narrays, -1);
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;
+    for (int i = 0; i < C->narrays; ++i) {
+        cuforge_check_array& a = C->arrays[i];
+        if (!a.host || !a.bytes) continue;
+        uintptr_t lo = a.host, hi = a.host + a.bytes;
+        int found = -1;
+        for (size_t s = 0; s < spans.size(); ++s)
+            if (lo < spans[s].second && spans[s].first < hi) found = int(s);
+        if (found < 0) {
+            spans.push_back({lo, hi});
+            found = int(spans.size() - 1);
+        } else {
+            spans[found].first = std::min(spans[found].first, lo), spans[found].second = std::max(spans[found].second, hi);
+        }
+        span_of[i] = found;
+    }
+    for (int i = 0; i < C->narrays; ++i)  // (a later array may have merged two spans' ranges: find the widest)
+        if (span_of[i] >= 0)
+            for (size_t s = 0; s < spans.size(); ++s)
+                if (C->arrays[i].host >= spans[s].first && C->arrays[i].host + C->arrays[i].bytes <= spans[s].second) {
+                    span_of[i] = int(s);
+                    break;
+                }
+    std::vector<size_t> at(spans.size());
+    size_t total = 0;
+    for (size_t s = 0; s < spans.size(); ++s) {
+        size_t bytes = spans[s].second - spans[s].first, gap = std::max<size_t>(bytes, 64 * 1024);
+        gap = (gap + page - 1) / page * page;
+        total += gap;
+        at[s] = total;
+        total += (bytes + page - 1) / page * page;
+    }
+    total += std::max<size_t>(64 * 1024, total ? 0 : 0) + 64 * 1024;
+    K.mapping_bytes = total;
+    K.mapping = static_cast<char*>(mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+    if (K.mapping == MAP_FAILED) {
+        K.mapping = nullptr;
+        return -1;
+    }
+    for (size_t s = 0; s < spans.size(); ++s)
+        memcpy(K.mapping + at[s], reinterpret_cast<void*>(spans[s].first), spans[s].second - spans[s].first);
+    for (int i = 0; i < C->narrays; ++i) {
+        cuforge_check_array& a = C->arrays[i];
+        if (span_of[i] < 0) {
+            a.copy = a.host;
+            continue;
+        }
+        int s = span_of[i];
+        a.copy = reinterpret_cast<uintptr_t>(K.mapping + at[s]) + (a.host - spans[s].first);
+        *static_cast<void**>(L->args[a.param]) = reinterpret_cast<void*>(a.copy);
+        Region r{};
+        r.base = a.copy, r.end = a.copy + a.bytes;
+        r.elem = a.elem ? a.elem : 1;
+        if (a.bytes % r.elem) r.elem = 1;
+        r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0, r.name = a.name;
+        if (r.shadowed) {
+            size_t bytes = (a.bytes / r.elem) * sizeof(Cell);
+            void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (m == MAP_FAILED) return -1;
+            K.shadows.push_back({m, bytes});
+            r.cells = static_cast<Cell*>(m);
+        }
+        K.regions.push_back(r);
+    }
+    for (int i = 0; i < C->nvars; ++i) {
+        const cuforge_check_var& v = C->vars[i];
+        Region r{};
+        r.base = v.address, r.end = v.address + v.bytes, r.elem = 1, r.kind = v.name ? VAR : OTHER, r.init = true;
+        r.name = v.name;
+        if (!v.name) {  // the library's other data (static locals, guard variables): cuforge's, not checked
+            K.regions.push_back(r);
+            continue;
+        }
+        r.shadowed = true;
+        void* m = mmap(nullptr, v.bytes * sizeof(Cell), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        K.shadows.push_back({m, v.bytes * sizeof(Cell)});
+        r.cells = static_cast<Cell*>(m);
+        K.regions.push_back(r);
+    }
+    std::sort(K.regions.begin(), K.regions.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
+    for (size_t i = 0; i < K.regions.size(); ++i) {  // the gaps between objects are split halfway; the outer ones are bounded
+        Region& r = K.regions[i];
+        size_t size = r.end - r.base, reach = r.kind == ARG ? std::max<size_t>(size, 64 * 1024) : 64;
+        r.lo = i == 0 ? r.base - std::min<size_t>(reach, r.base) : std::max(K.regions[i - 1].end, (K.regions[i - 1].end + r.base) / 2);
+        r.lo = std::max(r.lo, r.base - std::min<size_t>(reach, r.base));
+        r.hi = i + 1 == K.regions.size() ? r.end + reach : std::min<uintptr_t>((r.end + K.regions[i + 1].base) / 2 + 1, r.end + reach);
+        if (r.hi < r.end) r.hi = r.end;
+        if (i && r.lo < K.regions[i - 1].hi) r.lo = K.regions[i - 1].hi;  // (overlapping objects: aliases)
+        if (r.kind == ARG) {  // a copy's gaps are the mapping's own
+            r.lo = std::max<uintptr_t>(r.lo, reinterpret_cast<uintptr_t>(K.mapping));
+            r.hi = std::min<uintptr_t>(r.hi, reinterpret_cast<uintptr_t>(K.mapping) + K.mapping_bytes);
+        }
+        if (r.kind == OTHER) r.lo = r.base, r.hi = r.end;
+    }
+    // The arena of the thread that runs a plain launch's blocks is grown past what the block asks
+    // for, so that an index past dynamic shared memory lands in bytes the checker knows are the
+    // arena's (a cooperative launch's threads allocate theirs: its rounding is all there is).
+    unsigned long long arena = CUFORGE_CPU_STATIC_SHARED + L->shared_mem;
+    K.slack = (arena + 1023) / 1024 * 1024 - arena;
+    if (!L->cooperative && cuforge_cpu_arena(arena + 8192)) K.slack = 8192;
+    ++K.serial;
+    K.seq = 0;
+    K.active = true;
+    if (L->cooperative) cuforge_cpu_run(entry, L); else cuforge_cpu_run_serial(entry, L);
+    K.active = false;
+    for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
+        cuforge_check_array& a = C->arrays[i];
+        if (span_of[i] >= 0 && a.intent != 0) memcpy(reinterpret_cast<void*>(a.host), reinterpret_cast<void*>(a.copy), a.bytes);
+        if (span_of[i] >= 0) *static_cast<void**>(L->args[a.param]) = reinterpret_cast<void*>(a.host);
+    }
+    for (auto& s : K.shadows) munmap(s.first, s.second);
+    K.shadows.clear();
+    munmap(K.mapping, K.mapping_bytes);
+    K.mapping = nullptr;
+    return 0;
+}
+
+// ---------------------------------------------------------------- ThreadSanitizer's entry points
+void __tsan_init() {}
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit() {}
+void __tsan_vptr_update(void**, void*) {}
+void __tsan_vptr_read(void**) {}
+void __tsan_read_range(void* a, unsigned long size) {
+    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), false, false, __builtin_return_address(0));
+}
+void __tsan_write_range(void* a, unsigned long size) {
+    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), true, false, __builtin_return_address(0));
+}
+
+// An access of N bytes the compiler takes to be aligned to N (a float, a float4): one that is not
+// is a misaligned address on a GPU.
+#define CF_ACCESS(N)                                                                                                  \
+    void __tsan_read##N(void* a) {                                                                                    \
+        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, false, __builtin_return_address(0)); \
+        observe(reinterpret_cast<uintptr_t>(a), N, false, false, __builtin_return_address(0));                        \
+    }                                                                                                                 \
+    void __tsan_write##N(void* a) {                                                                                   \
+        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, true, __builtin_return_address(0)); \
+        observe(reinterpret_cast<uintptr_t>(a), N, true, false, __builtin_return_address(0));                         \
+    }                                                                                                                 \
+    void __tsan_volatile_read##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, false, false, __builtin_return_address(0)); } \
+    void __tsan_volatile_write##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, true, false, __builtin_return_address(0)); }
+CF_ACCESS(1)
+CF_ACCESS(2)
+CF_ACCESS(4)
+CF_ACCESS(8)
+CF_ACCESS(16)
+#undef CF_ACCESS
+// The compiler calls the unaligned forms where it cannot prove alignment (a packed struct, a
+// cast); a vector type's access must be aligned to its size on a GPU.
+#define CF_UNALIGNED(N)                                                                      \
+    void __tsan_unaligned_read##N(void* a) {                                                 \
+        void* pc = __builtin_return_address(0);                                              \
+        if (N >= 8) misaligned(reinterpret_cast<uintptr_t>(a), N, false, pc);                \
+        observe(reinterpret_cast<uintptr_t>(a), N, false, false, pc);                        \
+    }                                                                                        \
+    void __tsan_unaligned_write##N(void* a) {                                                \
+        void* pc = __builtin_return_address(0);                                              \
+        if (N >= 8) misaligned(reinterpret_cast<uintptr_t>(a), N, true, pc);                 \
+        observe(reinterpret_cast<uintptr_t>(a), N, true, false, pc);                         \
+    }
+CF_UNALIGNED(2)
+CF_UNALIGNED(4)
+CF_UNALIGNED(8)
+CF_UNALIGNED(16)
+#undef CF_UNALIGNED
+
+void __tsan_atomic_thread_fence(int) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    Current* c = active();
+    if (!c) return;
+    ++launch.fences[c->block];
+    launch.fence_seq[c->block] = ++launch.seq;
+}
+void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// The atomics themselves (done here: the instrumented code calls these instead), each seen as an
+// atomic access first.
+#define CF_ATOMICS(N, T)                                                                                              \
+    T __tsan_atomic##N##_load(const volatile T* a, int) {                                                             \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, false);                       \
+        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                  \
+    }                                                                                                                 \
+    void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                                          \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                     \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                                                          \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                           \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                                                         \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                            \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                                                         \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                            \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                                                         \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                            \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                                                          \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                             \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                                                         \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                            \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int) {                                                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                           \
+    }                                                                                                                 \
+    int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {                              \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+    }                                                                                                                 \
+    int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+    }                                                                                                                 \
+    T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                                    \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                             \
+        return c;                                                                                                     \
+    }
+CF_ATOMICS(8, char)
+CF_ATOMICS(16, short)
+CF_ATOMICS(32, int)
+CF_ATOMICS(64, long)
+#undef CF_ATOMICS
+
+// 16-byte atomics under a lock (no cmpxchg16b without -mcx16 here).
+#define CF_WIDE(OP, EXPR)                                                                                             \
+    __int128 __tsan_atomic128_##OP(volatile __int128* a, __int128 v, int) {                                          \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, true);                           \
+        std::lock_guard<std::mutex> hold(wide);                                                                       \
+        __int128 old = *a;                                                                                            \
+        *a = EXPR;                                                                                                    \
+        return old;                                                                                                   \
+    }
+CF_WIDE(exchange, v)
+CF_WIDE(fetch_add, old + v)
+CF_WIDE(fetch_sub, old - v)
+CF_WIDE(fetch_and, old & v)
+CF_WIDE(fetch_or, old | v)
+CF_WIDE(fetch_xor, old ^ v)
+CF_WIDE(fetch_nand, ~(old & v))
+#undef CF_WIDE
+__int128 __tsan_atomic128_load(const volatile __int128* a, int) {
+    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, false);
+    std::lock_guard<std::mutex> hold(wide);
+    return *a;
+}
+void __tsan_atomic128_store(volatile __int128* a, __int128 v, int) {
+    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, true);
+    std::lock_guard<std::mutex> hold(wide);
+    *a = v;
+}
+int __tsan_atomic128_compare_exchange_strong(volatile __int128* a, __int128* c, __int128 v, int, int) {
+    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, true);
+    std::lock_guard<std::mutex> hold(wide);
+    if (*a == *c) {
+        *a = v;
+        return 1;
+    }
+    *c = *a;
+    return 0;
+}
+int __tsan_atomic128_compare_exchange_weak(volatile __int128* a, __int128* c, __int128 v, int m, int f) {
+    return __tsan_atomic128_compare_exchange_strong(a, c, v, m, f);
+}
+__int128 __tsan_atomic128_compare_exchange_val(volatile __int128* a, __int128 c, __int128 v, int m, int f) {
+    __tsan_atomic128_compare_exchange_strong(a, &c, v, m, f);
+    return c;
+}
+
+}  // extern "C"

@@ -1,0 +1,177 @@
+"""The checker of checked launches (``check.cpp``): built once per compiler, loaded with its
+symbols global before any checked kernel library, whose instrumented code calls it; the
+compiler flags of a checked build; a checked launch's run; and what a report's code address
+is in the kernel's source (``addr2line``, on the error path only)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import threading
+from typing import Any
+
+from . import runtime as _runtime
+from . import store as _store
+from . import toolchain as _toolchain
+
+HERE = _runtime.HERE
+CHECKED = 4  # cuforge_cpu_launch.status of a checker's report (check.cpp)
+
+
+class CheckArray(ctypes.Structure):
+    """``struct cuforge_check_array`` (check.cpp)."""
+
+    _fields_ = [("host", ctypes.c_ulonglong), ("bytes", ctypes.c_ulonglong), ("copy", ctypes.c_ulonglong),
+                ("elem", ctypes.c_uint), ("intent", ctypes.c_int), ("param", ctypes.c_int),
+                ("name", ctypes.c_char_p)]  # fmt: skip
+
+
+class CheckVar(ctypes.Structure):
+    """``struct cuforge_check_var`` (check.cpp)."""
+
+    _fields_ = [("address", ctypes.c_ulonglong), ("bytes", ctypes.c_ulonglong), ("name", ctypes.c_char_p)]
+
+
+class CheckLaunch(ctypes.Structure):
+    """``struct cuforge_check_launch`` (check.cpp)."""
+
+    _fields_ = [("narrays", ctypes.c_int), ("nvars", ctypes.c_int), ("arrays", ctypes.POINTER(CheckArray)),
+                ("vars", ctypes.POINTER(CheckVar)), ("pc", ctypes.c_ulonglong), ("library", ctypes.c_char * 1024)]  # fmt: skip
+
+
+def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
+    """The flags of a checked build: ThreadSanitizer's instrumentation without its runtime
+    (GCC links libtsan only into executables with ``-static-libtsan``; clang and zig's
+    clang with ``-fno-sanitize-link-runtime``), so that the instrumented accesses call
+    ``check.cpp``; debug lines for reports; ``-O1``, under which every access stays one
+    (GCC's ``-fno-tree-sra`` keeps a vector load, a ``float4``, one access of its size, so that
+    its alignment is checked)."""
+    base = ("-fsanitize=thread", "-g", "-O1")
+    if compiler.kind == "gcc":
+        return (*base, "-fno-tree-sra", "-static-libtsan", "--param", "tsan-instrument-func-entry-exit=0")
+    return (*base, "-fno-sanitize-link-runtime")
+
+
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+
+
+def library() -> ctypes.CDLL:
+    """The checker library, built (or read from the cache) and loaded on first use."""
+    global _library
+    if _library is None:
+        with _lock:
+            if _library is None:
+                _runtime.library()  # (the checker calls its run functions)
+                compiler = _toolchain.find_compiler()
+                with open(os.path.join(HERE, "check.cpp"), encoding="utf-8") as f:
+                    source = f.read()
+                path = _store.shared_object(source, headers={}, include_dirs=(_runtime.INCLUDE,),
+                                            flags=(*_toolchain.compile_flags(compiler, debug=False),
+                                                   f"-Wl,--version-script={os.path.join(HERE, 'check.map')}"),
+                                            label="cuforge's CPU checker",
+                                            key_extra=(_runtime.sources_digest(), _digest(), _toolchain.host_cpu()))  # fmt: skip
+                lib = _store.load(path, global_symbols=True)
+                lib.cuforge_check_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(_runtime.Launch),
+                                                  ctypes.POINTER(CheckLaunch)]  # fmt: skip
+                lib.cuforge_check_run.restype = ctypes.c_int
+                _library = lib
+    return _library
+
+
+def _digest() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in ("check.cpp", "check.map"):
+        with open(os.path.join(HERE, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()
+
+
+def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int, args: int, check: CheckLaunch,
+        *, cooperative: bool = False, cluster: tuple[int, int, int] | None = None) -> tuple[int, str]:  # fmt: skip
+    """Run a launch checked (``runtime.run``'s arguments, and the arrays and variables the
+    checker watches): (0, "") or (status, message)."""
+    launch = _runtime.Launch()
+    _runtime._HEAD.pack_into(launch, 0, *grid, *block, shared_mem, args, int(cooperative or cluster is not None),
+                             *(cluster or (0, 0, 0)))  # fmt: skip
+    if library().cuforge_check_run(entry, ctypes.byref(launch), ctypes.byref(check)) != 0:
+        return _runtime.FAILED, "out of memory for the checker's copies of the arrays and their shadow"
+    if launch.status:
+        return launch.status, launch.message.decode("utf-8", "replace")
+    return 0, ""
+
+
+@functools.lru_cache(maxsize=64)
+def variables(path: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
+    """The module variables a kernel library exports, and (offset, bytes) of its static locals
+    and their guard variables (cuforge's own, which the checker leaves alone), from ``nm``;
+    ((), ()) where binutils are missing."""
+    exported, others = _nm(path, "-D"), _nm(path)
+    names = tuple(n for n in exported if not n.startswith(("_ZGV", "_ZTV", "_ZTI", "_ZTS", "_ZZ", "cuforge_")))
+    return names, tuple(at for n, at in others.items() if n.startswith(("_ZZ", "_ZGV")) and n not in names)
+
+
+def variables_offset(path: str, name: str) -> int:
+    """The offset of symbol ``name`` in the library at ``path`` (its load address minus this)."""
+    return _nm(path, "-D").get(name, (0, 0))[0]
+
+
+@functools.lru_cache(maxsize=128)
+def _nm(path: str, *extra: str) -> dict[str, tuple[int, int]]:
+    import subprocess
+
+    try:
+        out = subprocess.run(["nm", *extra, "--defined-only", "-S", "-P", path], capture_output=True, text=True,
+                             timeout=60, check=False).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        _warn_once("nm (binutils) was not found: module variables (__device__, __constant__) are not checked")
+        return {}
+    found = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[1] in "BDGSVbdgsvu":
+            found[parts[0]] = (int(parts[2], 16), int(parts[3], 16))
+    return found
+
+
+def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
+    """The line of the kernel's source at code offset ``pc`` of the library at ``path``
+    ("Saxpy.body, line 3: y[i] = ..."), from its debug lines; inlined functions are followed
+    out to the innermost frame in the user's code."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["addr2line", "-e", path, "-i", hex(pc)], capture_output=True, text=True, timeout=60,
+                             check=False).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return f"code offset {pc:#x} of {os.path.basename(path)} (addr2line, from binutils, names the line)"
+    for frame in out.splitlines():
+        file, _, line = frame.rpartition(":")
+        line = line.split()[0] if line.split() else ""
+        if not file or file == "??" or file.startswith((_runtime.INCLUDE, "/usr/")) or not line.isdigit():
+            continue
+        name = next((n for n in line_sources if file == n or file.endswith("/" + n)), os.path.basename(file))
+        text = line_sources.get(name, "").splitlines()
+        n = int(line)
+        shown = f": {text[n - 1].strip()}" if 0 < n <= len(text) else ""
+        return f"{name}, line {n}{shown}"
+    return f"code offset {pc:#x} of {os.path.basename(path)}"
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        import warnings
+
+        warnings.warn(f"cuforge checks: {message}", RuntimeWarning, stacklevel=3)
+
+
+def address_of(lib: Any, name: str) -> tuple[int, int] | None:
+    """(address, bytes) of a module variable of a loaded library."""
+    return _runtime.variable(lib, name)

@@ -1,0 +1,78 @@
+// cuforge/cpu_check.h: the kernel side of a checked launch (cuforge/_cpu/check.cpp is the other).
+//
+// A checked kernel library is its kernels' source compiled with ThreadSanitizer's instrumentation
+// (every memory access calls the checker first) and with this header after cuforge_cpu.h. Here:
+// each CUDA thread tells the checker who it is before its body runs (the block, the thread, the
+// block's shared memory, the worker's barrier generation), and the __shared__ declarations
+// register where they are, with their element size and name, with unused bytes between them so
+// that an index past one lands in its own gap. Nothing here is instrumented: it is cuforge's own
+// bookkeeping, not the kernel's accesses.
+#pragma once
+#include <type_traits>
+
+#define CF_NOCHECK __attribute__((no_sanitize_thread, noinline))
+
+extern "C" {
+struct cuforge_check_shared {
+    unsigned count;
+    struct {
+        unsigned long long at, bytes, elem;
+        const char* name;
+    } var[64];
+    unsigned long long next;
+    const char* dynamic_name;
+    unsigned long long dynamic_elem;
+};
+CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, unsigned t, unsigned n, char* arena,
+                                          const unsigned* bar_gen, cuforge_check_shared* table);
+}
+
+namespace cuforge_cpu {
+
+inline cuforge_check_shared& check_table() {
+    static cuforge_check_shared table;  // (this library's: built with hidden visibility)
+    return table;
+}
+
+// static_shared_offset's checked form: each declaration with a gap before it.
+CF_NOCHECK inline size_t check_shared_offset(size_t size, size_t align, size_t elem, const char* name) {
+    static std::mutex lock;
+    cuforge_check_shared& t = check_table();
+    size_t gap = size < 256 ? 256 : size > 4096 ? 4096 : size, at;
+    {
+        std::lock_guard<std::mutex> hold(lock);
+        at = (t.next + gap + align - 1) / align * align;
+        t.next = at + size;
+        if (at + size <= STATIC_SHARED && t.count < 64) {
+            t.var[t.count].at = at, t.var[t.count].bytes = size, t.var[t.count].elem = elem, t.var[t.count].name = name;
+            __atomic_store_n(&t.count, t.count + 1, __ATOMIC_RELEASE);
+        }
+    }
+    if (at + size > STATIC_SHARED)
+        fail("the static __shared__ memory of this source's kernels (%zu bytes with '%s' and the checker's gaps between "
+             "declarations) is more than the CPU backend's %zu bytes", at + size, name, STATIC_SHARED);
+    return at;
+}
+
+CF_NOCHECK inline void* check_dynamic_shared(const char* name, size_t elem) {
+    cuforge_check_shared& t = check_table();
+    if (!t.dynamic_name) t.dynamic_elem = elem, t.dynamic_name = name;
+    return dynamic_shared();
+}
+
+CF_NOCHECK inline void check_announce() {
+    Worker& w = worker();
+    long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
+    cuforge_check_thread(&w.jump, block, w.cur, w.n, w.shared, &w.bar_gen, &check_table());
+}
+
+// A kernel K run checked: the thread announces itself, then K's (instrumented) body runs.
+template <auto K> struct checked;
+template <class... A, void (*K)(A...)> struct checked<K> {
+    CF_NOCHECK static void run(A... a) {
+        check_announce();
+        K(a...);
+    }
+};
+
+}  // namespace cuforge_cpu

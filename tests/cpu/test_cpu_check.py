@@ -1,0 +1,113 @@
+"""Checked launches on the CPU backend (check=True, CUFORGE_CHECK=1): the corpus of
+tests/cpu/check_corpus.py, each buggy kernel reported with the right kind and line, each correct
+one not flagged and computing what it computes unchecked; and how checks are selected."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+from cuforge import _config
+
+from .check_corpus import BUGGY, CORRECT, Saxpy, TileCopyEdge
+
+
+@pytest.mark.parametrize("name", list(BUGGY))
+def test_buggy_kernel_is_reported_with_its_kind_and_line(name):
+    case = BUGGY[name]
+    args, launch = case.args()
+    with pytest.raises(case.error, match=case.match) as info:
+        case.kernel(*args, device="cpu", check=True, **launch)
+    message = str(info.value)
+    assert message.startswith(case.kernel.label)
+    if case.line:
+        assert f"{case.kernel.label}.body, line {case.line}: " in message
+    assert "block (" in message and ("thread" in message or "lane" in message)
+
+
+@pytest.mark.parametrize("name", list(CORRECT))
+def test_correct_kernel_is_not_flagged_and_matches_unchecked(name):
+    case = CORRECT[name]
+    checked, launch = case.args()
+    plain, _ = case.args()
+    case.kernel(*plain, device="cpu", check=False, **launch)
+    case.kernel(*checked, device="cpu", check=True, **launch)
+    for (got, want), (unchecked, _) in zip(case.expected(checked), case.expected(plain)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got, unchecked, rtol=1e-5, atol=1e-5)
+
+
+def test_the_tile_edge_bug_shows_only_for_a_height_not_divisible_by_the_tile():
+    for h, reported in ((32, False), (48, False), (40, True), (33, True)):
+        src = np.ones(h * 24, np.float32)
+        dst = np.zeros_like(src)
+        grid = (2, -(-h // 16))
+        if reported:
+            with pytest.raises(cf.OutOfBoundsError, match=rf"index {h * 24}, outside its extent of {h * 24} "):
+                TileCopyEdge(src, dst, 24, h, grid=grid, device="cpu", check=True)
+        else:
+            TileCopyEdge(src, dst, 24, h, grid=grid, device="cpu", check=True)
+            assert (dst == 1).all()
+
+
+def test_an_out_of_bounds_write_is_refused_before_it_happens_and_the_process_goes_on():
+    Stores = cf.kernel(type("StoresPastEnd", (), {
+        "__annotations__": {"y": cf.Out[cf.float32], "n": cf.int32},
+        "block": 32,
+        "body": "int i = blockIdx.x * blockDim.x + threadIdx.x; if (i <= n) y[i] = 7.f;",
+    }))  # fmt: skip
+    buffer = np.full(40, -1, np.float32)
+    view = buffer[:32]  # the element past the view is the caller's, outside the kernel's array
+    with pytest.raises(cf.OutOfBoundsError, match=r"out-of-bounds write of 4 bytes: parameter 'y' \(Out\[float32\]\), "
+                                                  r"index 32, outside its extent of 32 .*StoresPastEnd.body, line 1"):  # fmt: skip
+        Stores(view, 32, grid=2, device="cpu", check=True)
+    assert buffer[32] == -1 and (buffer[33:] == -1).all()
+    x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
+    Saxpy(3.0, x, y, 64, device="cpu", check=True)  # the next launch runs
+    assert (y == 3).all()
+
+
+def test_aliased_arguments_share_one_copy():
+    x = np.arange(1000, dtype=np.float32)
+    Saxpy(1.0, x, x, 1000, device="cpu", check=True)  # y = x + y with y and x one array
+    np.testing.assert_array_equal(x, 2 * np.arange(1000, dtype=np.float32))
+
+
+def test_cuforge_check_turns_checks_on_and_check_false_turns_them_off():
+    args = BUGGY["accumulate into Out"].args()[0]
+    kernel = BUGGY["accumulate into Out"].kernel
+    with _config.scope(check="1"):
+        with pytest.raises(cf.UninitializedReadError):
+            kernel(*args, device="cpu")
+        kernel(*args, device="cpu", check=False)  # a call's check= wins
+    with _config.scope(check="0"):
+        kernel(*args, device="cpu")
+    with _config.scope(check="maybe"), pytest.raises(cf.ConfigError, match="CUFORGE_CHECK expects 1 or 0"):
+        kernel(*args, device="cpu")
+
+
+def test_the_checked_build_is_a_library_of_its_own():
+    x, y = np.ones(8, np.float32), np.zeros(8, np.float32)
+    Saxpy(1.0, x, y, 8, device="cpu", check=False)
+    Saxpy(1.0, x, y, 8, device="cpu", check=True)
+    checked = Saxpy._plan.cpu_check()
+    assert checked.entry != Saxpy._plan.cpu() and checked.library is not Saxpy._plan.cpu_library()
+
+
+def test_check_on_a_gpu_launch_says_it_is_the_cpu_backend_s():
+    with pytest.raises(cf.ArgumentError, match="check= runs a launch checked on the CPU backend"):
+        Saxpy(1.0, np.ones(4, np.float32), np.zeros(4, np.float32), 4, device=0, check=True)
+
+
+def test_module_variables_set_with_set_global_are_seen_by_a_checked_launch():
+    Scaled = cf.kernel(type("ScaledByConstant", (), {
+        "__annotations__": {"x": cf.In[cf.float32], "y": cf.Out[cf.float32]},
+        "block": 32,
+        "preamble": "__constant__ float scale[2];",
+        "body": "int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = scale[1] * x[i];",
+    }))  # fmt: skip
+    Scaled.set_global("scale", np.array([0, 5], np.float32), device="cpu")
+    x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
+    Scaled(x, y, device="cpu", check=True)
+    assert (y == 5).all()
