@@ -150,7 +150,7 @@ inline uintptr_t stack_pointer() {
 inline unsigned thread_of(Current* c) {
     uintptr_t at = stack_pointer() - c->region;
     if (at < CUFORGE_CPU_HEADER) return c->plain_thread;
-    uintptr_t fiber = (at - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK;
+    uintptr_t fiber = (at - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK_STRIDE;
     return fiber < CUFORGE_CPU_MAX_THREADS ? unsigned(fiber) : c->plain_thread;
 }
 
@@ -433,7 +433,7 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, uns
     uintptr_t sp = stack_pointer();
     c->region = sp & ~uintptr_t(CUFORGE_CPU_REGION - 1);
     c->jump = jump;
-    if (sp - c->region < CUFORGE_CPU_HEADER || (sp - c->region - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK >= CUFORGE_CPU_MAX_THREADS)
+    if (sp - c->region < CUFORGE_CPU_HEADER || (sp - c->region - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK_STRIDE >= CUFORGE_CPU_MAX_THREADS)
         c->plain_thread = t;  // (a thread on a fiber of its own is known by its stack)
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {

@@ -67,12 +67,12 @@ def library() -> ctypes.CDLL:
                 compiler = _toolchain.find_compiler()
                 with open(os.path.join(HERE, "check.cpp"), encoding="utf-8") as f:
                     source = f.read()
-                path = _store.shared_object(source, headers={}, include_dirs=(_runtime.INCLUDE,),
-                                            flags=(*_toolchain.compile_flags(compiler, debug=False),
-                                                   f"-Wl,--version-script={os.path.join(HERE, 'check.map')}"),
-                                            label="cuforge's CPU checker",
-                                            key_extra=(_runtime.sources_digest(), _digest(), _toolchain.host_cpu()))  # fmt: skip
-                lib = _store.load(path, global_symbols=True)
+                lib = _store.shared_object(source, headers={}, include_dirs=(_runtime.INCLUDE,),
+                                           flags=(*_toolchain.compile_flags(compiler, debug=False),
+                                                  f"-Wl,--version-script={os.path.join(HERE, 'check.map')}"),
+                                           label="cuforge's CPU checker",
+                                           key_extra=(_runtime.sources_digest(), _digest(), _toolchain.host_cpu()),
+                                           global_symbols=True).library  # fmt: skip
                 lib.cuforge_check_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(_runtime.Launch),
                                                   ctypes.POINTER(CheckLaunch)]  # fmt: skip
                 lib.cuforge_check_run.restype = ctypes.c_int
@@ -143,6 +143,8 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
     out to the innermost frame in the user's code."""
     import subprocess
 
+    if path.startswith("/proc/self/"):  # (dladdr's name of a memory file: ours, not addr2line's)
+        path = f"/proc/{os.getpid()}/{path[len('/proc/self/'):]}"
     try:
         out = subprocess.run(["addr2line", "-e", path, "-i", hex(pc)], capture_output=True, text=True, timeout=60,
                              check=False).stdout  # fmt: skip

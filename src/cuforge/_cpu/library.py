@@ -25,6 +25,11 @@ class Program(NamedTuple):
     entries: dict[str, int]
     sha256: str  # of the shared object's bytes
 
+    @property
+    def path(self) -> str:
+        """Where binutils read the library (the checked mode's variables and report lines)."""
+        return _store.file_of(self.library)
+
 
 def flags_of(options: CompileOptions) -> tuple[str, ...]:
     """The host compiler's flags for ``options`` (the std, defines, debug; the rest is NVRTC's)."""

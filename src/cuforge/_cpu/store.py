@@ -56,6 +56,17 @@ class Loaded(NamedTuple):
     library: ctypes.CDLL
     sha256: str  # of its bytes: its disk-cache entry is ``so:<sha256>``
 
+    @property
+    def file(self) -> str:
+        return file_of(self.library)
+
+
+def file_of(library: ctypes.CDLL) -> str:
+    """Where another process (binutils' ``nm``, ``addr2line``) reads a loaded library's bytes
+    while this process lives: its memory file as ``/proc/<pid>/fd/<n>``, or its private file."""
+    name = str(library._name)
+    return f"/proc/{os.getpid()}/{name[len('/proc/self/'):]}" if name.startswith("/proc/self/") else name
+
 
 _lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
