@@ -58,6 +58,15 @@ _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
 
 
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def library() -> ctypes.CDLL:
     """The runtime library, built (or read from the cache) and loaded on first use."""
     global _library
