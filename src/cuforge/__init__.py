@@ -73,6 +73,7 @@ from .errors import DeviceFaultError as DeviceFaultError
 from .errors import GraphCaptureError as GraphCaptureError
 from .errors import GraphUpdateError as GraphUpdateError
 from .errors import LaunchError as LaunchError
+from .errors import LaunchTimeoutError as LaunchTimeoutError
 from .errors import NoDeviceError as NoDeviceError
 from .errors import ParseError as ParseError
 from .errors import SignatureMismatchError as SignatureMismatchError
@@ -180,6 +181,7 @@ __all__ = [
     "KernelTemplate",
     "kernel",
     "LaunchError",
+    "LaunchTimeoutError",
     "Module",
     "NoDeviceError",
     "ParseError",

@@ -14,7 +14,8 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── SignatureMismatchError           a ``source=`` kernel disagrees with its annotations
     ├── NoDeviceError (RuntimeError)     no usable CUDA device or driver
     ├── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
-    │   └── DeviceFaultError             a kernel faulted: the device's context is lost for good
+    │   ├── DeviceFaultError             a kernel faulted: the device's context is lost for good
+    │   └── LaunchTimeoutError           a CPU launch ran past its time limit and was stopped
     ├── GraphCaptureError (RuntimeError) a launch a CUDA graph cannot hold, or a capture that failed
     │   └── GraphUpdateError             a re-capture differs from the graph it would update
     ├── ConfigError (ValueError)         a CUFORGE_* setting has a value cuforge cannot use
@@ -38,6 +39,7 @@ __all__ = [
     "GraphCaptureError",
     "GraphUpdateError",
     "LaunchError",
+    "LaunchTimeoutError",
     "NoDeviceError",
     "ParseError",
     "SignatureMismatchError",
@@ -158,6 +160,13 @@ class DeviceFaultError(LaunchError):
     """A kernel faulted on the GPU (an illegal address, a device-side assert, ...): the CUDA
     context of the device is lost, no further GPU work can run in the process, and every later
     cuforge call says so. The first one names the kernels that may have caused it."""
+
+    __module__ = "cuforge"
+
+
+class LaunchTimeoutError(LaunchError):
+    """A launch on the CPU ran longer than its time limit (``CUFORGE_CPU_TIMEOUT``; the pytest
+    plugin's ``--cuforge-cpu-timeout``) and was stopped; the process, and later launches, go on."""
 
     __module__ = "cuforge"
 

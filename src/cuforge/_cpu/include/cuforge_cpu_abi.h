@@ -44,7 +44,15 @@ CUFORGE_CPU_API char* cuforge_cpu_group_arena(unsigned rank);
 CUFORGE_CPU_API unsigned long long cuforge_cpu_symbol_size(void* address);
 // This block's thread is done with its blocks (a group's block that exits stops the others' waits).
 CUFORGE_CPU_API void cuforge_cpu_group_exit(void);
+// The time limit of a launch from now on, in seconds (0: none): one that runs longer is stopped
+// with status CUFORGE_CPU_TIMED_OUT.
+CUFORGE_CPU_API void cuforge_cpu_set_timeout(double seconds);
 }
+
+// Statuses the runtime sets (kernel code sets the others, from 1 up): the launch was stopped
+// from outside, its threads sent back through the fault guard wherever their code was.
+#define CUFORGE_CPU_INTERRUPTED 64  // by SIGINT (Ctrl-C)
+#define CUFORGE_CPU_TIMED_OUT 65    // by the time limit
 
 #define CUFORGE_CPU_STACK (128 * 1024)
 #define CUFORGE_CPU_MAX_THREADS 1024
