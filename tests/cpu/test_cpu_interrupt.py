@@ -194,3 +194,41 @@ def test_the_time_limit_follows_a_change_of_settings_after_the_backend_loaded(cu
     env = {**os.environ, "CUFORGE_CPU_TIMEOUT": "0", "CUFORGE_CACHE_DIR": str(cuforge_cache_dir)}
     run = subprocess.run([sys.executable, "-c", FOLLOWS], capture_output=True, text=True, timeout=400, env=env)
     assert run.returncode == 0 and run.stdout.strip() == "stopped True", run.stderr[-3000:]
+
+
+PRINTS = textwrap.dedent(
+    """
+    import sys, numpy as np, cuforge as cf
+
+    @cf.kernel
+    class Chatty:  # in printf nearly all the time: a stop there would leave stdout locked
+        x: cf.Array[cf.int32]
+        body = 'volatile int* f = x; while (f[0] == 0) printf("%d\\\\n", threadIdx.x);'
+
+    @cf.kernel
+    class Hello:  # printf from the pool's workers: other threads than the one stopped
+        x: cf.Array[cf.int32]
+        body = 'if (threadIdx.x == 0) printf("hello %d %d\\\\n", x[0], blockIdx.x);'
+
+    for i in range(8):
+        try:
+            Chatty(np.zeros(1, np.int32), grid=1, block=32, device="cpu")
+        except cf.LaunchTimeoutError:
+            Hello(np.full(1, i, np.int32), grid=64, block=64, device="cpu")
+    print("done", file=sys.stderr)
+    """
+)
+
+
+def test_a_kernel_stopped_while_it_prints_leaves_printf_working(cuforge_cache_dir):
+    env = {
+        **os.environ,
+        "CUFORGE_CPU_TIMEOUT": "0.2",
+        "CUFORGE_CPU_THREADS": "4",
+        "PYTHONUNBUFFERED": "1",
+        "CUFORGE_CACHE_DIR": str(cuforge_cache_dir),
+    }  # fmt: skip  (unbuffered: a write in each printf)
+    run = subprocess.run([sys.executable, "-c", PRINTS], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0 and run.stderr.strip() == "done", run.stderr[-3000:]
+    hellos = sorted(line for line in run.stdout.splitlines() if line.startswith("hello"))
+    assert hellos == sorted(f"hello {i} {b}" for i in range(8) for b in range(64))

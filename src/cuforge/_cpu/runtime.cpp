@@ -117,6 +117,7 @@ struct Runner {
     std::atomic<unsigned long long> call{0};    // a caller's launches, counted (their start, to the watchdog)
     std::atomic<unsigned long long> epoch{0};   // the SIGINTs counted when its launch began
     std::atomic<int> busy{0};                   // the watchdog is at its launch: the caller waits to return
+    std::atomic<bool> signalled{false};         // a stop signal sent, not handled yet (they queue: one at a time)
     bool caller = false;                        // a thread that calls cuforge_cpu_run (not a worker)
     bool used = false;
     pthread_t thread;
@@ -151,33 +152,22 @@ Runner* runner(bool caller) {
         runners = r;
     }
     r->used = true, r->caller = caller, r->thread = pthread_self();
-    r->launch.store(nullptr), r->call.store(0), r->seen_call = 0;
+    r->launch.store(nullptr), r->call.store(0), r->signalled.store(false), r->seen_call = 0;
     return my_runner = r;
 }
 
-// Whether this thread holds stdout's or stderr's lock (it is in printf): a jump out would leave
-// the lock taken for good. glibc's FILE lock is {int lock; int cnt; void* owner}, owner the
-// pthread_self() of the holder.
-bool holds_stdio() {
-#if defined(__GLIBC__)
-    struct Lock { int lock, cnt; void* owner; };
-    for (FILE* f : {stdout, stderr}) {
-        const Lock* l = static_cast<const Lock*>(f->_lock);
-        if (l && l->owner == reinterpret_cast<void*>(pthread_self())) return true;
-    }
-#endif
-    return false;
-}
-
 // STOP_SIGNAL: back to the guard's frame if this thread runs kernel code of a stopped launch. Where
-// it cannot be left now (a runtime call, printf) the watchdog sends it again a tick later.
+// it cannot be left now (a runtime call: printf, grid.sync) the call ends the launch when it
+// returns, or the watchdog sends the signal again.
 void on_stop(int sig, siginfo_t*, void*) {
     Runner* r = my_runner;
-    cuforge_cpu_launch* L = r ? r->launch.load(std::memory_order_relaxed) : nullptr;
+    if (!r) return;
+    r->signalled.store(false);
+    cuforge_cpu_launch* L = r->launch.load(std::memory_order_relaxed);
     sigjmp_buf* jump = guard_jump;
-    if (!L || !L->status || !jump || in_runtime || holds_stdio()) return;
+    if (!L || !L->status || !jump || in_runtime) return;
     guard_jump = nullptr;
-    *guard_signal = sig;  // (the status is set: the guard adds no fault message)
+    if (guard_signal) *guard_signal = sig;  // (the status is set: the guard adds no fault message)
     siglongjmp(*jump, 1);
 }
 
@@ -310,7 +300,9 @@ Pool* the_pool() {
 // anyone) installs another handler, the watchdog puts this one back in front of it at the next
 // launch that runs for a tick. An ignored SIGINT, or the default (which ends the process), is left
 // as it is.
-const long long TICK_NS = 20 * 1000 * 1000, IDLE_NS = 1000 * 1000 * 1000;
+// (A stopped launch's threads are sent the signal every STOPPING_NS until they are out: one that
+// came while a thread was in a runtime call was let pass.)
+const long long TICK_NS = 20 * 1000 * 1000, STOPPING_NS = 1000 * 1000, IDLE_NS = 1000 * 1000 * 1000;
 sem_t wake;
 std::atomic<bool> watching{false}, sleeping{false};
 std::atomic<unsigned long long> interrupts{0};  // SIGINTs, counted
@@ -358,7 +350,8 @@ void ensure_sigint() {
 void send_stop(cuforge_cpu_launch* L) {
     if (L->status != CUFORGE_CPU_INTERRUPTED && L->status != CUFORGE_CPU_TIMED_OUT) return;  // (ended otherwise first)
     for (Runner* r = runners; r; r = r->next)
-        if (r->used && r->launch.load() == L) pthread_kill(r->thread, STOP_SIGNAL);  // (alive: it gives its record back under the lock)
+        if (r->used && r->launch.load() == L && !r->signalled.exchange(true))
+            pthread_kill(r->thread, STOP_SIGNAL);  // (alive: it gives its record back under the lock)
     for (Group* g = active_groups; g; g = g->next_active)
         if (g->L == L) {
             std::lock_guard<std::mutex> hold(g->lock);
@@ -377,8 +370,8 @@ void stop(cuforge_cpu_launch* L, int status, long long limit) {
     send_stop(L);
 }
 
-// One look at the running launches: whether there were any.
-bool scan(long long now) {
+// One look at the running launches: whether there were any, and whether one stopped is not out yet.
+bool scan(long long now, bool* stopping) {
     bool active = false, running = false;
     unsigned long long signals = interrupts.load();
     long long limit = limit_ns.load();
@@ -395,6 +388,7 @@ bool scan(long long now) {
                 if (r->epoch.load() != signals) stop(L, CUFORGE_CPU_INTERRUPTED, limit);
                 else if (limit > 0 && now - r->seen_at >= limit) stop(L, CUFORGE_CPU_TIMED_OUT, limit);
                 else send_stop(L);  // (stopped at an earlier tick: its threads not all out yet)
+                *stopping = *stopping || L->status == CUFORGE_CPU_INTERRUPTED || L->status == CUFORGE_CPU_TIMED_OUT;
             }
             r->busy.store(0);
         }
@@ -405,18 +399,20 @@ bool scan(long long now) {
 
 void watch() {
     long long busy_at = now_ns();
+    bool stopping = false;
     for (;;) {
         timespec until;
         clock_gettime(CLOCK_REALTIME, &until);  // (sem_timedwait's clock; the times compared are monotonic)
-        long long ns = until.tv_nsec + TICK_NS;
+        long long ns = until.tv_nsec + (stopping ? STOPPING_NS : TICK_NS);
         until.tv_sec += ns / 1000000000LL, until.tv_nsec = ns % 1000000000LL;
         while (sem_timedwait(&wake, &until) != 0 && errno == EINTR) {}
         long long now = now_ns();
-        if (scan(now)) {
+        stopping = false;
+        if (scan(now, &stopping)) {
             busy_at = now;
         } else if (now - busy_at > IDLE_NS) {
             sleeping.store(true);  // (before the look: a launch that starts after it sees the flag)
-            if (!scan(now))
+            if (!scan(now, &stopping))
                 while (sem_wait(&wake) != 0 && errno == EINTR) {}
             sleeping.store(false);
             busy_at = now_ns();
@@ -474,8 +470,13 @@ struct Watched {
 extern "C" {
 
 void cuforge_cpu_guard(sigjmp_buf* jump, volatile int* sig, void* volatile* address) {
+    // A signal may come between any two of these (a stop is sent at any time): the jump is set
+    // last and cleared first, so that a handler that sees it sees where to write.
+    guard_jump = nullptr;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     guard_signal = sig;
     guard_address = address;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     guard_jump = jump;
 }
 
@@ -568,6 +569,21 @@ void cuforge_cpu_group_exit(void) {
     std::lock_guard<std::mutex> hold(g->lock);
     if (!g->exited++) g->first_exited = my_rank;
     g->changed.notify_all();
+}
+
+int cuforge_cpu_vprintf(const char* format, va_list args) {
+    in_runtime = 1;  // (a stop inside would leave stdout's lock taken)
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    int n = vprintf(format, args);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    in_runtime = 0;
+    cuforge_cpu_launch* L = my_runner ? my_runner->launch.load(std::memory_order_relaxed) : nullptr;
+    sigjmp_buf* jump = guard_jump;
+    if (L && (L->status == CUFORGE_CPU_INTERRUPTED || L->status == CUFORGE_CPU_TIMED_OUT) && jump) {
+        guard_jump = nullptr;
+        siglongjmp(*jump, 1);  // stopped meanwhile: out now, as the signal would have
+    }
+    return n;
 }
 
 void cuforge_cpu_set_timeout(double seconds) {
