@@ -75,6 +75,7 @@ from .errors import GraphCaptureError as GraphCaptureError
 from .errors import GraphUpdateError as GraphUpdateError
 from .errors import KernelCheckError as KernelCheckError
 from .errors import LaunchError as LaunchError
+from .errors import LaunchTimeoutError as LaunchTimeoutError
 from .errors import MisalignedAccessError as MisalignedAccessError
 from .errors import NoDeviceError as NoDeviceError
 from .errors import OutOfBoundsError as OutOfBoundsError
@@ -194,6 +195,7 @@ __all__ = [
     "KernelTemplate",
     "kernel",
     "LaunchError",
+    "LaunchTimeoutError",
     "Module",
     "NoDeviceError",
     "ParseError",

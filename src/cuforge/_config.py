@@ -39,6 +39,10 @@ CUFORGE_CPU_THREADS     the CPU backend's worker threads (default: one per core)
 CUFORGE_CHECK           1: launches on the CPU run checked (out-of-bounds accesses,
                         uninitialised reads, races, warp and barrier misuse are
                         reported as errors); a call's check= says otherwise
+CUFORGE_CPU_TIMEOUT     seconds a CPU launch may run before it is stopped with
+                        LaunchTimeoutError (default 0: no limit; the pytest
+                        plugin's default is 60); read when the CPU backend loads
+                        and when settings change through this module
 ======================  =========================================================
 """
 
@@ -46,7 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +58,8 @@ from .errors import ConfigError
 
 __all__ = [
     "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "check", "compile_split_seconds",
-    "compile_workers", "cuda_include", "device",
-    "get", "launcher", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
+    "compile_workers", "cpu_timeout", "cuda_include", "device",
+    "get", "launcher", "on_change", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
     "template_path",
 ]  # fmt: skip
 
@@ -76,9 +80,23 @@ _DEFAULTS: dict[str, Any] = {
     "device": "cuda",
     "cpu_threads": "",
     "check": "0",
+    "cpu_timeout": "0",
 }
 SCHEMA = "v2"  # the layout of what cuforge writes under the cache dir (v1: cuda.core's file names)
 _overrides: dict[str, Any] = {}
+_watchers: list[Callable[[], None]] = []
+
+
+def on_change(watcher: Callable[[], None]) -> None:
+    """Call ``watcher()`` after each change of settings through this module (`scope`,
+    `override`, `restore_overrides`, `set_cache`): a setting that native code keeps (the CPU
+    launches' time limit) follows them without a look at it per launch."""
+    _watchers.append(watcher)
+
+
+def _changed() -> None:
+    for watcher in _watchers:
+        watcher()
 
 
 def get(name: str) -> Any:
@@ -102,11 +120,13 @@ def scope(**settings: Any) -> Iterator[None]:
     _check_known(settings)
     saved = dict(_overrides)
     _overrides.update(settings)
+    _changed()
     try:
         yield
     finally:
         _overrides.clear()
         _overrides.update(saved)
+        _changed()
 
 
 def overrides_of(*names: str) -> dict[str, Any]:
@@ -123,12 +143,14 @@ def restore_overrides(names: tuple[str, ...], saved: dict[str, Any]) -> None:
             _overrides[name] = saved[name]
         else:
             _overrides.pop(name, None)
+    _changed()
 
 
 def override(**settings: Any) -> None:
     """Set settings for the rest of the process, over the environment (``cf.use_build``)."""
     _check_known(settings)
     _overrides.update(settings)
+    _changed()
 
 
 def cache_dir() -> Path:
@@ -219,6 +241,14 @@ def compile_split_seconds() -> float:
     return _number("compile_split_s")
 
 
+def cpu_timeout() -> float:
+    """CUFORGE_CPU_TIMEOUT: seconds a CPU launch may run (0: no limit)."""
+    seconds = _number("cpu_timeout")
+    if not seconds >= 0:  # (NaN too)
+        raise ConfigError(f"CUFORGE_CPU_TIMEOUT expects seconds >= 0 (0: no limit), got {get('cpu_timeout')!r}; fix or unset it")
+    return seconds
+
+
 def template_path() -> list[str]:
     """CUFORGE_TEMPLATE_PATH as a list of directories."""
     return [p for p in str(get("template_path")).split(os.pathsep) if p]
@@ -261,3 +291,4 @@ def set_cache(*, enabled: bool | None = None, path: str | os.PathLike[str] | Non
         if max_mb <= 0:
             raise ValueError(f"set_cache: max_mb expects a positive size in MiB, got {max_mb!r}")
         _overrides["cache_max_mb"] = str(max_mb)
+    _changed()

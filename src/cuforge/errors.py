@@ -15,6 +15,7 @@ error refines a builtin, it inherits that too, so ``except TypeError`` keeps wor
     ├── NoDeviceError (RuntimeError)     no usable CUDA device or driver
     ├── LaunchError (RuntimeError)       the driver refused a launch or a CUDA call failed
     │   ├── DeviceFaultError             a kernel faulted: the device's context is lost for good
+    │   ├── LaunchTimeoutError           a CPU launch ran past its time limit and was stopped
     │   └── KernelCheckError             a checked launch on the CPU (check=True) found a bug in the kernel
     │       ├── OutOfBoundsError (IndexError)  an access outside an array, shared or module variable
     │       ├── MisalignedAccessError    a vector load or store at an address not aligned to its size
@@ -48,6 +49,7 @@ __all__ = [
     "KernelCheckError",
     "LaunchError",
     "MisalignedAccessError",
+    "LaunchTimeoutError",
     "NoDeviceError",
     "OutOfBoundsError",
     "ParseError",
@@ -172,6 +174,13 @@ class DeviceFaultError(LaunchError):
     """A kernel faulted on the GPU (an illegal address, a device-side assert, ...): the CUDA
     context of the device is lost, no further GPU work can run in the process, and every later
     cuforge call says so. The first one names the kernels that may have caused it."""
+
+    __module__ = "cuforge"
+
+
+class LaunchTimeoutError(LaunchError):
+    """A launch on the CPU ran longer than its time limit (``CUFORGE_CPU_TIMEOUT``; the pytest
+    plugin's ``--cuforge-cpu-timeout``) and was stopped; the process, and later launches, go on."""
 
     __module__ = "cuforge"
 

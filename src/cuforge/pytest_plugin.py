@@ -15,7 +15,8 @@ is restored after it. A test written once on NumPy arrays thus runs on the CPU i
 the GPU on a GPU machine.
 
 Options (group ``cuforge``): ``--cuforge-device``, ``--cuforge-require-gpu``,
-``--cuforge-arch``, ``--cuforge-compile-all``, ``--cuforge-modules``. Fixtures:
+``--cuforge-arch``, ``--cuforge-cpu-timeout`` (a CPU launch that runs longer fails its test;
+default 60 s), ``--cuforge-compile-all``, ``--cuforge-modules``. Fixtures:
 ``cuforge_device`` (``"cuda"`` or ``"cpu"``; makes the test a ``launches`` one),
 ``cuda_device``, ``cuda_stream``, ``cuforge_cache_dir``, ``cuforge_compile_counter``.
 ``pytestmark = gpu_module()`` skips a module whose every test needs the GPU once, with

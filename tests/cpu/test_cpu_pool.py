@@ -87,3 +87,59 @@ def test_the_pool_survives_fork_and_the_interpreter_exit():
     here = os.path.dirname(os.path.abspath(__file__))
     run = subprocess.run([sys.executable, "-c", SCRIPT.format(here=here)], capture_output=True, text=True, timeout=180)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+FORK_DURING_COMPILE = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time, numpy as np, cuforge as cf
+    started = sys.argv[1]
+
+    def declare(name, factor):
+        return cf.kernel(type(name, (), {{"__annotations__": {{"out": cf.Array[cf.int32], "n": cf.int64}}, "__module__": "forktest",
+            "body": "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) out[i] = %d * (int)i;" % factor}}))
+
+    def check(kernel, factor):
+        out = np.zeros(1000, np.int32)
+        kernel(out, 1000, device="cpu")
+        return np.array_equal(out, factor * np.arange(1000, dtype=np.int32))
+
+    assert check(declare("Warm", 1), 1)                # the runtime library built and loaded
+    slow = threading.Thread(target=check, args=(declare("SlowOne", 2), 2))
+    slow.start()                                       # its compiler waits a few seconds (CXX)
+    while not os.path.exists(started):
+        time.sleep(0.01)
+    pid = os.fork()                                    # while that thread holds the build's locks
+    if pid == 0:
+        os._exit(0 if check(declare("Fresh", 3), 3) else 3)
+    for _ in range({wait} * 100):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        sys.exit("the child's compile did not finish within {wait} s")
+    slow.join()
+    assert os.waitstatus_to_exitcode(status) == 0, status
+    print("ok")
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork()")
+def test_a_fork_while_another_thread_compiles_leaves_the_child_able_to_compile(tmp_path):
+    import os
+    import shlex
+
+    from cuforge._cpu.toolchain import find_compiler
+
+    started = tmp_path / "started"
+    wrapper = tmp_path / "slow-cxx"  # a compiler that takes its time over the kernel SlowOne
+    compiler = shlex.join(find_compiler().argv)
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *SlowOne*) touch {started}; sleep 4;; esac\nexec {compiler} "$@"\n')
+    wrapper.chmod(0o755)
+    env = {**os.environ, "CXX": str(wrapper), "CUFORGE_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-c", FORK_DURING_COMPILE.format(wait=60), str(started)], capture_output=True,
+                         text=True, timeout=240, env=env)  # fmt: skip
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]

@@ -20,12 +20,26 @@ def test_typed_accessors_read_the_environment_and_scopes(monkeypatch):
         assert _config.cache_max_bytes() == int(1.5 * 2**20) and _config.cache_lock_seconds() == 2.0
 
 
+def test_the_cpu_time_limit_is_read_from_the_environment_unless_overridden(monkeypatch):
+    plugin = _config.overrides_of("cpu_timeout")  # (the pytest plugin's, put back after)
+    monkeypatch.setenv("CUFORGE_CPU_TIMEOUT", "2.5")
+    _config.restore_overrides(("cpu_timeout",), {})
+    try:
+        assert _config.cpu_timeout() == 2.5
+        with _config.scope(cpu_timeout="0"):
+            assert _config.cpu_timeout() == 0
+    finally:
+        _config.restore_overrides(("cpu_timeout",), plugin)
+
+
 @pytest.mark.parametrize(
     ("setting", "value", "read", "match"),
     [
         ("launcher", "cython", _config.launcher, r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
         ("cache_max_mb", "lots", _config.cache_max_bytes, r"CUFORGE_CACHE_MAX_MB expects a number, got 'lots'"),
         ("cache_lock_s", "", _config.cache_lock_seconds, r"CUFORGE_CACHE_LOCK_S expects a number, got ''"),
+        ("cpu_timeout", "soon", _config.cpu_timeout, r"CUFORGE_CPU_TIMEOUT expects a number, got 'soon'"),
+        ("cpu_timeout", "-1", _config.cpu_timeout, r"CUFORGE_CPU_TIMEOUT expects seconds >= 0 \(0: no limit\), got '-1'"),
     ],
 )
 def test_unusable_values_are_config_errors(setting, value, read, match):

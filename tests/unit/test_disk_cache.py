@@ -111,6 +111,30 @@ def test_template_header_edits_and_include_dir_edits_change_the_key(tmp_path):
     assert k.compile(arch="sm_90") is not ck
 
 
+SPECIAL_FILES = textwrap.dedent(
+    """
+    import os, sys
+    from cuforge._compile.identity import include_dirs_digest
+    special, plain = sys.argv[1], sys.argv[2]
+    os.mkfifo(os.path.join(special, "a-fifo.h"))      # reading it would wait for a writer
+    os.symlink("/dev/zero", os.path.join(special, "b-zero.h"))  # reading it would never end
+    print(include_dirs_digest((special,)) == include_dirs_digest((plain,)))
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs and /dev/zero")
+def test_include_dirs_hash_regular_files_only(tmp_path):
+    special, plain = tmp_path / "special", tmp_path / "plain"
+    for d in (special, plain):
+        d.mkdir()
+        (d / "lib.cuh").write_text("#define TWO 2.0f\n")
+        os.utime(d / "lib.cuh", ns=(1, 1))
+    run = subprocess.run([sys.executable, "-c", SPECIAL_FILES, str(special), str(plain)], capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
+    assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr[-2000:]  # the others are left out
+
+
 def _fresh_process_state():
     """Forget what this process holds, as a new process would."""
     _cache.memory.clear()

@@ -3,6 +3,10 @@ compiles in the background (real NVRTC, no GPU)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -124,3 +128,32 @@ def test_a_family_with_module_variables_gives_each_instantiation_its_own_module(
     compiled = Scaled.precompile("sm_90")
     assert cf.cache_stats().compiles - before == 2  # one program each: each has its own `factor`
     assert compiled[0]._result is not compiled[1]._result
+
+
+COMPILE_ASYNC_AFTER_FORK = textwrap.dedent(
+    """
+    import os, cuforge as cf
+
+    def declare(value):
+        return cf.kernel(type("Forked", (), {"__annotations__": {"x": cf.Out[cf.float32]}, "body": f"x[0] = {value};",
+                                             "__module__": "forktest"}))
+
+    declare(1).compile_async("sm_90").result(timeout=120)  # the compile thread started
+    pid = os.fork()
+    if pid == 0:  # the child's compile thread is its own: the parent's did not survive the fork
+        ok = False
+        try:
+            ok = declare(2).compile_async("sm_90").result(timeout=60).cubin[:4] == b"\\x7fELF"
+        finally:
+            os._exit(0 if ok else 3)
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status))
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_compile_async_works_in_a_forked_child(tmp_path):
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", COMPILE_ASYNC_AFTER_FORK], capture_output=True, text=True, timeout=240, env=env)
+    assert run.returncode == 0 and run.stdout.strip() == "0", run.stderr[-2000:]

@@ -75,7 +75,8 @@ def test_require_gpu_turns_skips_into_failures(pytester):
 
 def test_options_and_marker_are_registered(pytester):
     result = run(pytester, "--help")
-    expected = ["*cuforge CUDA kernels:*", "*--cuforge-require-gpu*", "*--cuforge-device=*", "*--cuforge-compile-all*"]
+    expected = ["*cuforge CUDA kernels:*", "*--cuforge-require-gpu*", "*--cuforge-device=*", "*--cuforge-cpu-timeout=SECONDS*",
+                "*--cuforge-compile-all*"]  # fmt: skip
     result.stdout.fnmatch_lines([*expected, "*--cuforge-modules=MODULE*"])
     result.stdout.fnmatch_lines(["*--cuforge-check={on,off}*"])
     run(pytester, "--markers").stdout.fnmatch_lines(
@@ -152,6 +153,51 @@ def test_launches_tests_skip_with_the_reasons_where_neither_device_can_run_them(
     result = run(pytester, "-rs", "--cuforge-device=cpu")
     result.assert_outcomes(passed=1, skipped=2)
     result.stdout.fnmatch_lines(["*SKIPPED*needs a C++ compiler for cuforge's CPU backend (--cuforge-device=cpu)*"])
+
+
+NEVER_ENDS = """
+import numpy as np
+import pytest
+import cuforge as cf
+from cuforge import _config
+
+@cf.kernel
+class Spins:
+    x: cf.Array[cf.int32]
+    body = "volatile int* f = x; while (f[0] == 0) {}"
+
+def test_the_limit(request):
+    given = request.config.getoption("cuforge_cpu_timeout")
+    assert _config.cpu_timeout() == (EXPECTED if given is None else given)
+
+def test_never_ends():
+    Spins(np.zeros(1, np.int32), grid=1, block=32, device="cpu")
+
+def test_after():
+    Spins(np.ones(1, np.int32), grid=1, block=32, device="cpu")  # the pool goes on
+"""
+
+
+def test_a_cpu_launch_past_the_time_limit_fails_its_test_and_the_session_goes_on(pytester, monkeypatch):
+    monkeypatch.delenv("CUFORGE_CPU_TIMEOUT", raising=False)
+    pytester.makepyfile(test_spins=NEVER_ENDS.replace("EXPECTED", "0"))
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider", "--cuforge-cpu-timeout=1", timeout=300)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*LaunchTimeoutError: Spins (grid=(1, 1, 1), block=(32, 1, 1)) on the CPU: the launch ran "
+                                 "longer than its time limit of 1 s and was stopped*--cuforge-cpu-timeout=SECONDS*"])  # fmt: skip
+
+
+def test_the_cpu_time_limit_is_60_s_under_the_plugin_unless_set(pytester, monkeypatch):
+    monkeypatch.delenv("CUFORGE_CPU_TIMEOUT", raising=False)
+    pytester.makepyfile(test_spins=NEVER_ENDS.replace("EXPECTED", "60"))
+    run(pytester, "-k", "the_limit").assert_outcomes(passed=1, deselected=2)
+    run(pytester, "-k", "the_limit", "--cuforge-cpu-timeout=0").assert_outcomes(passed=1, deselected=2)
+    monkeypatch.setenv("CUFORGE_CPU_TIMEOUT", "7.5")
+    pytester.makepyfile(test_spins=NEVER_ENDS.replace("EXPECTED", "7.5"))
+    run(pytester, "-k", "the_limit").assert_outcomes(passed=1, deselected=2)
+    result = run(pytester, "--cuforge-cpu-timeout=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--cuforge-cpu-timeout expects seconds >= 0 (0: no limit), got -1*"])
 
 
 @NO_GPU

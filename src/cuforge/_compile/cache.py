@@ -10,6 +10,7 @@ only through their `CompileUnit`.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -137,6 +138,17 @@ def compile_each(kernels: Sequence[Compilable], arch: str, options: CompileOptio
 
 _by_source: dict[str, weakref.WeakSet[Any]] = {}  # a source= text -> the kernels declared over it
 _source_lock = threading.Lock()
+
+
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _source_lock
+    _source_lock = threading.Lock()
+    memory._lock = threading.Lock()
+    memory._inflight.clear()  # (the gates of compiles that other threads ran)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def note_source_kernel(source: str, kernel: Compilable) -> None:

@@ -366,6 +366,18 @@ _opened: dict[tuple[str, int], DiskCache | None] = {}
 _opened_lock = threading.Lock()
 
 
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _opened_lock
+    _opened_lock = threading.Lock()
+    for cache in _opened.values():
+        if cache is not None:
+            cache._size_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def current() -> DiskCache | None:
     """The disk cache configured now, or None when it is off or cannot be opened (a
     read-only or missing location only costs the persistence, never the kernel)."""

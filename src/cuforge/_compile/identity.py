@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shlex
+import stat
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -114,10 +115,12 @@ _dir_digests: dict[tuple[str, ...], tuple[tuple[Any, ...], str]] = {}
 
 
 def include_dirs_digest(dirs: tuple[str, ...]) -> str:
-    """SHA-256 over the relative paths and contents of every file in ``dirs``.
+    """SHA-256 over the relative paths and contents of every regular file in ``dirs``.
 
     Re-hashed only when a file's (size, mtime) changes, so a compile() call that hits the
-    memory cache stats the files but reads none.
+    memory cache stats the files but reads none. Anything else there (a FIFO, a socket, a
+    device, a link to one) is left out: none is a header whose text a key could stand for,
+    and reading a FIFO waits for a writer, reading /dev/zero never ends.
     """
     if not dirs:
         return ""
@@ -127,10 +130,11 @@ def include_dirs_digest(dirs: tuple[str, ...]) -> str:
             for name in sorted(names):
                 path = os.path.join(root, name)
                 try:
-                    st = os.stat(path)
+                    st = os.stat(path)  # (stat opens nothing: a FIFO is seen for what it is)
                 except OSError:
                     continue
-                files.append((d, os.path.relpath(path, d), st.st_size, st.st_mtime_ns))
+                if stat.S_ISREG(st.st_mode):
+                    files.append((d, os.path.relpath(path, d), st.st_size, st.st_mtime_ns))
     files.sort()
     signature = tuple(files)
     cached = _dir_digests.get(dirs)
@@ -138,15 +142,30 @@ def include_dirs_digest(dirs: tuple[str, ...]) -> str:
         return cached[1]
     h = hashlib.sha256()
     for d, rel, _, _ in files:
-        h.update(rel.encode() + b"\0")
-        try:
-            with open(os.path.join(d, rel), "rb") as fh:
-                h.update(hashlib.sha256(fh.read()).digest())
-        except OSError:
-            h.update(b"unreadable")
+        h.update(rel.encode() + b"\0" + _file_digest(os.path.join(d, rel)))
     digest = h.hexdigest()
     _dir_digests[dirs] = (signature, digest)
     return digest
+
+
+def _file_digest(path: str) -> bytes:
+    """The SHA-256 of the regular file at ``path``, read in chunks; ``b"unreadable"`` when it
+    cannot be read or is no longer a regular file (replaced since it was looked at: O_NONBLOCK
+    keeps the open of a FIFO put there from waiting)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return b"unreadable"
+    with open(fd, "rb", closefd=True) as fh:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b"unreadable"
+            h = hashlib.sha256()
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        except OSError:
+            return b"unreadable"
+    return h.digest()
 
 
 class CompileUnit:

@@ -26,6 +26,7 @@ program in the process; a worker would parse them again.
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import sys
 import threading
@@ -49,6 +50,18 @@ _pace: dict[int, float] = {}  # CompileUnit.declaration -> seconds per instantia
 _lock = threading.Lock()
 _pool: ProcessPoolExecutor | None = None
 _background: ThreadPoolExecutor | None = None
+
+
+def _after_fork() -> None:
+    """A fork's child has only the forking thread: a lock another one held would never open,
+    and the executors' threads (the compile thread, the worker pool's manager) are gone, so
+    work given to them would never run. The child makes its own."""
+    global _lock, _pool, _background
+    _lock, _pool, _background = threading.Lock(), None, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def compile_groups(todo: list[CompileUnit], flags: tuple[str, ...], spec_of: Callable[[list[CompileUnit]], dict[str, Any]]

@@ -48,6 +48,15 @@ _off: str | None = None  # why PCHs were given up in this process (a full disk),
 HEAP_EXHAUSTED = 14  # NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED
 
 
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _lock, _compiling
+    _lock, _compiling = threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def includes_cccl(source: str) -> bool:
     """Whether ``source`` includes CCCL's headers (CUB, Thrust, libcu++, cooperative groups)."""
     return _CCCL.search(source) is not None

@@ -4,6 +4,7 @@ writes in ``store``, ``disk`` and ``_cpu.store``)."""
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import NamedTuple
 
@@ -50,6 +51,14 @@ class _Counters:
 
 
 counters = _Counters()
+
+
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    counters.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def cache_stats(reset: bool = False) -> CacheStats:

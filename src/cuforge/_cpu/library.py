@@ -6,6 +6,7 @@ by name: ``runtime.variable``.)"""
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
@@ -51,6 +52,15 @@ def include_dirs(options: CompileOptions) -> tuple[str, ...]:
 
 _lock = threading.Lock()
 _programs: dict[tuple[str, ...], Program] = {}
+
+
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],

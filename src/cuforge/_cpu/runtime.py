@@ -1,17 +1,21 @@
 """cuforge's CPU runtime library (``runtime.cpp``: the worker pool, the fibers' memory, the
-fault guard), built once per compiler and loaded with its symbols global before any kernel
-library, which calls into it; and `run`, the one call that runs a launch's blocks."""
+fault guard, the watchdog that stops a launch on SIGINT or past its time limit), built once per
+compiler and loaded with its symbols global before any kernel library, which calls into it; and
+`run`, the one call that runs a launch's blocks."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
 import os
 import struct
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
+from .. import _config
+from ..errors import ConfigError
 from . import store as _store
 from . import toolchain as _toolchain
 
@@ -35,8 +39,10 @@ class Launch(ctypes.Structure):
     ]
 
 
-# Launch.status: a rule of the launch broken (barrier, warp function), a fault, a failed assert
+# Launch.status: a rule of the launch broken (barrier, warp function), a fault, a failed assert;
+# and set by the runtime (cuforge_cpu_abi.h): stopped by SIGINT, stopped by the time limit
 FAILED, FAULTED, ASSERTED = 1, 2, 3
+INTERRUPTED, TIMED_OUT = 64, 65
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,12 +64,22 @@ _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
 
 
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def library() -> ctypes.CDLL:
     """The runtime library, built (or read from the cache) and loaded on first use."""
     global _library
     if _library is None:
         with _lock:
             if _library is None:
+                limit = _config.cpu_timeout()  # (checked before anything is built)
                 compiler = _toolchain.find_compiler()
                 with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
                     source = f.read()
@@ -78,8 +94,27 @@ def library() -> ctypes.CDLL:
                 lib.cuforge_cpu_threads.restype = ctypes.c_int
                 lib.cuforge_cpu_symbol_size.argtypes = [ctypes.c_void_p]
                 lib.cuforge_cpu_symbol_size.restype = ctypes.c_ulonglong
+                lib.cuforge_cpu_set_timeout.argtypes = [ctypes.c_double]
+                lib.cuforge_cpu_set_timeout.restype = None
+                lib.cuforge_cpu_set_timeout(limit)
+                _config.on_change(functools.partial(_follow_time_limit, lib))
                 _library = lib
     return _library
+
+
+def _follow_time_limit(lib: ctypes.CDLL) -> None:
+    """The time limit after a change of settings (a bad value keeps the one in force: it was
+    reported where it was first read, by the first CPU launch)."""
+    with contextlib.suppress(ConfigError):
+        lib.cuforge_cpu_set_timeout(_config.cpu_timeout())
+
+
+def interrupted() -> NoReturn:
+    """End a launch that SIGINT stopped: Python's handler runs now (in the main thread the
+    default one raises KeyboardInterrupt, as it would have on the call's return); in another
+    thread, or where the handler raises nothing, KeyboardInterrupt is raised here."""
+    ctypes.pythonapi.PyErr_CheckSignals()  # (a PyDLL function: an exception the handler raises comes out here)
+    raise KeyboardInterrupt
 
 
 _tls = threading.local()

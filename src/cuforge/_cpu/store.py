@@ -76,6 +76,16 @@ _memfds: list[int] = []  # the memory files loaded from, open for the process (s
 _private: str | None = None  # the private folder, where there are no memory files
 
 
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    global _lock
+    _lock = threading.Lock()
+    _key_locks.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
               key_extra: tuple[str, ...], compiler: Compiler) -> str:  # fmt: skip
     """The SHA-256 naming one build: every input that can change the shared object."""

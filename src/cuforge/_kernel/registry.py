@@ -8,6 +8,7 @@ NVRTC program per family, optionally in a thread pool (NVRTC compiles programs i
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -158,3 +159,11 @@ class Registry(Mapping[str, Any]):
 
 
 registry = Registry()
+
+
+def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
+    registry._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

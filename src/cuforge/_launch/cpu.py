@@ -9,7 +9,7 @@ from typing import Any
 from .. import _config
 from .._cpu import runtime as _cpu_runtime
 from .._declare import kinds as _kinds
-from ..errors import ArgumentError, DeviceFaultError, LaunchError
+from ..errors import ArgumentError, DeviceFaultError, LaunchError, LaunchTimeoutError
 from .checks import checker
 from .general import check_and_pack
 from .plan import LaunchPlan
@@ -80,6 +80,14 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
         raise DeviceFaultError(
             f"{label} faulted on the CPU (grid={grid}, block={block}): {message}. An out-of-bounds access that lands "
             f"in memory the process owns is not caught (as on a GPU without compute-sanitizer)"
+        )
+    if status == _cpu_runtime.INTERRUPTED:
+        _cpu_runtime.interrupted()
+    if status == _cpu_runtime.TIMED_OUT:
+        raise LaunchTimeoutError(
+            f"{label} (grid={grid}, block={block}) on the CPU: {message}: a kernel that never ends (a loop whose exit "
+            f"never comes, a spin-wait without __nanosleep) or more work than the limit allows. Raise the limit with "
+            f"CUFORGE_CPU_TIMEOUT=SECONDS (under pytest: --cuforge-cpu-timeout=SECONDS); 0 turns it off"
         )
     if status:
         raise LaunchError(f"{label} (grid={grid}, block={block}) on the CPU: {message}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ STATE = pytest.StashKey[_State]()
 _SWITCH = pytest.StashKey["contextlib.ExitStack"]()
 _config_of_session: list[pytest.Config] = []  # the running session's, for gpu_module() at import
 CPU_ARCH = "sm_90"  # what compile-only calls (precompile, %%cuda) target on the CPU, unless told
+CPU_TIMEOUT = 60.0  # seconds a CPU launch may run in a test, unless told: a kernel that never ends fails its test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,6 +83,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cuforge-arch",
         metavar="ARCH",
         help="arch for compile-only work without a GPU, e.g. sm_90 (sets CUFORGE_ARCH for the session)",
+    )
+    group.addoption(
+        "--cuforge-cpu-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"stop a launch on cuforge's CPU backend that runs longer than this and fail its test with "
+        f"LaunchTimeoutError; 0: no limit (default: CUFORGE_CPU_TIMEOUT where set, else {CPU_TIMEOUT:g})",
     )
     group.addoption(
         "--cuforge-compile-all",
@@ -113,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     checks = contextlib.ExitStack()  # (a test's own _config.scope(check=...) still wins inside it)
     checks.enter_context(_config.scope(check="1" if config.getoption("cuforge_check") == "on" else "0"))
     config.add_cleanup(checks.close)
+    _limit_cpu_launches(config)
     arch = config.getoption("cuforge_arch")
     if arch:
         from .. import _config
@@ -126,6 +136,23 @@ def pytest_configure(config: pytest.Config) -> None:
         stack = contextlib.ExitStack()
         stack.enter_context(_config.scope(arch=arch))
         config.add_cleanup(stack.close)
+
+
+def _limit_cpu_launches(config: pytest.Config) -> None:
+    """The CPU launches' time limit for the session (CUFORGE_CPU_TIMEOUT's), put back at its end:
+    the option's, else the environment's, else CPU_TIMEOUT."""
+    seconds = config.getoption("cuforge_cpu_timeout")
+    if seconds is None and "CUFORGE_CPU_TIMEOUT" not in os.environ:
+        seconds = CPU_TIMEOUT
+    if seconds is None:
+        return
+    if not seconds >= 0:
+        raise pytest.UsageError(f"--cuforge-cpu-timeout expects seconds >= 0 (0: no limit), got {seconds:g}")
+    from .. import _config
+
+    saved = _config.overrides_of("cpu_timeout")
+    _config.override(cpu_timeout=str(seconds))
+    config.add_cleanup(lambda: _config.restore_overrides(("cpu_timeout",), saved))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

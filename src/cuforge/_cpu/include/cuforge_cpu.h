@@ -867,3 +867,17 @@ CF_REDUCE(__reduce_xor_sync, W_XORR, unsigned)
 #include "cuforge/cpu_assert.h"
 
 #include "cuforge/cpu_math.h"
+
+// printf from kernel code goes through the runtime, so that a launch stopped meanwhile (Ctrl-C,
+// the time limit) ends just after the call rather than inside it, where stdout's lock is held.
+namespace cuforge_cpu {
+inline int device_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline int device_printf(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = cuforge_cpu_vprintf(fmt, ap);
+    va_end(ap);
+    return n;
+}
+}  // namespace cuforge_cpu
+#define printf(...) ::cuforge_cpu::device_printf(__VA_ARGS__)

@@ -1,6 +1,7 @@
 // The C interface between a kernel library, cuforge's CPU runtime library and Python (ctypes).
 #pragma once
 #include <csetjmp>
+#include <cstdarg>
 
 // The runtime library is built with hidden visibility and exports only these functions: it is
 // loaded with its symbols global, and must not lend its C++ internals to libraries loaded later.
@@ -44,7 +45,17 @@ CUFORGE_CPU_API char* cuforge_cpu_group_arena(unsigned rank);
 CUFORGE_CPU_API unsigned long long cuforge_cpu_symbol_size(void* address);
 // This block's thread is done with its blocks (a group's block that exits stops the others' waits).
 CUFORGE_CPU_API void cuforge_cpu_group_exit(void);
+// The time limit of a launch from now on, in seconds (0: none): one that runs longer is stopped
+// with status CUFORGE_CPU_TIMED_OUT.
+CUFORGE_CPU_API void cuforge_cpu_set_timeout(double seconds);
+// printf for kernel code: a launch stopped while it prints ends when the call returns.
+CUFORGE_CPU_API int cuforge_cpu_vprintf(const char* format, va_list args);
 }
+
+// Statuses the runtime sets (kernel code sets the others, from 1 up): the launch was stopped
+// from outside, its threads sent back through the fault guard wherever their code was.
+#define CUFORGE_CPU_INTERRUPTED 64  // by SIGINT (Ctrl-C)
+#define CUFORGE_CPU_TIMED_OUT 65    // by the time limit
 
 // A fiber's stack: a guard page at its bottom, then at least STACK bytes for the CUDA thread, and
 // STAGGER bytes more, by which each fiber's top is moved down a different number of cache lines.
