@@ -103,16 +103,17 @@ static const char* const WARP_NAMES[] = {"__syncwarp", "__shfl_sync", "__shfl_up
     "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_min_sync", "__reduce_max_sync",
     "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"};
 
-struct WarpOp {  // a warp function that lanes of one mask are meeting at
+struct WarpOp {  // the warp function a lane waits at
     int kind;
-    unsigned mask, arrived;
+    unsigned mask;
     int width;
 };
-// A warp's warp functions under way: one per mask (a tile of 8 lanes has its own), slot by the
-// mask's lowest lane; each lane is in at most one, so the lanes' values and results are shared.
+// A warp's lanes waiting at warp functions. Each lane waits at one at most, so the lanes'
+// values and results are kept by lane. A function completes when every lane of its mask waits
+// at it; lanes outside the mask go on meanwhile (sm_70's independent thread scheduling).
 struct Warp {
     WarpOp op[32];
-    unsigned pending;  // the slots with lanes waiting
+    unsigned waiting;  // the lanes parked at a warp function
     unsigned long long value[32];
     int arg[32];
     unsigned long long out[32];
@@ -274,10 +275,15 @@ inline void enter_fibers(Worker& w) {
     for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
     w.exited = w.cur;
     w.bar_arrived = 0;
-    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) {
-        for (unsigned s = 0; s < 32; ++s) w.warps[i].op[s].arrived = 0;
-        w.warps[i].pending = 0;
-    }
+    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) w.warps[i].waiting = 0;
+}
+
+inline bool same_op(const WarpOp& a, const WarpOp& b) { return a.kind == b.kind && a.mask == b.mask && a.width == b.width; }
+inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes waiting at `op`
+    unsigned lanes = 0;
+    for (unsigned p = wp.waiting; p; p &= p - 1)
+        if (same_op(wp.op[__builtin_ctz(p)], op)) lanes |= p & -p;
+    return lanes;
 }
 
 inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a barrier or warp function waiting
@@ -288,12 +294,12 @@ inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a bar
              "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, t, waiting);
     }
     Warp& wp = w.warps[t / 32];
-    for (unsigned p = wp.pending; p; p &= p - 1) {
+    for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
         if (op.mask >> (t % 32) & 1)
             fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
                  "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
-                 WARP_NAMES[op.kind], op.arrived, op.mask);
+                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask);
     }
 }
 
@@ -441,6 +447,34 @@ inline void warp_compute(Warp& wp, const WarpOp& op, unsigned live) {
     }
 }
 
+// Whether thread t, arriving at `op`, is the last lane of its mask to come. A lane of the mask
+// parked at another function goes on to this one once that one completes (so t waits), unless
+// that one waits for t too: then neither can go on, as on a GPU, where this hangs.
+inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) {
+    unsigned lane = t % 32, warp = t / 32, need = op.mask & lanes_of(w, warp);
+    bool all = true;
+    for (unsigned p = need & ~(1u << lane); p; p &= p - 1) {
+        unsigned l = __builtin_ctz(p);
+        if (w.f[warp * 32 + l].state == DONE)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
+                 "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind],
+                 op.mask, l);
+        if (!(wp.waiting >> l & 1)) {
+            all = false;
+            continue;
+        }
+        const WarpOp& other = wp.op[l];
+        if (same_op(other, op)) continue;
+        all = false;
+        if (other.mask >> lane & 1)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp "
+                 "wait at %s (mask 0x%08x, width %d), each waiting for the other; the lanes of a mask must call the "
+                 "same warp function together", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind], op.mask, op.width,
+                 waiting_at(wp, other), WARP_NAMES[other.kind], other.mask, other.width);
+    }
+    return all;
+}
+
 inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width) {
     Worker& w = worker();
     unsigned t = w.cur, lane = t % 32, warp = t / 32;
@@ -451,11 +485,12 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
         fail(CF_BLOCK_FMT ": thread %u called %s with width %d; the width must be a power of 2 from 1 to 32",
              CF_BLOCK_ARGS, t, WARP_NAMES[kind], width);
     unsigned live = lanes_of(w, warp);
-    if ((mask & live) == (1u << lane)) {  // only this lane: no one to wait for
+    unsigned need = mask & live;
+    WarpOp mine{kind, mask, width};
+    if (need == (1u << lane)) {  // only this lane: no one to wait for
         Warp solo;
-        WarpOp one{kind, mask, 0, width};
         solo.value[lane] = value, solo.arg[lane] = arg;
-        warp_compute(solo, one, 1u << lane);
+        warp_compute(solo, mine, 1u << lane);
         return solo.out[lane];
     }
     if (!w.fibers) {
@@ -463,41 +498,18 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
         enter_fibers(w);
     }
     Warp& wp = w.warps[warp];
-    unsigned slot = __builtin_ctz(mask & live);
-    for (unsigned p = wp.pending & ~(1u << slot); p; p &= p - 1) {  // another mask's function expects this lane
-        const WarpOp& other = wp.op[__builtin_ctz(p)];
-        if (other.mask >> lane & 1)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x) while lanes 0x%08x of its warp wait for it "
-                 "at %s (mask 0x%08x); the lanes of a mask must call the same warp function together", CF_BLOCK_ARGS,
-                 t, lane, WARP_NAMES[kind], mask, other.arrived, WARP_NAMES[other.kind], other.mask);
+    if (warp_meets(w, wp, mine, t)) {  // every other lane of the mask waits here: all go on
+        wp.value[lane] = value, wp.arg[lane] = arg;
+        warp_compute(wp, mine, live);
+        wp.waiting &= ~need;
+        for (unsigned p = need & ~(1u << lane); p; p &= p - 1) w.f[warp * 32 + __builtin_ctz(p)].state = READY;
+        return wp.out[lane];
     }
-    WarpOp& op = wp.op[slot];
-    if (op.arrived == 0) {
-        op.kind = kind, op.mask = mask, op.width = width;
-        wp.pending |= 1u << slot;
-    } else if (op.kind != kind || op.mask != mask || op.width != width) {
-        fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp wait "
-             "at %s (mask 0x%08x, width %d); the lanes of a mask must call the same warp function together",
-             CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, width, op.arrived, WARP_NAMES[op.kind], op.mask,
-             op.width);
-    }
-    for (unsigned l = 0; l < 32; ++l)
-        if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == DONE)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
-                 "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, l);
-    wp.value[lane] = value;
-    wp.arg[lane] = arg;
-    op.arrived |= 1u << lane;
-    if ((op.arrived & mask & live) == (mask & live)) {
-        warp_compute(wp, op, live);
-        op.arrived = 0;
-        wp.pending &= ~(1u << slot);
-        for (unsigned l = 0; l < 32; ++l)
-            if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == WAIT_WARP) w.f[warp * 32 + l].state = READY;
-    } else {
-        w.f[t].state = WAIT_WARP;
-        park(w);
-    }
+    wp.op[lane] = mine;
+    wp.value[lane] = value, wp.arg[lane] = arg;
+    wp.waiting |= 1u << lane;
+    w.f[t].state = WAIT_WARP;
+    park(w);
     return wp.out[lane];
 }
 
