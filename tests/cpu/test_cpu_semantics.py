@@ -526,6 +526,40 @@ def test_defines_with_and_without_a_value():
     np.testing.assert_array_equal(y, -3 * x)
 
 
+@cf.kernel
+class ArchGuarded:
+    """Code under #if __CUDA_ARCH__ >= 700 (as cuda-samples write it), with CCCL headers that read
+    __CUDA_ARCH__ themselves: the CPU build is sm_90's, and CCCL stays in its host mode."""
+
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    arch: cf.Out[cf.int32]
+    n: cf.int64
+    preamble = """#include <cuda/std/numeric>
+#include <cuda/cmath>
+#include <cuda/memory>
+#include <cuda/std/__utility/typeid.h>
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>"""
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+#if __CUDA_ARCH__ >= 700
+    if (i < n) y[i] = cuda::std::gcd(x[i], 12) + 1000 * cuda::ceil_div(x[i], 4);
+#endif
+#if defined(__CUDA_ARCH__) && defined(CUFORGE_CPU)
+    if (i == 0) { arch[0] = __CUDA_ARCH__; arch[1] = CUFORGE_CPU; }
+#endif
+"""
+
+
+def test_cuda_arch_is_sm_90_s_and_cccl_headers_build_with_it():
+    x = RNG.integers(1, 1000, 300).astype(np.int32)
+    y, arch = np.zeros_like(x), np.zeros(2, np.int32)
+    ArchGuarded(x, y, arch, x.size, grid=3, block=128, device="cpu")
+    np.testing.assert_array_equal(y, np.gcd(x, 12) + 1000 * ((x + 3) // 4))
+    assert arch.tolist() == [900, 1]
+
+
 # ---------------------------------------------------------------- faults and refusals
 
 

@@ -812,3 +812,12 @@ CF_REDUCE(__reduce_xor_sync, W_XORR, unsigned)
 #include "cuforge/cpu_assert.h"
 
 #include "cuforge/cpu_math.h"
+
+// __CUDA_ARCH__ is the GPU the CPU backend stands for (sm_90, whose limits a CPU launch keeps),
+// so that code under `#if __CUDA_ARCH__ >= 700` is the code that runs; CUFORGE_CPU tells a CPU
+// build apart. CCCL's configuration is read first, without it: CCCL takes __CUDA_ARCH__ to mean
+// device code (PTX), and on the CPU it must stay in its host mode.
+#if __has_include(<cuda/__cccl_config>)
+#include <cuda/__cccl_config>
+#endif
+#define __CUDA_ARCH__ 900
