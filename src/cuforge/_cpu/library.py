@@ -49,14 +49,15 @@ _programs: dict[tuple[str, ...], Program] = {}
 
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
-          options: CompileOptions, entries: Sequence[str]) -> Program:  # fmt: skip
-    """``source`` (a rendered program) built for the CPU and loaded, once per process. The
-    key is the rendered source and the entries (the translation unit is a function of them
-    and of cuforge's CPU sources, which enter the key): a warm start translates nothing."""
+          options: CompileOptions, entries: Sequence[tuple[str, int]]) -> Program:  # fmt: skip
+    """``source`` (a rendered program) built for the CPU and loaded, once per process, with
+    ``entries``: each kernel's name expression and number of parameters. The key is the
+    rendered source and the entries (the translation unit is a function of them and of
+    cuforge's CPU sources, which enter the key): a warm start translates nothing."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
     dirs = include_dirs(options)
-    keyed = "\0".join((source, *entries))
+    keyed = "\0".join((source, *(f"{e}\0{n}" for e, n in entries)))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
     found = _programs.get(memo)
     if found is not None:
@@ -71,13 +72,18 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
 
                 return translation_unit(label, source, line_sources, entries)
 
+            def lines() -> dict[tuple[str, int], tuple[str, bool]]:
+                from .translate import excerpt_lines
+
+                return excerpt_lines(label, source, line_sources, entries)
+
             path = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
-                                        key_extra=extra, build=unit)  # fmt: skip
+                                        key_extra=extra, build=unit, excerpts=lines)  # fmt: skip
             lib = _store.load(path)
             found = _programs[memo] = Program(
                 lib,
                 {e: ctypes.cast(getattr(lib, f"cuforge_entry_{i}"), ctypes.c_void_p).value or 0
-                 for i, e in enumerate(entries)},
+                 for i, (e, _) in enumerate(entries)},
                 path,
             )  # fmt: skip
     return found

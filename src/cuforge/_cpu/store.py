@@ -51,6 +51,13 @@ _paths: dict[str, str] = {}  # key -> a shared object built or found by this pro
 _loaded: dict[str, ctypes.CDLL] = {}  # path -> its library
 _session: str | None = None
 
+# (file, line) -> the text there and whether the compiler saw that text (else its columns are
+# not this text's), for the lines of files the compiler cannot open
+Excerpts = Callable[[], Mapping[tuple[str, int], tuple[str, bool]]]
+# a message of GCC's or Clang's: "file:line:col: error: ..."
+_MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal error|error|warning|note):")
+_EXCERPT = re.compile(r"^\s*\d* \| ")  # the compiler's own excerpt of a line
+
 
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
               key_extra: tuple[str, ...], compiler: Compiler) -> str:  # fmt: skip
@@ -61,14 +68,17 @@ def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[st
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None) -> str:  # fmt: skip
+                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None,
+                  excerpts: Excerpts | None = None) -> str:  # fmt: skip
     """The path of a shared object built from ``source`` (one C++ translation unit), from
     this process's builds, the disk cache, or the host compiler, in that order.
 
     ``headers`` (name -> text) are written to a private folder searched first; ``label``
     names what is built in error messages. Raises `CompileError` when the compiler fails.
     With ``build``, ``source`` is only what the key hashes, and the translation unit is
-    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``).
+    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``). With
+    ``excerpts`` (called on a failed build only), the compiler's messages about lines of files
+    it cannot open (``#line`` names) are followed by those lines, as it shows its own files'.
     """
     compiler = find_compiler()
     key = cache_key(source, headers=headers, include_dirs=include_dirs, flags=flags, key_extra=key_extra,
@@ -83,9 +93,10 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
         disk = _disk.current()
         unit = build or (lambda: source)
         if disk is None:
-            path = _keep(_build(unit(), headers, include_dirs, flags, label, compiler)[0])
+            path = _keep(_build(unit(), headers, include_dirs, flags, label, compiler, excerpts)[0])
         else:
-            path = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler)
+            found = _from_disk(disk, key)
+            path = found or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler, excerpts)
         _paths[key] = path
         return path
 
@@ -121,14 +132,15 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> str
 
 
 def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str],
-                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler) -> str:  # fmt: skip
+                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler,
+                excerpts: Excerpts | None) -> str:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
     store the object; where it cannot be stored, it is kept for this process only."""
     with disk.locks([key], _config.cache_lock_seconds()):
         found = _from_disk(disk, key, recheck=True)
         if found is not None:
             return found
-        data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler)
+        data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
             return _keep(data)
@@ -161,7 +173,7 @@ def _keep(data: bytes) -> str:
 
 
 def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
-           compiler: Compiler) -> tuple[bytes, str, float]:  # fmt: skip
+           compiler: Compiler, excerpts: Excerpts | None = None) -> tuple[bytes, str, float]:  # fmt: skip
     """Run the compiler on ``source`` in a private folder: (the object's bytes, the
     compiler's messages, seconds)."""
     import shlex
@@ -198,7 +210,8 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
         seconds = time.perf_counter() - start
         log = (run.stderr + run.stdout).strip()
         if run.returncode != 0:
-            raise CompileError(_failure(label, shown, run.returncode, log), log=log, source=source, options=flags)
+            shown_log = _with_excerpts(log, excerpts()) if excerpts is not None else log
+            raise CompileError(_failure(label, shown, run.returncode, shown_log), log=log, source=source, options=flags)
         with open(os.path.join(work, f"{unit}.so"), "rb") as fh:
             data = fh.read()
     counters.add(cpu_compiles=1)
@@ -212,4 +225,23 @@ def _failure(label: str, command: str, status: int, log: str) -> str:
     out += [f"  {line}" for line in lines[:LOG_LINES]] or ["  (the compiler printed nothing)"]
     if len(lines) > LOG_LINES:
         out.append(f"  ... {len(lines) - LOG_LINES} more lines (all of them are on the error's .log)")
+    return "\n".join(out)
+
+
+def _with_excerpts(log: str, lines: Mapping[tuple[str, int], tuple[str, bool]]) -> str:
+    """``log`` with each message about a line in ``lines`` that the compiler gave no excerpt
+    of followed by one (the line, and a caret under the column), in the compiler's layout."""
+    out: list[str] = []
+    log_lines = log.splitlines()
+    for i, raw in enumerate(log_lines):
+        out.append(raw)
+        m = _MESSAGE.match(raw)
+        if m is None or (i + 1 < len(log_lines) and _EXCERPT.match(log_lines[i + 1])):
+            continue
+        found = lines.get((m["file"], int(m["line"])))
+        if found is not None:
+            text, exact = found[0].expandtabs(8), found[1]
+            out.append(f"{m['line']:>6} | {text}")
+            if exact:
+                out.append(f"{'':>6} | {' ' * min(int(m['col']) - 1, len(text))}^")
     return "\n".join(out)

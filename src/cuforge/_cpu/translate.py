@@ -178,18 +178,67 @@ def _depth(plain: str, at: int) -> int:
     return depth
 
 
-def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str]) -> str:
-    """The host C++ of a rendered program: its kernels' ``entries`` (name expressions) become
-    ``cuforge_entry_<i>``."""
+def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[tuple[str, int]]) -> str:
+    """The host C++ of a rendered program: its kernels' ``entries`` (name expression, number of
+    parameters) become ``cuforge_entry_<i>``."""
     refuse_unsupported(label, source, line_sources)
-    plain = _SYNCS.search(masked(source)) is None
-    body = _rewrite_shared(label, source, masked(source), line_sources)
-    tail = ['\n#line 1 "cuforge_cpu_entries"\nextern "C" {']
-    for i, expression in enumerate(entries):
+    return _assemble(label, _rewrite_shared(label, source, masked(source), line_sources), _is_plain(source), entries)
+
+
+def _is_plain(source: str) -> bool:
+    """Whether the program names no barrier or warp function: its threads run as a plain loop."""
+    return _SYNCS.search(masked(source)) is None
+
+
+def program_file(label: str) -> str:
+    """The file name the compiler's messages give the program's lines before any ``#line``
+    (a ``source=`` kernel's text): NVRTC's program name."""
+    return re.sub(r'["\\\n]', "_", label) + ".cu"
+
+
+def _assemble(label: str, body: str, plain: bool, entries: Sequence[tuple[str, int]]) -> str:
+    # A kernel is taken by its address among the functions of its name that return void and
+    # take its number of parameters: a C library function of the same name (select, time,
+    # sync, ...) is another overload at namespace scope, which the address alone would not pick.
+    tail = ['\n#line 1 "cuforge_cpu_entries"']
+    for n in sorted({n for _, n in entries}):
+        head = f"template <{', '.join(f'class A{i}' for i in range(n))}> " if n else ""
+        args = ", ".join(f"A{i}" for i in range(n))
+        tail.append(f"namespace cuforge_cpu {{ {head}constexpr auto kernel_with_{n}_params(void (*k)({args})) {{ return k; }} }}")
+    tail.append('extern "C" {')
+    for i, (expression, n) in enumerate(entries):
         tail.append(
-            f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* L, long long first, long long last) "
-            f"{{ cuforge_cpu::run_range<&{expression}, {'true' if plain else 'false'}>(L, first, last); }}"
+            f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* cuforge_launch, long long cuforge_first, long long "
+            f"cuforge_last) {{ cuforge_cpu::run_range<cuforge_cpu::kernel_with_{n}_params(&{expression}), "
+            f"{'true' if plain else 'false'}>(cuforge_launch, cuforge_first, cuforge_last); }}"
         )
     tail.append("}\n")
-    prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + HEADER + "#line 1\n"  # (the source keeps its lines)
+    prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + HEADER + f'#line 1 "{program_file(label)}"\n'
     return prefix + body + "\n".join(tail)
+
+
+def excerpt_lines(label: str, source: str, line_sources: Mapping[str, str],
+                  entries: Sequence[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, bool]]:  # fmt: skip
+    """The text of each (file, line) the compiler's messages can name in the translation unit
+    of ``source``, as the user wrote it, and whether the compiler saw that same text (not a
+    rewritten ``__shared__`` declaration, whose columns are not the user's). A line that two
+    ``#line`` regions give different texts is left out: no excerpt rather than a wrong one."""
+    plain = _is_plain(source)
+    user = _assemble(label, source, plain, entries)
+    compiled = _assemble(label, _rewrite_shared(label, source, masked(source), line_sources), plain, entries).split("\n")
+    found: dict[tuple[str, int], tuple[str, bool]] = {}
+    ambiguous: set[tuple[str, int]] = set()
+    file, line = "", 0
+    directive = re.compile(r'#line (\d+) "([^"]+)"')
+    for i, (text, blank) in enumerate(zip(user.split("\n"), masked(user).split("\n"))):
+        m = directive.fullmatch(text)
+        if m is not None and blank.startswith("#"):  # (not one inside a comment or a string)
+            file, line = m.group(2), int(m.group(1))
+            continue
+        if file:
+            if found.setdefault((file, line), (text, text == compiled[i]))[0] != text:
+                ambiguous.add((file, line))
+            line += 1
+    for key in ambiguous:
+        del found[key]
+    return found

@@ -310,7 +310,8 @@ class Kernel(_KernelBase, OnDevice):
             source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))
             lines = {name: text for _, u in group for name, text in u.line_sources.items()}
             program = _cpu_library.build(self.label, source, line_sources=lines, headers=unit.headers,
-                                         options=unit.options, entries=[k.name_expression for k, _ in group])  # fmt: skip
+                                         options=unit.options,
+                                         entries=[(k.name_expression, len(k._plan.specs)) for k, _ in group])  # fmt: skip
             grid_sync = _kinds.uses_grid_sync(source)
             for k, _ in group:
                 k._cpu, k._cpu_lib = program.entries[k.name_expression], program.library
