@@ -632,6 +632,52 @@ def test_wild_pointer_write_is_a_device_fault():
     runs_well()
 
 
+@cf.kernel
+class FaultsAt:
+    """Thread (tx, ty) of block (bx, by) writes through a null pointer; sync = 1 takes a path with
+    a barrier (the threads are not a plain loop then)."""
+
+    out: cf.Array[cf.int32]
+    bx: cf.int32
+    by: cf.int32
+    tx: cf.int32
+    ty: cf.int32
+    sync: cf.int32
+    body = """
+    long long b = blockIdx.x + (long long)gridDim.x * blockIdx.y;
+    long long i = b * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x;
+    if (sync) { __syncthreads(); }
+    if (blockIdx.x == bx && blockIdx.y == by && threadIdx.x == tx && threadIdx.y == ty) ((volatile int*)0)[i] = 1;
+    out[i] = 1;
+    """
+
+
+@cf.kernel
+class FaultsAtPlainly:
+    """FaultsAt with no barrier anywhere in its source: its threads run as a vectorizable loop."""
+
+    out: cf.Array[cf.int32]
+    bx: cf.int32
+    by: cf.int32
+    body = """
+    long long b = blockIdx.x + (long long)gridDim.x * blockIdx.y;
+    long long i = b * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x;
+    if (blockIdx.x == bx && blockIdx.y == by && threadIdx.x == 7) ((volatile int*)0)[i] = 1;
+    out[i] = 1;
+    """
+
+
+@pytest.mark.parametrize("grid, at", [((4096, 1), (2048, 0)), ((400, 1), (399, 0)), ((8, 1), (5, 0)), ((64, 40), (3, 37))])
+def test_a_fault_names_its_block_and_thread(grid, at):
+    n = grid[0] * grid[1] * 32
+    with pytest.raises(cf.DeviceFaultError, match=rf"segmentation fault.* in block \({at[0]}, {at[1]}, 0\)\. "):
+        FaultsAtPlainly(np.zeros(n, np.int32), at[0], at[1], grid=grid, block=32, device="cpu")
+    for sync in (0, 1):  # the same source, on the loop of threads and on fibers
+        with pytest.raises(cf.DeviceFaultError, match=rf" in block \({at[0]}, {at[1]}, 0\), thread \(3, 2, 0\)\. "):
+            FaultsAt(np.zeros(n, np.int32), at[0], at[1], 3, 2, sync, grid=grid, block=(8, 4), device="cpu")
+    runs_well()
+
+
 @pytest.mark.parametrize(
     "mode, what",
     [(5, r"__trap\(\) called at Faulty\.body, line 9"), (6, r"assert\(mode != 6\) failed at Faulty\.body, line 10")],

@@ -640,8 +640,12 @@ template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
     void** args = w.L->args;
     const auto params = unpack(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
     unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
-    for (; w.b < w.last; ++w.b) {
-        begin_block(w, w.b);
+    // The block and thread that run are stored as they change (volatile), for a fault's report:
+    // the compiler would otherwise keep them in registers (the thread only where it is not a
+    // vectorized loop: a PLAIN fault names the block).
+    volatile long long& at = w.b;
+    for (long long b = at; b < w.last; at = ++b) {
+        begin_block(w, b);
         unsigned t = 0;
         for (unsigned z = 0; z < bz; ++z) {
             threadIdx.z = z;
@@ -656,7 +660,7 @@ template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
                 }
                 for (unsigned x = 0; x < bx; ++x, ++t) {
                     threadIdx.x = x;
-                    w.cur = t;
+                    static_cast<volatile unsigned&>(w.cur) = t;
                     std::apply(K, params);
                     if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
                 }
@@ -691,11 +695,16 @@ inline bool prepare(Worker& w, cuforge_cpu_launch* L, ThreadFn tf, bool plain) {
 
 // Run blocks [first, last) of a launch on this thread. A fault, a failed assert or threads that
 // can never meet end the range early with L->status set.
-#ifdef CUFORGE_CPU_PLAIN
-#define CF_FAULT_BLOCK plain_block_idx  // (read on the worker's own stack, where worker() does not reach)
-#else
-#define CF_FAULT_BLOCK w.block_idx
-#endif
+// Where a fault happened: the block the worker runs, and the thread where it is known.
+inline void fault_place(char* out, size_t size, Worker& w, bool thread_known) {
+    long long b = static_cast<volatile long long&>(w.b);
+    unsigned gx = w.L->grid[0], gy = w.L->grid[1], bx = w.L->block[0], by = w.L->block[1];
+    int used = snprintf(out, size, "block (%u, %u, %u)", unsigned(b % gx), unsigned(b / gx % gy),
+                        unsigned(b / ((long long)gx * gy)));
+    unsigned t = static_cast<volatile unsigned&>(w.cur);
+    if (thread_known && used > 0 && size_t(used) < size)
+        snprintf(out + used, size - used, ", thread (%u, %u, %u)", t % bx, t / bx % by, t / (bx * by));
+}
 template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
     char* region = cuforge_cpu_stacks(0);  // (this runs on the thread's own stack: the region is asked for)
     if (!region) {
@@ -713,12 +722,14 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
     void* volatile addr = nullptr;
     if (sigsetjmp(w.jump, 0)) {  // fail() or a fault came back here
         cuforge_cpu_guard(nullptr, nullptr, nullptr);
+        char where[96];
+        fault_place(where, sizeof where, w, !PLAIN || w.fibers);
         if (sig && __sync_bool_compare_and_swap(&L->status, 0, FAULTED))
-            snprintf(L->message, sizeof L->message, "%s at address %p in " CF_BLOCK_FMT,
+            snprintf(L->message, sizeof L->message, "%s at address %p in %s",
                      sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
                      : sig == SIGBUS ? "a bus error (a misaligned or unmapped access)"
                      : "an arithmetic fault (an integer division by zero, which on a GPU gives an undefined value)",
-                     (void*)addr, CF_FAULT_BLOCK.x, CF_FAULT_BLOCK.y, CF_FAULT_BLOCK.z);
+                     (void*)addr, where);
         return;
     }
     cuforge_cpu_guard(&w.jump, &sig, &addr);
