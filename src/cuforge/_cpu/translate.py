@@ -55,7 +55,7 @@ _BEFORE_A_CALL = frozenset(("return", "else", "do", "case", "co_return", "co_yie
 _SYNCS = re.compile(
     r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|"
     r"__activemask|__lanemask\w*|__nanosleep|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|"
-    r"coalesced_threads|"
+    r"coalesced_threads|labeled_partition|binary_partition|"
     r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
 )
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)

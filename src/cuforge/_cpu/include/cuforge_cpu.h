@@ -114,6 +114,7 @@ struct WarpOp {  // the warp function a lane waits at
 struct Warp {
     WarpOp op[32];
     unsigned waiting;  // the lanes parked at a warp function
+    unsigned coalescing;  // the lanes in cooperative_groups::coalesced_threads() (cooperative_groups.h)
     unsigned long long value[32];
     int arg[32];
     unsigned long long out[32];
@@ -275,7 +276,7 @@ inline void enter_fibers(Worker& w) {
     for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
     w.exited = w.cur;
     w.bar_arrived = 0;
-    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) w.warps[i].waiting = 0;
+    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) w.warps[i].waiting = w.warps[i].coalescing = 0;
 }
 
 inline bool same_op(const WarpOp& a, const WarpOp& b) { return a.kind == b.kind && a.mask == b.mask && a.width == b.width; }
