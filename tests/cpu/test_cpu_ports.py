@@ -89,3 +89,93 @@ def test_a_body_kernel_s_errors_show_the_body_s_and_the_preamble_s_lines():
     assert re.search(
         r"\n  BrokenBody\.body:1:\d+: error: .undefined_type. does not name a type" + re.escape(shared) + "\n  Broken", message
     )
+
+
+# ---------------------------------------------------------------- link= sources
+
+
+@cf.kernel
+class Twice:  # docs/guide/prebuilt.md's example
+    x: cf.Array[cf.float32]
+    n: cf.int64
+    options = cf.CompileOptions(lto=True)
+    link = ['extern "C" __device__ float twice(float v) { return 2.0f * v; }']
+    preamble = 'extern "C" __device__ float twice(float v);'
+    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) x[i] = twice(x[i]);"
+
+
+DEVICE_LIBRARY = """
+__device__ float multiplyByTwo(float number) { return number * 2.0f; }
+__device__ float divideByTwo(float number) { return number * 0.5f; }
+"""
+WARP_LIBRARY = """
+static __device__ float total(float v) { return v; }  // (a static of the same name as the kernel's own)
+__device__ float warpSum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return total(v);
+}
+__device__ unsigned laneOf() { return threadIdx.x % 32; }
+"""
+
+
+@cf.kernel
+class SeparateCompilation:
+    """cuda-samples' simpleSeparateCompilation: device functions (C++ names) from one link
+    source, called directly and through a __device__ function pointer; a warp sum and the
+    lane from another, while the kernel's own source names no warp function."""
+
+    v: cf.Array[cf.float32]
+    sums: cf.Out[cf.float32]
+    lanes: cf.Out[cf.int32]
+    n: cf.int32
+    block = 64
+    link = [DEVICE_LIBRARY, WARP_LIBRARY]
+    preamble = """
+typedef float (*deviceFunc)(float);
+extern __device__ float multiplyByTwo(float number);
+extern __device__ float divideByTwo(float number);
+extern __device__ float warpSum(float v);
+extern __device__ unsigned laneOf();
+__device__ deviceFunc dDivideByTwoPtr = divideByTwo;
+static __device__ float total(float v) { return -v; }
+"""
+    body = """
+    unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
+    float x = tid < (unsigned)n ? v[tid] : 0.0f;
+    sums[tid] = total(-warpSum(x));
+    lanes[tid] = (int)laneOf();
+    if (tid < (unsigned)n) v[tid] = (*dDivideByTwoPtr)(multiplyByTwo(multiplyByTwo(x)));
+    """
+
+
+def test_link_sources_are_compiled_for_the_cpu():
+    x = np.arange(100, dtype=np.float32)
+    Twice(x, x.size, grid=4, block=32, device="cpu")
+    np.testing.assert_array_equal(x, 2 * np.arange(100, dtype=np.float32))
+
+
+def test_separate_compilation_with_device_function_pointers_and_warp_functions():
+    n = 100
+    v = np.random.default_rng(9).integers(-50, 50, 128).astype(np.float32)
+    before = v.copy()
+    sums, lanes = np.zeros(128, np.float32), np.zeros(128, np.int32)
+    SeparateCompilation(v, sums, lanes, n, grid=2, device="cpu")
+    np.testing.assert_array_equal(v[:n], 2 * before[:n])
+    np.testing.assert_array_equal(v[n:], before[n:])
+    np.testing.assert_array_equal(sums, np.repeat(np.where(np.arange(128) < n, before, 0).reshape(4, 32).sum(axis=1), 32))
+    np.testing.assert_array_equal(lanes, np.arange(128) % 32)
+
+
+def test_prebuilt_gpu_code_in_link_is_refused_on_the_cpu():
+    module = cf.Module(b"\x7fELF" + bytes(60), code_type="cubin")
+
+    @cf.kernel
+    class LinksAModule:
+        x: cf.Array[cf.float32]
+        link = [module]
+        preamble = 'extern "C" __device__ float twice(float v);'
+        body = "x[threadIdx.x] = twice(x[threadIdx.x]);"
+
+    with pytest.raises(cf.CuforgeError, match=r"LinksAModule: link\[0\] is prebuilt GPU code \(<cuforge\.Module .*>\), which "
+                       r"cannot run on the CPU: .* launch the kernel on a GPU \(device='cuda'\)$"):  # fmt: skip
+        LinksAModule(np.zeros(4, np.float32), grid=1, block=4, device="cpu")

@@ -49,15 +49,16 @@ _programs: dict[tuple[str, ...], Program] = {}
 
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
-          options: CompileOptions, entries: Sequence[tuple[str, int]]) -> Program:  # fmt: skip
+          options: CompileOptions, entries: Sequence[tuple[str, int]], links: Sequence[str] = ()) -> Program:  # fmt: skip
     """``source`` (a rendered program) built for the CPU and loaded, once per process, with
     ``entries``: each kernel's name expression and number of parameters. The key is the
     rendered source and the entries (the translation unit is a function of them and of
-    cuforge's CPU sources, which enter the key): a warm start translates nothing."""
+    cuforge's CPU sources, which enter the key): a warm start translates nothing. ``links``
+    (CUDA C++ sources: a class's ``link=``) are translation units of their own in the library."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
     dirs = include_dirs(options)
-    keyed = "\0".join((source, *(f"{e}\0{n}" for e, n in entries)))
+    keyed = "\0".join((source, *(f"{e}\0{n}" for e, n in entries), *(f"link\0{text}" for text in links)))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
     found = _programs.get(memo)
     if found is not None:
@@ -67,10 +68,13 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
         if found is None:
             extra = (_runtime.sources_digest(), include_dirs_digest(tuple(options.include_dirs)), _toolchain.host_cpu())
 
-            def unit() -> str:
+            def unit() -> list[str]:
                 from .translate import translation_unit  # (only a build translates)
 
-                return translation_unit(label, source, line_sources, entries)
+                linked = bool(links)
+                return [translation_unit(label, source, line_sources, entries, linked=linked)] + [
+                    translation_unit(f"{label}.link{i}", text, {}, (), linked=True) for i, text in enumerate(links)
+                ]
 
             def lines() -> dict[tuple[str, int], tuple[str, bool]]:
                 from .translate import excerpt_lines

@@ -29,7 +29,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from .. import _config
 from .._compile import disk as _disk
@@ -51,6 +51,7 @@ _paths: dict[str, str] = {}  # key -> a shared object built or found by this pro
 _loaded: dict[str, ctypes.CDLL] = {}  # path -> its library
 _session: str | None = None
 
+Units = str | Sequence[str]  # what a build compiles: one translation unit, or several
 # (file, line) -> the text there and whether the compiler saw that text (else its columns are
 # not this text's), for the lines of files the compiler cannot open
 Excerpts = Callable[[], Mapping[tuple[str, int], tuple[str, bool]]]
@@ -68,7 +69,7 @@ def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[st
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None,
+                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], Units] | None = None,
                   excerpts: Excerpts | None = None) -> str:  # fmt: skip
     """The path of a shared object built from ``source`` (one C++ translation unit), from
     this process's builds, the disk cache, or the host compiler, in that order.
@@ -76,7 +77,8 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
     ``headers`` (name -> text) are written to a private folder searched first; ``label``
     names what is built in error messages. Raises `CompileError` when the compiler fails.
     With ``build``, ``source`` is only what the key hashes, and the translation unit is
-    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``). With
+    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``): one
+    translation unit, or several, linked into the one shared object. With
     ``excerpts`` (called on a failed build only), the compiler's messages about lines of files
     it cannot open (``#line`` names) are followed by those lines, as it shows its own files'.
     """
@@ -131,7 +133,7 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> str
     return str(disk.path_of(name))
 
 
-def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str],
+def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], headers: Mapping[str, str],
                 include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler,
                 excerpts: Excerpts | None) -> str:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
@@ -172,10 +174,10 @@ def _keep(data: bytes) -> str:
     return path
 
 
-def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
+def _build(sources: Units, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
            compiler: Compiler, excerpts: Excerpts | None = None) -> tuple[bytes, str, float]:  # fmt: skip
-    """Run the compiler on ``source`` in a private folder: (the object's bytes, the
-    compiler's messages, seconds)."""
+    """Run the compiler on ``sources`` (a translation unit, or several) in a private folder:
+    (the object's bytes, the compiler's messages, seconds)."""
     import shlex
     import subprocess
     import tempfile
@@ -183,6 +185,8 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
     # the files' name: ASCII letters, digits, "_", "." and "-", never first "-" (an option to the
     # compiler) or "." (hidden, or "..")
     unit = re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:64].lstrip("-.").rstrip(".") or "kernel"
+    units = [sources] if isinstance(sources, str) else list(sources)
+    source = units[0]
     with tempfile.TemporaryDirectory(prefix="cuforge-cpu-build-") as work:
         for name, text in headers.items():
             target = os.path.normpath(os.path.join(work, "headers", name))
@@ -193,9 +197,11 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w", encoding="utf-8") as fh:
                 fh.write(text)
-        with open(os.path.join(work, f"{unit}.cpp"), "w", encoding="utf-8") as fh:
-            fh.write(source)
-        argv = [*compiler.argv, *flags, "-Iheaders", *(f"-I{d}" for d in include_dirs), f"{unit}.cpp", "-o", f"{unit}.so"]
+        files = [f"{unit}.cpp"] + [f"{unit}.{i}.cpp" for i in range(1, len(units))]
+        for file, text in zip(files, units):
+            with open(os.path.join(work, file), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        argv = [*compiler.argv, *flags, "-Iheaders", *(f"-I{d}" for d in include_dirs), *files, "-o", f"{unit}.so"]
         shown = shlex.join([os.path.basename(argv[0]), *argv[1:]])
         start = time.perf_counter()
         try:

@@ -178,11 +178,14 @@ def _depth(plain: str, at: int) -> int:
     return depth
 
 
-def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[tuple[str, int]]) -> str:
+def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[tuple[str, int]],
+                     *, linked: bool = False) -> str:  # fmt: skip
     """The host C++ of a rendered program: its kernels' ``entries`` (name expression, number of
-    parameters) become ``cuforge_entry_<i>``."""
+    parameters) become ``cuforge_entry_<i>``. A unit ``linked`` with others into one library
+    never runs its threads as a plain loop, whose built-ins are the unit's own."""
     refuse_unsupported(label, source, line_sources)
-    return _assemble(label, _rewrite_shared(label, source, masked(source), line_sources), _is_plain(source), entries)
+    plain = _is_plain(source) and not linked
+    return _assemble(label, _rewrite_shared(label, source, masked(source), line_sources), plain, entries)
 
 
 def _is_plain(source: str) -> bool:

@@ -300,6 +300,7 @@ class Kernel(_KernelBase, OnDevice):
             from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
 
             unit = self.compile_unit()
+            links = self._cpu_links(unit)
             group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
             if unit.source_text is not None:
                 for k in _cache.kernels_over(unit.source_text):
@@ -311,13 +312,25 @@ class Kernel(_KernelBase, OnDevice):
             lines = {name: text for _, u in group for name, text in u.line_sources.items()}
             program = _cpu_library.build(self.label, source, line_sources=lines, headers=unit.headers,
                                          options=unit.options,
-                                         entries=[(k.name_expression, len(k._plan.specs)) for k, _ in group])  # fmt: skip
+                                         entries=[(k.name_expression, len(k._plan.specs)) for k, _ in group],
+                                         links=links)  # fmt: skip
             grid_sync = _kinds.uses_grid_sync(source)
             for k, _ in group:
                 k._cpu, k._cpu_lib = program.entries[k.name_expression], program.library
                 k._plan.grid_sync = k._plan.grid_sync or grid_sync
         assert self._cpu is not None  # set above, with its group's
         return self._cpu
+
+    def _cpu_links(self, unit: CompileUnit) -> list[str]:
+        """The kernel's ``link=`` sources, compiled into its CPU library with it; prebuilt GPU
+        code (a Module) is refused."""
+        for i, item in enumerate(unit.links):
+            if not isinstance(item, str):
+                raise CuforgeError(
+                    f"{self.label}: link[{i}] is prebuilt GPU code ({item!r}), which cannot run on the CPU: only CUDA "
+                    f"C++ sources in link= are compiled for it; launch the kernel on a GPU (device='cuda')"
+                )
+        return list(unit.links)
 
     def _launch_on_cpu(self) -> None:
         """Calls that name no device run on the CPU (``%%cuda --device cpu``)."""
