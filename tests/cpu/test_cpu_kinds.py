@@ -129,3 +129,171 @@ def test_tiled_partition_collectives_against_numpy():
     np.testing.assert_array_equal(out[:, 2], np.where(t % 8 == 7, t, t + 1))
     np.testing.assert_array_equal(out[:, 3], np.repeat(t.reshape(8, 8).sum(axis=1), 8))
     np.testing.assert_array_equal(out[:, 4], t % 8 + 1)
+
+
+# ---------------------------------------------------------------- coalesced, labeled and dynamic groups
+# (kernels in the style of cuda-samples' warpAggregatedAtomicsCG and simpleCooperativeGroups)
+
+AGGREGATE = """
+__device__ int atomicAggInc(int* counter, int* bad) {
+    cg::coalesced_group active = cg::coalesced_threads();
+    int mask = active.ballot(1);
+    if (mask != (int)((1ull << active.size()) - 1)) atomicAdd(bad, 1);  // by rank: the low size() bits
+    int res;
+    if (active.thread_rank() == 0) res = atomicAdd(counter, active.size());
+    res = active.shfl(res, 0);
+    return res + active.thread_rank();
+}
+__device__ int atomicAggIncMulti(const int bucket, int* counter) {
+    cg::coalesced_group active = cg::coalesced_threads();
+    auto labeledGroup = cg::labeled_partition(active, bucket);
+    int res;
+    if (labeledGroup.thread_rank() == 0) res = atomicAdd(&counter[bucket], labeledGroup.size());
+    res = labeledGroup.shfl(res, 0);
+    return res + labeledGroup.thread_rank();
+}
+"""
+
+
+@cf.kernel
+class FilterArr:
+    dst: cf.Out[cf.int32]
+    nres: cf.Array[cf.int32]
+    src: cf.In[cf.int32]
+    n: cf.int32
+    block = 128
+    preamble = PREAMBLE + AGGREGATE
+    body = """
+    int id = threadIdx.x + blockIdx.x * blockDim.x;
+    for (int i = id; i < n; i += gridDim.x * blockDim.x) {
+        if (src[i] > 0) dst[atomicAggInc(&nres[0], &nres[1])] = src[i];
+    }
+    """
+
+
+@cf.kernel
+class MapToBuckets:
+    srcArr: cf.In[cf.int32]
+    indicesBuckets: cf.Out[cf.int32]
+    bucketCounters: cf.Array[cf.int32]
+    srcSize: cf.int32
+    numOfBuckets: cf.int32
+    block = 128
+    preamble = PREAMBLE + AGGREGATE
+    body = """
+#if __CUDA_ARCH__ >= 700
+    cg::grid_group grid = cg::this_grid();
+    for (int i = grid.thread_rank(); i < srcSize; i += grid.size()) {
+        const int key = srcArr[i];
+        if (key < numOfBuckets) indicesBuckets[i] = atomicAggIncMulti(key, bucketCounters);
+    }
+#endif
+    """
+
+
+def test_warp_aggregated_atomics_with_coalesced_threads():
+    src = np.random.default_rng(5).integers(-5, 10, 5000).astype(np.int32)
+    dst, nres = np.zeros(src.size, np.int32), np.zeros(2, np.int32)
+    FilterArr(dst, nres, src, src.size, grid=8, device="cpu")
+    assert nres.tolist() == [(src > 0).sum(), 0]
+    np.testing.assert_array_equal(np.sort(dst[: nres[0]]), np.sort(src[src > 0]))
+
+
+def test_map_to_buckets_with_labeled_partition():
+    buckets = 6
+    src = np.random.default_rng(6).integers(0, buckets + 2, 4000).astype(np.int32)  # keys past the buckets skip
+    idx, counters = np.full(src.size, -1, np.int32), np.zeros(buckets, np.int32)
+    MapToBuckets(src, idx, counters, src.size, buckets, grid=5, device="cpu")
+    np.testing.assert_array_equal(counters, np.bincount(src[src < buckets], minlength=buckets))
+    for b in range(buckets):  # each element of a bucket got its own slot in it
+        np.testing.assert_array_equal(np.sort(idx[src == b]), np.arange(counters[b]))
+    assert (idx[src >= buckets] == -1).all()
+
+
+@cf.kernel
+class SumReductions:
+    """simpleCooperativeGroups: one reduction for thread_group parameters, over the block and
+    over tiled_partition(block, 16)."""
+
+    out: cf.Out[cf.int32]
+    shared_mem = 64 * 4
+    preamble = (
+        PREAMBLE
+        + """
+__device__ int sumReduction(cg::thread_group g, int* x, int val) {
+    int lane = g.thread_rank();
+    for (int i = g.size() / 2; i > 0; i /= 2) {
+        x[lane] = val;
+        g.sync();
+        if (lane < i) val += x[lane + i];
+        g.sync();
+    }
+    return g.thread_rank() == 0 ? val : -1;
+}"""
+    )
+    body = """
+    cg::thread_block block = cg::this_thread_block();
+    extern __shared__ int workspace[];
+    int n = block.size();
+    out[block.thread_rank()] = sumReduction(block, workspace, block.thread_rank());
+    block.sync();
+    cg::thread_group tile16 = cg::tiled_partition(block, 16);
+    int offset = block.thread_rank() - tile16.thread_rank();
+    out[n + block.thread_rank()] = sumReduction(tile16, workspace + offset, tile16.thread_rank());
+    cg::thread_group tile4 = cg::tiled_partition(tile16, 4);
+    out[2 * n + block.thread_rank()] = tile4.thread_rank() + 100 * tile4.size();
+    """
+
+
+def test_thread_group_parameters_and_a_dynamic_tiled_partition():
+    out = np.zeros((3, 64), np.int32)
+    SumReductions(out.ravel(), grid=1, block=64, device="cpu")
+    t = np.arange(64)
+    np.testing.assert_array_equal(out[0], np.where(t == 0, 63 * 64 // 2, -1))
+    np.testing.assert_array_equal(out[1], np.where(t % 16 == 0, 15 * 16 // 2, -1))
+    np.testing.assert_array_equal(out[2], t % 4 + 400)
+
+
+@cf.kernel
+class CoalescedOps:
+    """Every third lane takes a branch and makes a coalesced group there."""
+
+    out: cf.Out[cf.int32]
+    block = 64
+    preamble = PREAMBLE
+    body = """
+    unsigned t = threadIdx.x, lane = t % 32;
+    for (int k = 0; k < 8; ++k) out[8 * t + k] = -1;
+    if (lane % 3 == 0) {
+        cg::coalesced_group g = cg::coalesced_threads();
+        out[8 * t + 0] = g.size();
+        out[8 * t + 1] = g.thread_rank();
+        out[8 * t + 2] = g.shfl((int)t, 2);
+        out[8 * t + 3] = g.shfl_down((int)t, 1);
+        out[8 * t + 4] = g.shfl_up((int)t, 2);
+        out[8 * t + 5] = g.ballot(lane % 2);
+        out[8 * t + 6] = g.any(lane == 9) + 2 * g.all(lane < 40);
+        g.sync();
+        out[8 * t + 7] = cg::thread_group(g).thread_rank();
+    }
+    """
+
+
+def test_coalesced_group_of_a_divergent_branch():
+    out = np.zeros((64, 8), np.int32)
+    CoalescedOps(out.ravel(), grid=1, device="cpu")
+    for w in range(2):
+        lanes = np.arange(0, 32, 3)  # the group's lanes, by rank
+        t = 32 * w + lanes
+        r = np.arange(lanes.size)
+        got = out[t]
+        np.testing.assert_array_equal(got[:, 0], lanes.size)
+        np.testing.assert_array_equal(got[:, 1], r)
+        np.testing.assert_array_equal(got[:, 2], t[2])
+        np.testing.assert_array_equal(got[:, 3], np.where(r + 1 < lanes.size, t[np.minimum(r + 1, lanes.size - 1)], t))
+        np.testing.assert_array_equal(got[:, 4], np.where(r >= 2, t[np.maximum(r - 2, 0)], t))
+        np.testing.assert_array_equal(got[:, 5], sum(1 << int(k) for k in r[lanes % 2 == 1]))
+        np.testing.assert_array_equal(got[:, 6], 1 + 2)
+        np.testing.assert_array_equal(got[:, 7], r)
+        others = np.setdiff1d(np.arange(32), lanes) + 32 * w
+        assert (out[others] == -1).all()

@@ -526,6 +526,40 @@ def test_defines_with_and_without_a_value():
     np.testing.assert_array_equal(y, -3 * x)
 
 
+@cf.kernel
+class ArchGuarded:
+    """Code under #if __CUDA_ARCH__ >= 700 (as cuda-samples write it), with CCCL headers that read
+    __CUDA_ARCH__ themselves: the CPU build is sm_90's, and CCCL stays in its host mode."""
+
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    arch: cf.Out[cf.int32]
+    n: cf.int64
+    preamble = """#include <cuda/std/numeric>
+#include <cuda/cmath>
+#include <cuda/memory>
+#include <cuda/std/__utility/typeid.h>
+#include <cuda_fp16.h>
+#include <cooperative_groups.h>"""
+    body = """
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+#if __CUDA_ARCH__ >= 700
+    if (i < n) y[i] = cuda::std::gcd(x[i], 12) + 1000 * cuda::ceil_div(x[i], 4);
+#endif
+#if defined(__CUDA_ARCH__) && defined(CUFORGE_CPU)
+    if (i == 0) { arch[0] = __CUDA_ARCH__; arch[1] = CUFORGE_CPU; }
+#endif
+"""
+
+
+def test_cuda_arch_is_sm_90_s_and_cccl_headers_build_with_it():
+    x = RNG.integers(1, 1000, 300).astype(np.int32)
+    y, arch = np.zeros_like(x), np.zeros(2, np.int32)
+    ArchGuarded(x, y, arch, x.size, grid=3, block=128, device="cpu")
+    np.testing.assert_array_equal(y, np.gcd(x, 12) + 1000 * ((x + 3) // 4))
+    assert arch.tolist() == [900, 1]
+
+
 # ---------------------------------------------------------------- faults and refusals
 
 
@@ -595,6 +629,52 @@ def test_failed_assert_is_a_device_fault():
 def test_wild_pointer_write_is_a_device_fault():
     with pytest.raises(cf.DeviceFaultError, match=r"Faulty faulted on the CPU .*segmentation fault.* at address 0x10"):
         Faulty(4, np.zeros(64, np.int32), grid=1, device="cpu")
+    runs_well()
+
+
+@cf.kernel
+class FaultsAt:
+    """Thread (tx, ty) of block (bx, by) writes through a null pointer; sync = 1 takes a path with
+    a barrier (the threads are not a plain loop then)."""
+
+    out: cf.Array[cf.int32]
+    bx: cf.int32
+    by: cf.int32
+    tx: cf.int32
+    ty: cf.int32
+    sync: cf.int32
+    body = """
+    long long b = blockIdx.x + (long long)gridDim.x * blockIdx.y;
+    long long i = b * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x;
+    if (sync) { __syncthreads(); }
+    if (blockIdx.x == bx && blockIdx.y == by && threadIdx.x == tx && threadIdx.y == ty) ((volatile int*)0)[i] = 1;
+    out[i] = 1;
+    """
+
+
+@cf.kernel
+class FaultsAtPlainly:
+    """FaultsAt with no barrier anywhere in its source: its threads run as a vectorizable loop."""
+
+    out: cf.Array[cf.int32]
+    bx: cf.int32
+    by: cf.int32
+    body = """
+    long long b = blockIdx.x + (long long)gridDim.x * blockIdx.y;
+    long long i = b * blockDim.x * blockDim.y + threadIdx.y * blockDim.x + threadIdx.x;
+    if (blockIdx.x == bx && blockIdx.y == by && threadIdx.x == 7) ((volatile int*)0)[i] = 1;
+    out[i] = 1;
+    """
+
+
+@pytest.mark.parametrize("grid, at", [((4096, 1), (2048, 0)), ((400, 1), (399, 0)), ((8, 1), (5, 0)), ((64, 40), (3, 37))])
+def test_a_fault_names_its_block_and_thread(grid, at):
+    n = grid[0] * grid[1] * 32
+    with pytest.raises(cf.DeviceFaultError, match=rf"segmentation fault.* in block \({at[0]}, {at[1]}, 0\)\. "):
+        FaultsAtPlainly(np.zeros(n, np.int32), at[0], at[1], grid=grid, block=32, device="cpu")
+    for sync in (0, 1):  # the same source, on the loop of threads and on fibers
+        with pytest.raises(cf.DeviceFaultError, match=rf" in block \({at[0]}, {at[1]}, 0\), thread \(3, 2, 0\)\. "):
+            FaultsAt(np.zeros(n, np.int32), at[0], at[1], 3, 2, sync, grid=grid, block=(8, 4), device="cpu")
     runs_well()
 
 

@@ -391,3 +391,86 @@ def test_warp_results_survive_a_smaller_mask_s_next_warp_function():
     for b, w0, live in warps_of(per_block, 3):
         at = b * per_block + w0
         assert out[7, at : at + live].tolist() == [live] * live
+
+
+# ---------------------------------------------------------------- subset masks, then the whole warp
+
+ROUNDS = 6
+
+
+@cf.kernel
+class MaskRounds:
+    """Each round, per warp: a reduction over mask a in a's lanes, a shuffle from mask b's first
+    lane in b's lanes (masks that overlap), then __syncwarp() in every lane (sm_70's pattern:
+    a lane outside a mask goes on; one that reaches a whole-warp function waits)."""
+
+    vals: cf.In[cf.int32]
+    masks: cf.In[cf.uint32]
+    red: cf.Out[cf.int32]
+    got: cf.Out[cf.int32]
+    n: cf.int64
+    block = 96
+    body = """
+    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    unsigned lane = threadIdx.x % 32;
+    long long warp = t / 32;
+    for (int r = 0; r < ROUNDS; ++r) {
+        unsigned a = masks[(warp * ROUNDS + r) * 2], b = masks[(warp * ROUNDS + r) * 2 + 1];
+        int v = vals[r * n + t];
+        int x = -1, y = -1;
+        if (a >> lane & 1) x = __reduce_max_sync(a, v);
+        if (b >> lane & 1) y = __shfl_sync(b, v, __ffs(b) - 1);
+        __syncwarp();
+        red[r * n + t] = x;
+        got[r * n + t] = y;
+    }
+    """
+    options = cf.CompileOptions(defines={"ROUNDS": str(ROUNDS)})
+
+
+def test_subset_mask_functions_then_syncwarp_in_a_loop():
+    rng = np.random.default_rng(70)
+    grid = 2
+    n = grid * 96
+    warps = n // 32
+    vals = rng.integers(-1000, 1000, (ROUNDS, n)).astype(np.int32)
+    masks = rng.integers(1, 2**32, (warps, ROUNDS, 2), dtype=np.uint64).astype(np.uint32)
+    masks[0, 0] = [0x42108421, 0x42108421]  # the sm_70 example: every fifth lane, then __syncwarp()
+    masks[0, 1] = [0x00000003, 0x00000006]  # lane 1 in both: b's function waits for it to leave a's
+    masks[1, 0] = [FULL, 0x80000000]
+    red, got = np.zeros((ROUNDS, n), np.int32), np.zeros((ROUNDS, n), np.int32)
+    MaskRounds(vals, masks.ravel(), red, got, n, grid=grid, device="cpu")
+
+    def bits_of(m: int) -> np.ndarray:
+        return np.array([(int(m) >> lane) & 1 for lane in range(32)], bool)
+
+    for w in range(warps):
+        for r in range(ROUNDS):
+            at = slice(32 * w, 32 * w + 32)
+            v = vals[r, at]
+            a, b = bits_of(masks[w, r, 0]), bits_of(masks[w, r, 1])
+            np.testing.assert_array_equal(red[r, at], np.where(a, v[a].max(), -1), err_msg=f"warp {w}, round {r}")
+            np.testing.assert_array_equal(got[r, at], np.where(b, v[np.flatnonzero(b)[0]], -1), err_msg=f"warp {w}, round {r}")
+
+
+@cf.kernel
+class CrossedWarpFunctions:
+    """Lanes 0 and 1 of mask 0x3 call two different warp functions: each waits for the other."""
+
+    out: cf.Out[cf.int32]
+    block = 32
+    body = """
+    unsigned lane = threadIdx.x % 32;
+    if (lane == 0) out[lane] = __shfl_sync(0x3u, 7, 0);
+    else if (lane == 1) out[lane] = __ballot_sync(0x3u, 1);
+    """
+
+
+def test_lanes_of_one_mask_at_different_warp_functions_is_a_launch_error():
+    with pytest.raises(
+        cf.LaunchError,
+        match=r"CrossedWarpFunctions .* block \(0, 0, 0\): thread 1 \(lane 1\) called __ballot_sync \(mask 0x00000003, "
+        r"width 32\) while lanes 0x00000001 of its warp wait at __shfl_sync \(mask 0x00000003, width 32\), each waiting "
+        r"for the other",
+    ):
+        CrossedWarpFunctions(np.zeros(32, np.int32), grid=1, device="cpu")

@@ -64,10 +64,13 @@ if hasattr(os, "register_at_fork"):
 
 
 def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: Mapping[str, str],
-          options: CompileOptions, entries: Sequence[str], checked: bool = False) -> Program:  # fmt: skip
-    """``source`` (a rendered program) built for the CPU and loaded, once per process. The
-    key is the rendered source and the entries (the translation unit is a function of them
-    and of cuforge's CPU sources, which enter the key): a warm start translates nothing.
+          options: CompileOptions, entries: Sequence[tuple[str, int]], links: Sequence[str] = (),
+          checked: bool = False) -> Program:  # fmt: skip
+    """``source`` (a rendered program) built for the CPU and loaded, once per process, with
+    ``entries``: each kernel's name expression and number of parameters. The key is the
+    rendered source and the entries (the translation unit is a function of them and of
+    cuforge's CPU sources, which enter the key): a warm start translates nothing. ``links``
+    (CUDA C++ sources: a class's ``link=``) are translation units of their own in the library.
     ``checked``: the build a checked launch runs (``check.py``), with flags of its own."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
@@ -77,7 +80,7 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
         _check.library()  # its __tsan_* functions are what the checked build calls
         flags += _check.flags(_toolchain.find_compiler())
     dirs = include_dirs(options)
-    keyed = "\0".join((source, *entries))
+    keyed = "\0".join((source, *(f"{e}\0{n}" for e, n in entries), *(f"link\0{text}" for text in links)))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
     found = _programs.get(memo)
     if found is not None:
@@ -87,17 +90,26 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
         if found is None:
             extra = (_runtime.sources_digest(), include_dirs_digest(tuple(options.include_dirs)), _toolchain.host_cpu())
 
-            def unit() -> str:
+            def unit() -> list[str]:
                 from .translate import translation_unit  # (only a build translates)
 
-                return translation_unit(label, source, line_sources, entries, checked=checked)
+                linked = bool(links)
+                return [translation_unit(label, source, line_sources, entries, linked=linked, checked=checked)] + [
+                    translation_unit(f"{label}.link{i}", text, {}, (), linked=True, checked=checked)
+                    for i, text in enumerate(links)
+                ]
+
+            def lines() -> dict[tuple[str, int], tuple[str, bool]]:
+                from .translate import excerpt_lines
+
+                return excerpt_lines(label, source, line_sources, entries)
 
             lib, sha = _store.shared_object(keyed, headers=dict(headers), include_dirs=dirs, flags=flags, label=label,
-                                            key_extra=extra, build=unit)  # fmt: skip
+                                            key_extra=extra, build=unit, excerpts=lines)  # fmt: skip
             found = _programs[memo] = Program(
                 lib,
                 {e: ctypes.cast(getattr(lib, f"cuforge_entry_{i}"), ctypes.c_void_p).value or 0
-                 for i, e in enumerate(entries)},
+                 for i, (e, _) in enumerate(entries)},
                 sha,
             )  # fmt: skip
     return found

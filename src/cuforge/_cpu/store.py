@@ -32,7 +32,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from .. import _config
@@ -85,6 +85,14 @@ def _after_fork() -> None:  # a fork's child has only the forking thread: a lock
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
+Units = str | Sequence[str]  # what a build compiles: one translation unit, or several
+# (file, line) -> the text there and whether the compiler saw that text (else its columns are
+# not this text's), for the lines of files the compiler cannot open
+Excerpts = Callable[[], Mapping[tuple[str, int], tuple[str, bool]]]
+# a message of GCC's or Clang's: "file:line:col: error: ..."
+_MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal error|error|warning|note):")
+_EXCERPT = re.compile(r"^\s*\d* \| ")  # the compiler's own excerpt of a line
+
 
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
               key_extra: tuple[str, ...], compiler: Compiler) -> str:  # fmt: skip
@@ -95,16 +103,19 @@ def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[st
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
-                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], str] | None = None,
-                  global_symbols: bool = False) -> Loaded:  # fmt: skip
+                  label: str, key_extra: tuple[str, ...] = (), build: Callable[[], Units] | None = None,
+                  excerpts: Excerpts | None = None, global_symbols: bool = False) -> Loaded:  # fmt: skip
     """The shared object built from ``source`` (one C++ translation unit), loaded: from this
     process's builds, the disk cache, or the host compiler, in that order.
 
     ``headers`` (name -> text) are written to a private folder searched first; ``label``
     names what is built in error messages. Raises `CompileError` when the compiler fails.
     With ``build``, ``source`` is only what the key hashes, and the translation unit is
-    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``). The
-    library is opened ``RTLD_LOCAL`` unless ``global_symbols`` (one later ones link against).
+    ``build()``, made on a miss (a pure function of ``source`` and ``key_extra``): one
+    translation unit, or several, linked into the one shared object. With
+    ``excerpts`` (called on a failed build only), the compiler's messages about lines of files
+    it cannot open (``#line`` names) are followed by those lines, as it shows its own files'.
+    The library is opened ``RTLD_LOCAL`` unless ``global_symbols`` (one later ones link against).
     """
     compiler = find_compiler()
     key = cache_key(source, headers=headers, include_dirs=include_dirs, flags=flags, key_extra=key_extra,
@@ -119,9 +130,10 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
         disk = _disk.current()
         unit = build or (lambda: source)
         if disk is None:
-            data = _build(unit(), headers, include_dirs, flags, label, compiler)[0]
+            data = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)[0]
         else:
-            data = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler)
+            data = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler,
+                                                        excerpts)  # fmt: skip
         found = _objects[key] = _load(data, global_symbols)
         return found
 
@@ -218,15 +230,16 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> byt
     return disk.get_bytes(f"so:{meta['so_sha256']}", meta["so_sha256"], quiet=recheck)
 
 
-def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], headers: Mapping[str, str],
-                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler) -> bytes:  # fmt: skip
+def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], headers: Mapping[str, str],
+                include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler,
+                excerpts: Excerpts | None) -> bytes:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
     store the object (where it cannot be, it is only loaded)."""
     with disk.locks([key], _config.cache_lock_seconds()):
         found = _from_disk(disk, key, recheck=True)
         if found is not None:
             return found
-        data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler)
+        data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
             return data
@@ -236,10 +249,10 @@ def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], str], header
         return data
 
 
-def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
-           compiler: Compiler) -> tuple[bytes, str, float]:  # fmt: skip
-    """Run the compiler on ``source`` in a private folder: (the object's bytes, the
-    compiler's messages, seconds)."""
+def _build(sources: Units, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
+           compiler: Compiler, excerpts: Excerpts | None = None) -> tuple[bytes, str, float]:  # fmt: skip
+    """Run the compiler on ``sources`` (a translation unit, or several) in a private folder:
+    (the object's bytes, the compiler's messages, seconds)."""
     import shlex
     import subprocess
     import tempfile
@@ -247,6 +260,8 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
     # the files' name: ASCII letters, digits, "_", "." and "-", never first "-" (an option to the
     # compiler) or "." (hidden, or "..")
     unit = re.sub(r"[^A-Za-z0-9_.-]", "_", label)[:64].lstrip("-.").rstrip(".") or "kernel"
+    units = [sources] if isinstance(sources, str) else list(sources)
+    source = units[0]
     with tempfile.TemporaryDirectory(prefix="cuforge-cpu-build-") as work:
         for name, text in headers.items():
             target = os.path.normpath(os.path.join(work, "headers", name))
@@ -257,9 +272,11 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w", encoding="utf-8") as fh:
                 fh.write(text)
-        with open(os.path.join(work, f"{unit}.cpp"), "w", encoding="utf-8") as fh:
-            fh.write(source)
-        argv = [*compiler.argv, *flags, "-Iheaders", *(f"-I{d}" for d in include_dirs), f"{unit}.cpp", "-o", f"{unit}.so"]
+        files = [f"{unit}.cpp"] + [f"{unit}.{i}.cpp" for i in range(1, len(units))]
+        for file, text in zip(files, units):
+            with open(os.path.join(work, file), "w", encoding="utf-8") as fh:
+                fh.write(text)
+        argv = [*compiler.argv, *flags, "-Iheaders", *(f"-I{d}" for d in include_dirs), *files, "-o", f"{unit}.so"]
         shown = shlex.join([os.path.basename(argv[0]), *argv[1:]])
         start = time.perf_counter()
         try:
@@ -274,7 +291,8 @@ def _build(source: str, headers: Mapping[str, str], include_dirs: tuple[str, ...
         seconds = time.perf_counter() - start
         log = (run.stderr + run.stdout).strip()
         if run.returncode != 0:
-            raise CompileError(_failure(label, shown, run.returncode, log), log=log, source=source, options=flags)
+            shown_log = _with_excerpts(log, excerpts()) if excerpts is not None else log
+            raise CompileError(_failure(label, shown, run.returncode, shown_log), log=log, source=source, options=flags)
         with open(os.path.join(work, f"{unit}.so"), "rb") as fh:
             data = fh.read()
     counters.add(cpu_compiles=1)
@@ -288,4 +306,23 @@ def _failure(label: str, command: str, status: int, log: str) -> str:
     out += [f"  {line}" for line in lines[:LOG_LINES]] or ["  (the compiler printed nothing)"]
     if len(lines) > LOG_LINES:
         out.append(f"  ... {len(lines) - LOG_LINES} more lines (all of them are on the error's .log)")
+    return "\n".join(out)
+
+
+def _with_excerpts(log: str, lines: Mapping[tuple[str, int], tuple[str, bool]]) -> str:
+    """``log`` with each message about a line in ``lines`` that the compiler gave no excerpt
+    of followed by one (the line, and a caret under the column), in the compiler's layout."""
+    out: list[str] = []
+    log_lines = log.splitlines()
+    for i, raw in enumerate(log_lines):
+        out.append(raw)
+        m = _MESSAGE.match(raw)
+        if m is None or (i + 1 < len(log_lines) and _EXCERPT.match(log_lines[i + 1])):
+            continue
+        found = lines.get((m["file"], int(m["line"])))
+        if found is not None:
+            text, exact = found[0].expandtabs(8), found[1]
+            out.append(f"{m['line']:>6} | {text}")
+            if exact:
+                out.append(f"{'':>6} | {' ' * min(int(m['col']) - 1, len(text))}^")
     return "\n".join(out)

@@ -55,7 +55,7 @@ _BEFORE_A_CALL = frozenset(("return", "else", "do", "case", "co_return", "co_yie
 _SYNCS = re.compile(
     r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|"
     r"__activemask|__lanemask\w*|__nanosleep|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|"
-    r"coalesced_threads|"
+    r"coalesced_threads|labeled_partition|binary_partition|"
     r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
 )
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
@@ -196,22 +196,77 @@ def _depth(plain: str, at: int) -> int:
     return depth
 
 
-def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[str], *,
-                     checked: bool = False) -> str:  # fmt: skip
-    """The host C++ of a rendered program: its kernels' ``entries`` (name expressions) become
-    ``cuforge_entry_<i>``. ``checked``: the build of a checked launch (``check.py``), whose
-    threads announce themselves to the checker and never run as a plain loop."""
+def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[tuple[str, int]],
+                     *, linked: bool = False, checked: bool = False) -> str:  # fmt: skip
+    """The host C++ of a rendered program: its kernels' ``entries`` (name expression, number of
+    parameters) become ``cuforge_entry_<i>``. A unit ``linked`` with others into one library
+    never runs its threads as a plain loop, whose built-ins are the unit's own. ``checked``: the
+    build of a checked launch (``check.py``), whose threads announce themselves to the checker
+    and never run as a plain loop either."""
     refuse_unsupported(label, source, line_sources)
-    plain = not checked and _SYNCS.search(masked(source)) is None
+    plain = _is_plain(source) and not linked and not checked
     body = _rewrite_shared(label, source, masked(source), line_sources, checked)
-    tail = ['\n#line 1 "cuforge_cpu_entries"\nextern "C" {']
-    for i, expression in enumerate(entries):
-        kernel = f"&cuforge_cpu::checked<&{expression}>::run" if checked else f"&{expression}"
+    return _assemble(label, body, plain, entries, checked=checked)
+
+
+def _is_plain(source: str) -> bool:
+    """Whether the program names no barrier or warp function: its threads run as a plain loop."""
+    return _SYNCS.search(masked(source)) is None
+
+
+def program_file(label: str) -> str:
+    """The file name the compiler's messages give the program's lines before any ``#line``
+    (a ``source=`` kernel's text): NVRTC's program name."""
+    return re.sub(r'["\\\n]', "_", label) + ".cu"
+
+
+def _assemble(label: str, body: str, plain: bool, entries: Sequence[tuple[str, int]], *, checked: bool = False) -> str:
+    # A kernel is taken by its address among the functions of its name that return void and
+    # take its number of parameters: a C library function of the same name (select, time,
+    # sync, ...) is another overload at namespace scope, which the address alone would not pick.
+    tail = ['\n#line 1 "cuforge_cpu_entries"']
+    for n in sorted({n for _, n in entries}):
+        head = f"template <{', '.join(f'class A{i}' for i in range(n))}> " if n else ""
+        args = ", ".join(f"A{i}" for i in range(n))
+        tail.append(f"namespace cuforge_cpu {{ {head}constexpr auto kernel_with_{n}_params(void (*k)({args})) {{ return k; }} }}")
+    tail.append('extern "C" {')
+    for i, (expression, n) in enumerate(entries):
+        kernel = f"cuforge_cpu::kernel_with_{n}_params(&{expression})"
+        if checked:  # (each thread announces itself to the checker first)
+            kernel = f"&cuforge_cpu::checked<{kernel}>::run"
         tail.append(
-            f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* L, long long first, long long last) "
-            f"{{ cuforge_cpu::run_range<{kernel}, {'true' if plain else 'false'}>(L, first, last); }}"
+            f"CF_EXPORT void cuforge_entry_{i}(cuforge_cpu_launch* cuforge_launch, long long cuforge_first, long long "
+            f"cuforge_last) {{ cuforge_cpu::run_range<{kernel}, "
+            f"{'true' if plain else 'false'}>(cuforge_launch, cuforge_first, cuforge_last); }}"
         )
     tail.append("}\n")
     prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + ("#define CUFORGE_CPU_CHECK 1\n" if checked else "")
-    prefix += HEADER + ('#include "cuforge/cpu_check.h"\n' if checked else "") + "#line 1\n"  # (the source keeps its lines)
+    prefix += HEADER + ('#include "cuforge/cpu_check.h"\n' if checked else "") + f'#line 1 "{program_file(label)}"\n'
     return prefix + body + "\n".join(tail)
+
+
+def excerpt_lines(label: str, source: str, line_sources: Mapping[str, str],
+                  entries: Sequence[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, bool]]:  # fmt: skip
+    """The text of each (file, line) the compiler's messages can name in the translation unit
+    of ``source``, as the user wrote it, and whether the compiler saw that same text (not a
+    rewritten ``__shared__`` declaration, whose columns are not the user's). A line that two
+    ``#line`` regions give different texts is left out: no excerpt rather than a wrong one."""
+    plain = _is_plain(source)
+    user = _assemble(label, source, plain, entries)
+    compiled = _assemble(label, _rewrite_shared(label, source, masked(source), line_sources), plain, entries).split("\n")
+    found: dict[tuple[str, int], tuple[str, bool]] = {}
+    ambiguous: set[tuple[str, int]] = set()
+    file, line = "", 0
+    directive = re.compile(r'#line (\d+) "([^"]+)"')
+    for i, (text, blank) in enumerate(zip(user.split("\n"), masked(user).split("\n"))):
+        m = directive.fullmatch(text)
+        if m is not None and blank.startswith("#"):  # (not one inside a comment or a string)
+            file, line = m.group(2), int(m.group(1))
+            continue
+        if file:
+            if found.setdefault((file, line), (text, text == compiled[i]))[0] != text:
+                ambiguous.add((file, line))
+            line += 1
+    for key in ambiguous:
+        del found[key]
+    return found

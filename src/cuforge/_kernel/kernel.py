@@ -313,6 +313,7 @@ class Kernel(_KernelBase, OnDevice):
         from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
 
         unit = self.compile_unit()
+        links = self._cpu_links(unit)
         group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
         if unit.source_text is not None:
             for k in _cache.kernels_over(unit.source_text):
@@ -323,7 +324,8 @@ class Kernel(_KernelBase, OnDevice):
         source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))
         lines = {name: text for _, u in group for name, text in u.line_sources.items()}
         program = _cpu_library.build(self.label, source, line_sources=lines, headers=unit.headers, options=unit.options,
-                                     entries=[k.name_expression for k, _ in group], checked=checked)  # fmt: skip
+                                     entries=[(k.name_expression, len(k._plan.specs)) for k, _ in group], links=links,
+                                     checked=checked)  # fmt: skip
         grid_sync = _kinds.uses_grid_sync(source)
         for k, _ in group:
             if checked:
@@ -338,6 +340,17 @@ class Kernel(_KernelBase, OnDevice):
     def _cpu_loaded(self) -> Any:
         """The kernel's unchecked CPU library where it is built, else None."""
         return self._cpu_lib
+
+    def _cpu_links(self, unit: CompileUnit) -> list[str]:
+        """The kernel's ``link=`` sources, compiled into its CPU library with it; prebuilt GPU
+        code (a Module) is refused."""
+        for i, item in enumerate(unit.links):
+            if not isinstance(item, str):
+                raise CuforgeError(
+                    f"{self.label}: link[{i}] is prebuilt GPU code ({item!r}), which cannot run on the CPU: only CUDA "
+                    f"C++ sources in link= are compiled for it; launch the kernel on a GPU (device='cuda')"
+                )
+        return list(unit.links)
 
     def _launch_on_cpu(self) -> None:
         """Calls that name no device run on the CPU (``%%cuda --device cpu``)."""

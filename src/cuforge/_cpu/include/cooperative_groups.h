@@ -1,7 +1,48 @@
 // Cooperative groups for cuforge's CPU backend (CUDA's own header is device code only): thread
-// blocks, warp tiles with their collectives, the grid of a cooperative launch and clusters.
+// blocks, warp tiles with their collectives, coalesced and labeled groups, thread_group (any
+// of them, by value), the grid of a cooperative launch and clusters.
 #pragma once
 #include "cuforge_cpu.h"
+
+namespace cuforge_cpu {
+// coalesced_threads(): the lanes of the calling warp that reach it together. A lane waits there
+// until no other lane of its warp can still come (each one is there too, parked at a barrier or
+// a warp function, or done); the lanes there then form the group (on a GPU, the lanes that
+// happen to be converged: a correct kernel works with any such group).
+inline unsigned coalesced_lanes() {
+    Worker& w = worker();
+    unsigned t = w.cur, lane = t % 32, warp = t / 32, me = 1u << lane, live = lanes_of(w, warp);
+    if (live == me) return me;
+    if (!w.fibers) {
+        if (w.plain) plain_only(w, "coalesced_threads");
+        enter_fibers(w);
+    }
+    Warp& wp = w.warps[warp];
+    wp.coalescing |= me;
+    for (;;) {
+        if (!(wp.coalescing & me)) return unsigned(wp.out[lane]);  // another lane formed the group
+        bool more = false;
+        for (unsigned p = live & ~wp.coalescing; p && !more; p &= p - 1) more = w.f[warp * 32 + __builtin_ctz(p)].state <= READY;
+        if (!more) {
+            unsigned group = wp.coalescing;
+            for (unsigned p = group; p; p &= p - 1) wp.out[__builtin_ctz(p)] = group;
+            wp.coalescing = 0;
+            return group;
+        }
+        park(w);  // (still READY: the warp's other lanes run, then this one looks again)
+    }
+}
+inline unsigned nth_lane(unsigned mask, unsigned n) {  // the lane of the n-th (from 0) bit of mask
+    for (; n && mask; --n) mask &= mask - 1;
+    return mask ? unsigned(__builtin_ctz(mask)) : 32;
+}
+inline unsigned pack_lanes(unsigned bits, unsigned mask) {  // bits of mask's lanes, by rank
+    unsigned out = 0, r = 0;
+    for (; mask; mask &= mask - 1, ++r)
+        if (bits >> __builtin_ctz(mask) & 1) out |= 1u << r;
+    return out;
+}
+}  // namespace cuforge_cpu
 
 namespace cooperative_groups {
 
@@ -27,6 +68,7 @@ template <unsigned N> class thread_block_tile {
 
 public:
     static unsigned mask() { return N == 32 ? 0xffffffffu : ((1u << N) - 1) << base(); }
+    static unsigned get_mask() { return mask(); }
     void sync() const { __syncwarp(mask()); }
     unsigned thread_rank() const { return cuforge_cpu::lane_id() & (N - 1); }
     static constexpr unsigned size() { return N; }
@@ -43,6 +85,83 @@ public:
     template <class T> unsigned match_any(T v) const { return __match_any_sync(mask(), v) >> base(); }
 };
 template <unsigned N, class Parent> thread_block_tile<N> tiled_partition(const Parent&) { return thread_block_tile<N>(); }
+
+// Some lanes of one warp, by mask: coalesced_threads(), labeled_partition and binary_partition.
+// Ranks count the group's lanes from the lowest.
+class coalesced_group {
+    unsigned mask_;
+    unsigned lane_of(unsigned rank) const { return cuforge_cpu::nth_lane(mask_, rank % size()); }
+
+public:
+    explicit coalesced_group(unsigned mask) : mask_(mask) {}
+    unsigned get_mask() const { return mask_; }
+    void sync() const { __syncwarp(mask_); }
+    unsigned size() const { return unsigned(__builtin_popcount(mask_)); }
+    unsigned num_threads() const { return size(); }
+    unsigned thread_rank() const { return unsigned(__builtin_popcount(mask_ & __lanemask_lt())); }
+    unsigned meta_group_rank() const { return 0; }
+    unsigned meta_group_size() const { return 1; }
+    template <class T> T shfl(T v, unsigned src_rank) const { return __shfl_sync(mask_, v, int(lane_of(src_rank))); }
+    template <class T> T shfl_down(T v, unsigned d) const {
+        unsigned r = thread_rank() + d;
+        return __shfl_sync(mask_, v, int(r < size() ? lane_of(r) : cuforge_cpu::lane_id()));
+    }
+    template <class T> T shfl_up(T v, unsigned d) const {
+        unsigned r = thread_rank();
+        return __shfl_sync(mask_, v, int(r >= d ? lane_of(r - d) : cuforge_cpu::lane_id()));
+    }
+    int any(int p) const { return __any_sync(mask_, p); }
+    int all(int p) const { return __all_sync(mask_, p); }
+    unsigned ballot(int p) const { return cuforge_cpu::pack_lanes(__ballot_sync(mask_, p), mask_); }
+    template <class T> unsigned match_any(T v) const { return cuforge_cpu::pack_lanes(__match_any_sync(mask_, v), mask_); }
+};
+inline coalesced_group coalesced_threads() { return coalesced_group(cuforge_cpu::coalesced_lanes()); }
+// The lanes of `g` with the same label, each group of them apart.
+template <class Group> coalesced_group labeled_partition(const Group& g, int label) {
+    return coalesced_group(__match_any_sync(g.get_mask(), label));
+}
+template <class Group> coalesced_group binary_partition(const Group& g, bool pred) {
+    unsigned yes = __ballot_sync(g.get_mask(), pred);
+    return coalesced_group(pred ? yes : g.get_mask() & ~yes);
+}
+
+// Any group of a block's threads, by value: the whole block, or lanes of one warp (a tile, a
+// coalesced group); what CUDA's thread_group base class gives a function taking any of them.
+class thread_group {
+    unsigned mask_, size_;  // size_ 0: the whole block
+    thread_group(unsigned mask, unsigned size) : mask_(mask), size_(size) {}
+    friend thread_group tiled_partition(const thread_group& parent, unsigned n);
+
+public:
+    thread_group(const thread_block&) : mask_(0), size_(0) {}
+    template <unsigned N> thread_group(const thread_block_tile<N>& t) : mask_(t.mask()), size_(N) {}
+    thread_group(const coalesced_group& g) : mask_(g.get_mask()), size_(g.size()) {}
+    void sync() const {
+        if (size_) __syncwarp(mask_);
+        else __syncthreads();
+    }
+    unsigned size() const { return size_ ? size_ : cf_block_threads(); }
+    unsigned num_threads() const { return size(); }
+    unsigned thread_rank() const {
+        return size_ ? unsigned(__builtin_popcount(mask_ & __lanemask_lt())) : cf_linear_thread();
+    }
+    unsigned get_mask() const { return mask_; }
+    bool is_valid() const { return true; }
+};
+// tiled_partition(parent, n): the parent's threads, by rank, in tiles of n (a power of 2 up to 32).
+inline thread_group tiled_partition(const thread_group& parent, unsigned n) {
+    if (n < 1 || n > 32 || (n & (n - 1)))
+        cuforge_cpu::fail(CF_BLOCK_FMT ": thread %u called tiled_partition(group, %u); the tile size must be a power of "
+                          "2 from 1 to 32", CF_BLOCK_ARGS, cuforge_cpu::worker().cur, n);
+    unsigned lane = cuforge_cpu::lane_id();
+    unsigned from = parent.size_ ? parent.mask_ : 0xffffffffu;  // (a block's warp: its lanes, by lane)
+    unsigned first = (unsigned(__builtin_popcount(from & ((1u << lane) - 1))) & ~(n - 1)), mask = 0;
+    for (unsigned r = first; r < first + n; ++r) {
+        unsigned l = cuforge_cpu::nth_lane(from, r);
+        if (l < 32) mask |= 1u << l;
+    }
+    return thread_group(mask, unsigned(__builtin_popcount(mask)));
+}
 
 class grid_group {
 public:

@@ -114,16 +114,18 @@ static const char* const WARP_NAMES[] = {"__syncwarp", "__shfl_sync", "__shfl_up
     "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync", "__reduce_min_sync", "__reduce_max_sync",
     "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"};
 
-struct WarpOp {  // a warp function that lanes of one mask are meeting at
+struct WarpOp {  // the warp function a lane waits at
     int kind;
-    unsigned mask, arrived;
+    unsigned mask;
     int width;
 };
-// A warp's warp functions under way: one per mask (a tile of 8 lanes has its own), slot by the
-// mask's lowest lane; each lane is in at most one, so the lanes' values and results are shared.
+// A warp's lanes waiting at warp functions. Each lane waits at one at most, so the lanes'
+// values and results are kept by lane. A function completes when every lane of its mask waits
+// at it; lanes outside the mask go on meanwhile (sm_70's independent thread scheduling).
 struct Warp {
     WarpOp op[32];
-    unsigned pending;  // the slots with lanes waiting
+    unsigned waiting;  // the lanes parked at a warp function
+    unsigned coalescing;  // the lanes in cooperative_groups::coalesced_threads() (cooperative_groups.h)
     unsigned long long value[32];
     int arg[32];
     unsigned long long out[32];
@@ -285,10 +287,15 @@ inline void enter_fibers(Worker& w) {
     for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
     w.exited = w.cur;
     w.bar_arrived = 0;
-    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) {
-        for (unsigned s = 0; s < 32; ++s) w.warps[i].op[s].arrived = 0;
-        w.warps[i].pending = 0;
-    }
+    for (unsigned i = 0; i < (w.n + 31) / 32; ++i) w.warps[i].waiting = w.warps[i].coalescing = 0;
+}
+
+inline bool same_op(const WarpOp& a, const WarpOp& b) { return a.kind == b.kind && a.mask == b.mask && a.width == b.width; }
+inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes waiting at `op`
+    unsigned lanes = 0;
+    for (unsigned p = wp.waiting; p; p &= p - 1)
+        if (same_op(wp.op[__builtin_ctz(p)], op)) lanes |= p & -p;
+    return lanes;
 }
 
 inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a barrier or warp function waiting
@@ -299,12 +306,12 @@ inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a bar
              "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, t, waiting);
     }
     Warp& wp = w.warps[t / 32];
-    for (unsigned p = wp.pending; p; p &= p - 1) {
+    for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
         if (op.mask >> (t % 32) & 1)
             fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
                  "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
-                 WARP_NAMES[op.kind], op.arrived, op.mask);
+                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask);
     }
 }
 
@@ -455,6 +462,34 @@ inline void warp_compute(Warp& wp, const WarpOp& op, unsigned live) {
     }
 }
 
+// Whether thread t, arriving at `op`, is the last lane of its mask to come. A lane of the mask
+// parked at another function goes on to this one once that one completes (so t waits), unless
+// that one waits for t too: then neither can go on, as on a GPU, where this hangs.
+inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) {
+    unsigned lane = t % 32, warp = t / 32, need = op.mask & lanes_of(w, warp);
+    bool all = true;
+    for (unsigned p = need & ~(1u << lane); p; p &= p - 1) {
+        unsigned l = __builtin_ctz(p);
+        if (w.f[warp * 32 + l].state == DONE)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
+                 "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind],
+                 op.mask, l);
+        if (!(wp.waiting >> l & 1)) {
+            all = false;
+            continue;
+        }
+        const WarpOp& other = wp.op[l];
+        if (same_op(other, op)) continue;
+        all = false;
+        if (other.mask >> lane & 1)
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp "
+                 "wait at %s (mask 0x%08x, width %d), each waiting for the other; the lanes of a mask must call the "
+                 "same warp function together", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind], op.mask, op.width,
+                 waiting_at(wp, other), WARP_NAMES[other.kind], other.mask, other.width);
+    }
+    return all;
+}
+
 inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width) {
     Worker& w = worker();
     unsigned t = w.cur, lane = t % 32, warp = t / 32;
@@ -465,11 +500,12 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
         fail(CF_BLOCK_FMT ": thread %u called %s with width %d; the width must be a power of 2 from 1 to 32",
              CF_BLOCK_ARGS, t, WARP_NAMES[kind], width);
     unsigned live = lanes_of(w, warp);
-    if ((mask & live) == (1u << lane)) {  // only this lane: no one to wait for
+    unsigned need = mask & live;
+    WarpOp mine{kind, mask, width};
+    if (need == (1u << lane)) {  // only this lane: no one to wait for
         Warp solo;
-        WarpOp one{kind, mask, 0, width};
         solo.value[lane] = value, solo.arg[lane] = arg;
-        warp_compute(solo, one, 1u << lane);
+        warp_compute(solo, mine, 1u << lane);
         return solo.out[lane];
     }
     if (!w.fibers) {
@@ -477,42 +513,19 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
         enter_fibers(w);
     }
     Warp& wp = w.warps[warp];
-    unsigned slot = __builtin_ctz(mask & live);
-    for (unsigned p = wp.pending & ~(1u << slot); p; p &= p - 1) {  // another mask's function expects this lane
-        const WarpOp& other = wp.op[__builtin_ctz(p)];
-        if (other.mask >> lane & 1)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x) while lanes 0x%08x of its warp wait for it "
-                 "at %s (mask 0x%08x); the lanes of a mask must call the same warp function together", CF_BLOCK_ARGS,
-                 t, lane, WARP_NAMES[kind], mask, other.arrived, WARP_NAMES[other.kind], other.mask);
-    }
-    WarpOp& op = wp.op[slot];
-    if (op.arrived == 0) {
-        op.kind = kind, op.mask = mask, op.width = width;
-        wp.pending |= 1u << slot;
-    } else if (op.kind != kind || op.mask != mask || op.width != width) {
-        fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp wait "
-             "at %s (mask 0x%08x, width %d); the lanes of a mask must call the same warp function together",
-             CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, width, op.arrived, WARP_NAMES[op.kind], op.mask,
-             op.width);
-    }
-    for (unsigned l = 0; l < 32; ++l)
-        if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == DONE)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
-                 "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, l);
-    wp.value[lane] = value;
-    wp.arg[lane] = arg;
-    op.arrived |= 1u << lane;
-    if ((op.arrived & mask & live) == (mask & live)) {
-        warp_compute(wp, op, live);
+    if (warp_meets(w, wp, mine, t)) {  // every other lane of the mask waits here: all go on
+        wp.value[lane] = value, wp.arg[lane] = arg;
+        warp_compute(wp, mine, live);
         if (kind == W_SYNC) CF_CHECK_SYNC(2, warp);
-        op.arrived = 0;
-        wp.pending &= ~(1u << slot);
-        for (unsigned l = 0; l < 32; ++l)
-            if ((mask & live) >> l & 1 && w.f[warp * 32 + l].state == WAIT_WARP) w.f[warp * 32 + l].state = READY;
-    } else {
-        w.f[t].state = WAIT_WARP;
-        park(w);
+        wp.waiting &= ~need;
+        for (unsigned p = need & ~(1u << lane); p; p &= p - 1) w.f[warp * 32 + __builtin_ctz(p)].state = READY;
+        return wp.out[lane];
     }
+    wp.op[lane] = mine;
+    wp.value[lane] = value, wp.arg[lane] = arg;
+    wp.waiting |= 1u << lane;
+    w.f[t].state = WAIT_WARP;
+    park(w);
     return wp.out[lane];
 }
 
@@ -674,8 +687,12 @@ template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
     void** args = w.L->args;
     const auto params = unpack(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
     unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
-    for (; w.b < w.last; ++w.b) {
-        begin_block(w, w.b);
+    // The block and thread that run are stored as they change (volatile), for a fault's report:
+    // the compiler would otherwise keep them in registers (the thread only where it is not a
+    // vectorized loop: a PLAIN fault names the block).
+    volatile long long& at = w.b;
+    for (long long b = at; b < w.last; at = ++b) {
+        begin_block(w, b);
         unsigned t = 0;
         for (unsigned z = 0; z < bz; ++z) {
             threadIdx.z = z;
@@ -690,7 +707,7 @@ template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
                 }
                 for (unsigned x = 0; x < bx; ++x, ++t) {
                     threadIdx.x = x;
-                    w.cur = t;
+                    static_cast<volatile unsigned&>(w.cur) = t;
                     std::apply(K, params);
                     if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
                 }
@@ -730,23 +747,25 @@ inline bool on_guard_page(const Worker& w, const void* address) {
     return at < (MAX_THREADS + 1ull) * STRIDE && at % STRIDE < CUFORGE_CPU_GUARD;
 }
 
-inline void stack_overflow(cuforge_cpu_launch* L, uint3 block, uint3 thread) {
-    snprintf(L->message, sizeof L->message, "a stack overflow in " CF_BLOCK_FMT ", thread (%u, %u, %u): its local "
-             "variables need more stack than the CPU backend gives a thread (at least %zu KiB); on a GPU a thread's "
-             "stack is 1 KiB by default (cudaLimitStackSize), so make its local arrays smaller, or put them in shared "
-             "or global memory (a __shared__ array per block, an array argument)", block.x, block.y, block.z, thread.x,
-             thread.y, thread.z, STACK / 1024);
+inline void stack_overflow(cuforge_cpu_launch* L, const char* where) {
+    snprintf(L->message, sizeof L->message, "a stack overflow in %s: its local variables need more stack than the CPU "
+             "backend gives a thread (at least %zu KiB); on a GPU a thread's stack is 1 KiB by default "
+             "(cudaLimitStackSize), so make its local arrays smaller, or put them in shared or global memory (a "
+             "__shared__ array per block, an array argument)", where, STACK / 1024);
 }
 
 // Run blocks [first, last) of a launch on this thread. A fault, a failed assert or threads that
 // can never meet end the range early with L->status set.
-#ifdef CUFORGE_CPU_PLAIN
-#define CF_FAULT_BLOCK plain_block_idx  // (read on the worker's own stack, where worker() does not reach)
-#define CF_FAULT_THREAD plain_thread_idx
-#else
-#define CF_FAULT_BLOCK w.block_idx
-#define CF_FAULT_THREAD w.thread_idx
-#endif
+// Where a fault happened: the block the worker runs, and the thread where it is known.
+inline void fault_place(char* out, size_t size, Worker& w, bool thread_known) {
+    long long b = static_cast<volatile long long&>(w.b);
+    unsigned gx = w.L->grid[0], gy = w.L->grid[1], bx = w.L->block[0], by = w.L->block[1];
+    int used = snprintf(out, size, "block (%u, %u, %u)", unsigned(b % gx), unsigned(b / gx % gy),
+                        unsigned(b / ((long long)gx * gy)));
+    unsigned t = static_cast<volatile unsigned&>(w.cur);
+    if (thread_known && used > 0 && size_t(used) < size)
+        snprintf(out + used, size - used, ", thread (%u, %u, %u)", t % bx, t / bx % by, t / (bx * by));
+}
 template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
     char* region = cuforge_cpu_stacks(0);  // (this runs on the thread's own stack: the region is asked for)
     if (!region) {
@@ -765,15 +784,25 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
     if (sigsetjmp(w.jump, 0)) {  // fail() or a fault came back here
         cuforge_cpu_guard(nullptr, nullptr, nullptr);
         if (!sig || !__sync_bool_compare_and_swap(&L->status, 0, FAULTED)) return;
-        if (sig == SIGSEGV && on_guard_page(w, addr))
-            stack_overflow(L, CF_FAULT_BLOCK, CF_FAULT_THREAD);
+        char where[96];
+        bool overflow = sig == SIGSEGV && on_guard_page(w, addr);
+        fault_place(where, sizeof where, w, !PLAIN || w.fibers);
+#ifdef CUFORGE_CPU_PLAIN
+        if (overflow && !w.fibers) {  // (a frame that deep is no vectorized loop: the thread-local is the thread's)
+            size_t used = strlen(where);
+            snprintf(where + used, sizeof where - used, ", thread (%u, %u, %u)", plain_thread_idx.x, plain_thread_idx.y,
+                     plain_thread_idx.z);
+        }
+#endif
+        if (overflow)
+            stack_overflow(L, where);
         else  // (x86 faults alike on a division by zero and on INT_MIN / -1, the one quotient that overflows)
-            snprintf(L->message, sizeof L->message, "%s at address %p in " CF_BLOCK_FMT,
+            snprintf(L->message, sizeof L->message, "%s at address %p in %s",
                      sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
                      : sig == SIGBUS ? "a bus error (a misaligned or unmapped access)"
                      : "an arithmetic fault (an integer division by zero or overflow (INT_MIN / -1), which on a GPU "
                        "gives an undefined value)",
-                     (void*)addr, CF_FAULT_BLOCK.x, CF_FAULT_BLOCK.y, CF_FAULT_BLOCK.z);
+                     (void*)addr, where);
         return;
     }
     cuforge_cpu_guard(&w.jump, &sig, &addr);
@@ -881,3 +910,11 @@ inline int device_printf(const char* fmt, ...) {
 }
 }  // namespace cuforge_cpu
 #define printf(...) ::cuforge_cpu::device_printf(__VA_ARGS__)
+// __CUDA_ARCH__ is the GPU the CPU backend stands for (sm_90, whose limits a CPU launch keeps),
+// so that code under `#if __CUDA_ARCH__ >= 700` is the code that runs; CUFORGE_CPU tells a CPU
+// build apart. CCCL's configuration is read first, without it: CCCL takes __CUDA_ARCH__ to mean
+// device code (PTX), and on the CPU it must stay in its host mode.
+#if __has_include(<cuda/__cccl_config>)
+#include <cuda/__cccl_config>
+#endif
+#define __CUDA_ARCH__ 900
