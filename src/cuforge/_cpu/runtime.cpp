@@ -650,6 +650,7 @@ extern "C" {
 // A launch's blocks one after the other on the calling thread (a checked launch: check.cpp).
 CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L) {
     ensure_handlers();
+    Watched watched(L);  // (Ctrl-C and the time limit stop a checked launch too)
     entry(L, 0, (long long)L->grid[0] * L->grid[1] * L->grid[2]);
     fflush(stdout);
 }
