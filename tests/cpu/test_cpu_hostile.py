@@ -19,8 +19,18 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge import _config
 from cuforge._cpu import runtime as _cpu_runtime
 from cuforge._cpu.toolchain import find_compiler
+
+
+@pytest.fixture(autouse=True)
+def _unchecked():
+    """These tests are about the runtime the kernels run in: host memory that changes under a
+    launch (which a checked launch's copies of the arrays would not see), stacks and grids of
+    billions of blocks. They run unchecked whatever the session's --cuforge-check."""
+    with _config.scope(check="0"):
+        yield
 
 # ---------------------------------------------------------------- memory held for the launch
 
