@@ -226,8 +226,16 @@ def test_html_reprs_are_valid_html(shell, saxpy, saxpy_sm90):
 def test_without_a_gpu_the_arch_comes_from_cuforge_arch_or_a_clear_error(shell, capsys):
     from cuforge import _config
 
-    with _config.scope(arch=""), pytest.raises(UsageError, match=r"no GPU to compile for; pass --arch sm_90 or set CUFORGE_ARCH=sm_90"):
-        cuda(shell, "", SAXPY)
+    with _config.scope(arch=""):
+        with pytest.raises(UsageError, match=r"%%cuda: no GPU to compile for; pass --device cpu to compile the cell for the "
+                                             r"CPU and run its kernels there \(or choose the CPU first: cf.set_device\('cpu'\), or "
+                                             r"CUFORGE_DEVICE=cpu\), or --arch sm_90 \(CUFORGE_ARCH=sm_90\) to compile it for a "
+                                             r"GPU without launching"):  # fmt: skip
+            cuda(shell, "", SAXPY)
+        with pytest.raises(UsageError, match=r"%%cuda: no GPU to compile for; pass --device cpu"):
+            cuda(shell, "--device cuda:1", SAXPY)
+        with pytest.raises(UsageError, match=r"%%cuda: --device expects cpu, cuda or cuda:N, got 'gpu'"):
+            cuda(shell, "--device gpu", SAXPY)
     with _config.scope(arch="sm_90"):
         cuda(shell, "", SAXPY)
     assert "bound: saxpy(a: float32" in capsys.readouterr().out

@@ -132,6 +132,21 @@ def test_launches_tests_skip_with_the_reasons_where_neither_device_can_run_them(
 
 
 @NO_GPU
+def test_cuforge_device_takes_cuda_n_as_pytorch_spells_a_gpu(pytester):
+    pytester.makepyfile(
+        "import pytest\nfrom cuforge import _config\nfrom cuforge._runtime import cuda as _cuda\n\n"
+        "@pytest.mark.launches\ndef test_a():\n    pass\n\n"
+        "def test_gpu_1_is_the_default():\n    assert (_config.device(), _cuda.state.default_gpu) == ('cuda:1', 1)\n"
+    )
+    result = run(pytester, "-rs", "--cuforge-device=cuda:1")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU (--cuforge-device=cuda): no CUDA device is available*"])
+    result = run(pytester, "--cuforge-device=gpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--cuforge-device: expects auto, cuda, cuda:N or cpu, got 'gpu'*"])
+
+
+@NO_GPU
 def test_require_gpu_makes_launches_tests_need_the_gpu(pytester):
     pytester.makepyfile("import pytest\n@pytest.mark.launches\ndef test_a():\n    pass\n")
     result = run(pytester, "--cuforge-require-gpu")

@@ -399,11 +399,13 @@ class Kernel(_KernelBase, OnDevice):
         return kernel_html(self, list(self._compiled.values()))
 
 
-def run_on_cpu(kernels: list[Kernel]) -> None:
-    """Build ``kernels`` for the CPU now (a compile error shows here), and make the CPU where
-    their calls that name no device run (``%%cuda --device cpu``)."""
+def run_on_cpu(kernels: list[Kernel], prefer: bool = True) -> None:
+    """Build ``kernels`` for the CPU now (a compile error shows here), and with ``prefer`` make
+    the CPU where their calls that name no device run (``%%cuda --device cpu``; without it,
+    their calls follow the thread's choice, as a ``%%cuda`` cell's do where the CPU is chosen)."""
     for k in kernels:
-        k._launch_on_cpu()
+        if prefer:
+            k._launch_on_cpu()
         k._cpu_entry()
 
 

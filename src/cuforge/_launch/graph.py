@@ -27,7 +27,7 @@ __all__ = ["Graph", "graph"]
 MODES = ("thread_local", "global", "relaxed")
 
 
-def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_local") -> Graph:
+def graph(stream: Any = None, *, device: int | str | None = None, mode: str = "thread_local") -> Graph:
     """A CUDA graph of the cuforge launches made in a ``with`` block, replayed by calling it.
 
     Parameters
@@ -38,8 +38,9 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
         graph. Default: a non-blocking stream of the graph's own, which work on the legacy
         default stream never waits for (see ``mode``); such a graph replays on the default
         stream, in order with CuPy's, PyTorch's and cuforge's work there.
-    device : int, optional
-        The device to capture on (default: the thread's current device).
+    device : int or str, optional
+        The device to capture on: an ordinal or ``"cuda:N"`` (default, or ``"cuda"``: the
+        thread's current device).
     mode : str
         CUDA's capture mode: ``"thread_local"`` (default: CUDA calls that a capture cannot
         hold are refused in this thread only), ``"global"`` (in every thread, as
@@ -109,13 +110,16 @@ class Graph:
 
     __module__ = "cuforge"
 
-    def __init__(self, stream: Any = None, *, device: int | None = None, mode: str = "thread_local"):
+    def __init__(self, stream: Any = None, *, device: int | str | None = None, mode: str = "thread_local"):
         if mode not in MODES:
             raise ArgumentError(f"cf.graph(): mode expects one of {', '.join(map(repr, MODES))}, got {mode!r}")
-        if device is not None and (device.__class__ is not int or device < 0):
-            raise ArgumentError(f"cf.graph(): device expects a device ordinal (an int >= 0), got {device!r}")
+        gpu = None if device is None else _cuda.parse_device(device, "cf.graph()")
+        if gpu == "cpu":
+            raise ArgumentError(
+                "cf.graph(): device='cpu': a graph captures GPU launches; on the CPU, launch the kernels themselves"
+            )
         self._stream_arg, self._mode = stream, mode
-        self.device = device
+        self.device: int | None = gpu  # type: ignore[assignment]  # (not "cpu": refused above)
         self.launches: tuple[str, ...] = ()
         self._cooperative: tuple[bool, ...] = ()
         self._exec: Any = None  # the CUgraphExec once captured

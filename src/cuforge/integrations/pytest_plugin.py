@@ -3,6 +3,7 @@ point ``cuforge``) is ``cuforge.pytest_plugin``, whose docstring says what it of
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import inspect
@@ -65,10 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--cuforge-device",
-        choices=("auto", "cuda", "cpu"),
+        type=_device_option,
         default="auto",
         help="where tests marked launches run: auto (the GPU when one is usable, else cuforge's CPU backend "
-        "when a C++ compiler is found), cuda or cpu (default: auto)",
+        "when a C++ compiler is found), cuda (cuda:N: GPU N) or cpu (default: auto)",
     )
     group.addoption(
         "--cuforge-arch",
@@ -89,6 +90,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _device_option(value: str) -> str:
+    """``--cuforge-device``: auto, cpu, cuda or cuda:N (PyTorch's spelling of GPU N)."""
+    gpu = value.partition(":")[2]
+    if value in ("auto", "cuda", "cpu") or (value.startswith("cuda:") and gpu.isascii() and gpu.isdigit()):
+        return value
+    raise argparse.ArgumentTypeError(f"expects auto, cuda, cuda:N or cpu, got {value!r}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -101,6 +110,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[STATE] = _State()
     _config_of_session.append(config)
+    if config.getoption("cuforge_device").startswith("cuda:"):  # GPU N: where launches that name none go
+        from .. import _config
+        from .._runtime import cuda as _cuda
+
+        saved = _config.device()
+        config.add_cleanup(lambda: _cuda.set_default_device(saved))
+        _cuda.set_default_device(config.getoption("cuforge_device"))
     arch = config.getoption("cuforge_arch")
     if arch:
         from .. import _config
@@ -187,7 +203,7 @@ def _launch_device(config: pytest.Config) -> str | None:
     reason in ``device_reason``)."""
     state = config.stash[STATE]
     if not state.device_checked:
-        wanted = config.getoption("cuforge_device")
+        wanted = config.getoption("cuforge_device").partition(":")[0]  # cuda:N is cuda, N chosen at configure
         if wanted == "auto" and config.getoption("cuforge_require_gpu"):
             wanted = "cuda"  # GPU CI: a missing GPU fails rather than falling back to the CPU
         gpu = _gpu_reason(config) if wanted != "cpu" else "--cuforge-device=cpu"
