@@ -359,7 +359,19 @@ class Kernel(_KernelBase, OnDevice):
             try:
                 _launch.launch_checked(plan, checked)
             except NoDeviceError as exc:
-                raise _cuda.no_device_for(self.label, exc) from None
+                raise _cuda.no_device_for(self.label, exc, cpu_cannot=self._cpu_cannot()) from None
+
+    def _cpu_cannot(self) -> str:
+        """Why the CPU cannot run this kernel, '' where it can (for a message: never on a launch)."""
+        if self._decl.module is not None:
+            return f"it is prebuilt (module={self._decl.module!r}): GPU code, with no source to compile for the CPU"
+        from .._cpu.translate import cpu_refusal
+
+        try:
+            what = cpu_refusal(self.render())
+        except CuforgeError:  # (a body that does not render says so when it is compiled)
+            return ""
+        return f"it uses {what}, which the CPU backend cannot run" if what else ""
 
     def torch_op(self, name: str, **options: Any) -> Any:
         """Register this kernel as a PyTorch operator (imports PyTorch).

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._runtime import cuda as _cuda
-from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError
+from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError, NoDeviceError
 from . import general as _launch
 from .capture import Capture, end_capture
 
@@ -179,8 +179,11 @@ class Graph:
             )
         if not updating and self._exec is not None:
             raise GraphCaptureError("cf.graph(): this graph was captured already; use `with g.update():` to capture it again")
-        device = self.device if self.device is not None else _cuda.current_device().id
-        info, self._restore = _cuda.enter_device(device)
+        try:
+            device = self.device if self.device is not None else _cuda.current_device().id
+            info, self._restore = _cuda.enter_device(device)
+        except NoDeviceError as exc:
+            raise _cuda.gpu_only("cf.graph()", exc, "a CUDA graph", "call the kernels themselves") from None
         driver = _cuda.bindings()
         try:
             if self._stream_arg is not None:

@@ -7,6 +7,7 @@ name, never from here: this module is for the layers above."""
 from __future__ import annotations
 
 from .device import (
+    ON_CPU,
     DeviceInfo,
     context_error,
     core_device,
@@ -15,6 +16,7 @@ from .device import (
     device_info,
     enter_device,
     gpu_available,
+    gpu_only,
     no_device_for,
     on_cpu,
     on_device,
@@ -44,6 +46,7 @@ from .loading import (
 )
 
 __all__ = [
+    "ON_CPU",
     "DeviceInfo",
     "context_error",
     "core_device",
@@ -52,6 +55,7 @@ __all__ = [
     "device_info",
     "enter_device",
     "gpu_available",
+    "gpu_only",
     "no_device_for",
     "on_cpu",
     "on_device",

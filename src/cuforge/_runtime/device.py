@@ -390,8 +390,18 @@ def synchronize() -> None:
     Examples
     --------
     >>> cf.synchronize()  # doctest: +GPU
+
+    Where the CPU is chosen (``cf.set_device("cpu")``, ``CUFORGE_DEVICE=cpu``) and no GPU was
+    used, it returns at once: a launch on the CPU is done when its call returns.
     """
-    state.current_device()
+    if not state.contexts and state.on_cpu():
+        return  # no GPU launch was made in this process: nothing to wait for
+    try:
+        state.current_device()
+    except NoDeviceError as exc:
+        instead = ("a launch is done when its call returns: there is nothing to wait for, and where the CPU is chosen, "
+                   "by cf.set_device('cpu') or CUFORGE_DEVICE=cpu, cf.synchronize() returns at once")  # fmt: skip
+        raise gpu_only("cf.synchronize()", exc, "cf.synchronize()", instead) from None
     count = launch_count()
     check(_libcuda.call("cuCtxSynchronize"), "cuCtxSynchronize")
     history.synchronised(count)  # those launches ran without a fault
@@ -416,20 +426,33 @@ def gpu_available() -> bool:
     return True
 
 
-def no_device_for(label: str, exc: NoDeviceError, method: str = "compile", *, gpu_only: str = "") -> NoDeviceError:
+def no_device_for(label: str, exc: NoDeviceError, method: str = "compile", *, gpu_only: str = "",
+                  cpu_cannot: str = "") -> NoDeviceError:  # fmt: skip
     """``exc``, raised where kernel ``label`` was called, as that kernel's error: named, and
     with its own compile call as the fix (``method``: ``precompile`` for a family; the error
     path only: a working launch never comes here). ``gpu_only`` names a call the CPU backend
-    does not serve (``prepare()``): its message says so rather than offering the CPU."""
+    does not serve (``prepare()``): its message says so rather than offering the CPU; so does
+    ``cpu_cannot``, why the CPU cannot run the kernel at all (a prebuilt module, CUB)."""
     text = str(exc)
     if text.startswith(f"{label}:"):
         return exc
     if gpu_only:
         text = text.replace(f", or the CPU: {ON_CPU}", f"; {gpu_only} is GPU-only (on the CPU, call the kernel itself)")
+    elif cpu_cannot:
+        text = text.replace(f", or the CPU: {ON_CPU}", f"; the CPU cannot run this kernel ({cpu_cannot})")
     generic = COMPILE_FIX.format("Kernel")
     fix = f"compiling does not: use {label if label.isidentifier() else ''}.{method}(arch='sm_90')"
     fix += "" if label.isidentifier() else " on it"
     return NoDeviceError(f"{label}: {text.replace(generic, fix)}")
+
+
+def gpu_only(who: str, exc: NoDeviceError, what: str, instead: str) -> NoDeviceError:
+    """``exc``, raised by ``who``, which needs a GPU whatever device is chosen (``what``:
+    device memory, a graph, a prebuilt module): its message says so, with ``instead``, the
+    way on the CPU, where it would offer the CPU and a compile (the error path only)."""
+    text = str(exc).replace(f", or the CPU: {ON_CPU}; {COMPILE_FIX.format('Kernel')}",
+                            f"; {what} is GPU-only (on the CPU, {instead})")  # fmt: skip
+    return NoDeviceError(text if text.startswith(f"{who}:") else f"{who}: {text}")
 
 
 def core_device(device_id: int) -> Any:
