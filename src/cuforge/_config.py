@@ -129,8 +129,22 @@ def override(**settings: Any) -> None:
 
 
 def cache_dir() -> Path:
-    """The directory for this schema's persistent data (not created here; absolute: a relative
-    setting names one folder even if the working directory changes)."""
+    """Where the disk cache is (or would be, where it is off): the directory of compiled
+    kernels, GPU and CPU builds alike, and autotuning results, as configured now
+    (``cf.set_cache(path=...)``, else ``CUFORGE_CACHE_DIR``, else the user cache directory),
+    with the cache's schema folder. Nothing is created here.
+
+    Returns
+    -------
+    pathlib.Path
+        An absolute path: a relative setting names one folder even if the working
+        directory changes.
+
+    Examples
+    --------
+    >>> cf.cache_dir().name
+    'v2'
+    """
     configured = str(get("cache_dir"))
     if configured:
         return Path(os.path.abspath(configured)) / SCHEMA

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from html.parser import HTMLParser
 
 import numpy as np
@@ -14,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 import cuforge as cf  # noqa: E402
 from cuforge._compile import toolchain as _toolchain  # noqa: E402
+from cuforge._cpu.toolchain import find_compiler  # noqa: E402
 
 SAXPY = """
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* y, long long n) {
@@ -180,6 +182,14 @@ def test_cuda_info(shell, capsys):
     nvrtc = next(line for line in out.splitlines() if line.startswith("NVRTC:"))
     version = ".".join(map(str, _toolchain.nvrtc_version()))
     assert re.fullmatch(rf"NVRTC:   {re.escape(version)} \((wheel: /\S+libnvrtc\S*|the system's CUDA toolkit)\)", nvrtc), nvrtc
+    cpu = next(line for line in out.splitlines() if line.startswith("CPU:"))
+    compiler = find_compiler()
+    assert cpu == f"CPU:     {compiler.version} ({' '.join(compiler.argv)}); launches go there with device='cpu'", cpu
+    assert re.search(r"^counters: .* cpu_compiles=\d+$", out, re.M), out
+    chooses = threading.Thread(target=lambda: (cf.set_device("cpu"), shell.run_line_magic("cuda_info", "")))
+    chooses.start()  # (a thread of its own: its choice of the CPU ends with it)
+    chooses.join(timeout=60)
+    assert "; chosen for launches that name no device" in capsys.readouterr().out
 
 
 class _Balanced(HTMLParser):

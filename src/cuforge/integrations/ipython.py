@@ -221,7 +221,8 @@ class CudaMagics(Magics):
 
     @line_magic
     def cuda_info(self, line: str = "") -> None:
-        """Print the device, driver, NVRTC version, and the cache's location and counters."""
+        """Print the device, driver, NVRTC version, the CPU backend's compiler, and the cache's
+        location and counters."""
         try:
             dev = _cuda.current_device()
             version = _cuda.check(_cuda.bindings().cuDriverGetVersion(), "cuDriverGetVersion")
@@ -232,6 +233,7 @@ class CudaMagics(Magics):
         wheel = _toolchain.nvrtc_wheel_library()
         where = f"wheel: {wheel}" if wheel is not None else "the system's CUDA toolkit"
         print(f"NVRTC:   {'.'.join(map(str, _toolchain.nvrtc_version()))} ({where})")
+        print(f"CPU:     {_cpu_line()}")
         disk = _disk.current()
         if disk is None:
             print(f"cache:   disk cache off or unavailable ({_config.cache_dir()})")
@@ -242,8 +244,21 @@ class CudaMagics(Magics):
         print(
             f"counters: memory_hits={s.memory_hits} disk_hits={s.disk_hits} compiles={s.compiles} "
             f"compile_seconds={s.compile_seconds:.3f} disk_errors={s.disk_errors} pch_creations={s.pch_creations} "
-            f"pch_hits={s.pch_hits}"
+            f"pch_hits={s.pch_hits} cpu_compiles={s.cpu_compiles}"
         )
+
+
+def _cpu_line() -> str:
+    """%cuda_info's line on the CPU backend: its compiler, and whether launches go there."""
+    from .._cpu.toolchain import find_compiler  # (the CPU backend's side: imported on use)
+    from ..errors import CompilerNotFoundError
+
+    try:
+        found = find_compiler()
+    except CompilerNotFoundError as exc:
+        return f"no C++ compiler, so kernels cannot run on the CPU ({exc})"
+    chosen = "chosen for launches that name no device" if _cuda.on_cpu() else "launches go there with device='cpu'"
+    return f"{found.version} ({' '.join(found.argv)}); {chosen}"
 
 
 def _unquote(value: Any) -> Any:
