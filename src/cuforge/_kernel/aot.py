@@ -81,7 +81,7 @@ def _programs(decls: list[Any]) -> list[list[Any]]:
         one = _representative(obj)
         for group in groups:
             other = _representative(group[0])
-            if one is not None and other is not None and _cache.same_program(one.compile_unit(), other.compile_unit()):
+            if one is not None and other is not None and _cache.same_program(one._compile_unit(), other._compile_unit()):
                 group.append(obj)
                 break
         else:

@@ -24,12 +24,12 @@ class TypeInference:
     __slots__ = ("label", "names", "optional", "sources", "template_params")
 
     def __init__(self, decl: Declaration) -> None:
-        self.label, self.template_params = decl.label, decl.tparams
+        self.label, self.template_params = decl.label, decl.template_params
         self.names = tuple(n for n, _ in decl.params)
         self.optional = frozenset(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.optional)
         self.sources = {
             t.name: tuple(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.dtype is t)
-            for t in decl.tparams
+            for t in decl.template_params
             if isinstance(t, TypeParam)
         }
 

@@ -110,12 +110,12 @@ class Kernel(_KernelBase, OnDevice):
         self.qualname = decl.qualname  # module.Class: the Python name pickling and cf.registry use
         self.name = decl.name  # the C++ function's name (or a prebuilt module's entry point)
         self.options = decl.options
-        self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.tparams, template_args)}
-        spelled = ", ".join(t.spell(v) for t, v in zip(decl.tparams, template_args))
+        self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.template_params, template_args)}
+        spelled = ", ".join(t.spell(v) for t, v in zip(decl.template_params, template_args))
         # the C++ name expression NVRTC looks up (``Axpy<float, 256>``), and a build's entries are keyed by
-        self.name_expression = f"{decl.name}<{spelled}>" if decl.tparams else decl.name
+        self.name_expression = f"{decl.name}<{spelled}>" if decl.template_params else decl.name
         # what messages call it: the name expression, but a prebuilt entry point's lowered name is unreadable
-        self.label = self.name_expression if decl.tparams else cls.__name__ if decl.module is not None else decl.name
+        self.label = self.name_expression if decl.template_params else cls.__name__ if decl.module is not None else decl.name
         self.signature = Signature(
             tuple(Param(n, i, substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
         )
@@ -191,7 +191,7 @@ class Kernel(_KernelBase, OnDevice):
     def _headers(self) -> dict[str, str]:
         return self._source.headers()
 
-    def compile_unit(self) -> CompileUnit:
+    def _compile_unit(self) -> CompileUnit:
         """What compiling this kernel takes: its rendered pieces, headers, options and links.
 
         Returns
@@ -203,7 +203,7 @@ class Kernel(_KernelBase, OnDevice):
         return CompileUnit(
             label=self.label, name=self.name, qualname=self.qualname, name_expression=self.name_expression,
             prelude=prelude, unit=unit, line_sources=line_sources, headers=self._headers(), options=self.options,
-            links=tuple(decl.link), source_text=decl.source, declaration=id(decl), family=bool(decl.tparams),
+            links=tuple(decl.link), source_text=decl.source, declaration=id(decl), family=bool(decl.template_params),
             on_compiled=self._keep_compiled,
         )  # fmt: skip
 
@@ -211,7 +211,7 @@ class Kernel(_KernelBase, OnDevice):
         self._compiled[ck.arch, ck.flags] = ck
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
-        return _identity.key_of(self.compile_unit(), flags, options)
+        return _identity.key_of(self._compile_unit(), flags, options)
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile with NVRTC, or read the compiled kernel from the caches.
@@ -299,12 +299,12 @@ class Kernel(_KernelBase, OnDevice):
                 )
             from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
 
-            unit = self.compile_unit()
+            unit = self._compile_unit()
             group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
             if unit.source_text is not None:
                 for k in _cache.kernels_over(unit.source_text):
                     if isinstance(k, Kernel) and k is not self and k._cpu is None:
-                        other = k.compile_unit()
+                        other = k._compile_unit()
                         if _cache.same_program(unit, other):
                             group.append((k, other))
             source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))

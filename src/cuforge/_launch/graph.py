@@ -329,7 +329,7 @@ class Graph:
         if self._exec is None:
             raise GraphCaptureError(f"Graph.{what}: the graph has no captured launches (it was never captured, or closed)")
         for module in self._modules:
-            module.check_loaded(f"Graph.{what}")
+            module._check_loaded(f"Graph.{what}")
         return self._replay if stream is None else _launch.stream_handle(stream, f"Graph.{what}")
 
     @property
