@@ -4,6 +4,7 @@ really compile and link, nvFatbin really packs, and the command line really runs
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -292,3 +293,11 @@ def test_precompile_warms_the_cpu_builds_and_without_a_gpu_names_the_flags(aot, 
     """)
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "0", out.stderr  # every build came from the cache
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed: the example goes on to run")
+def test_the_dask_example_says_what_it_needs_rather_than_fail_on_an_import():
+    out = subprocess.run([sys.executable, os.path.join(EXAMPLES, "dask_saxpy.py")], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), timeout=120)  # fmt: skip
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert re.fullmatch(r"examples/dask_saxpy.py: this example needs cupy-cuda12x(, .*)?: pip install cupy-cuda12x.*\n", out.stderr)
