@@ -96,7 +96,7 @@ def _setup(namespace: dict[str, Any]) -> None:
 
     import cuforge as cf
 
-    namespace.update(cf=cf, np=np)
+    namespace.update(cf=cf, np=np, __name__="__main__")  # a page's blocks run as a script's do
 
 
 def _teardown(namespace: dict[str, Any]) -> None:

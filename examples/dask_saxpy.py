@@ -77,5 +77,21 @@ def run(n: int = 10_000_000, chunk: int = 1_000_000) -> dict[str, str]:
     return used
 
 
+def missing() -> str | None:
+    """What this example needs and this environment lacks (a message), or None."""
+    import importlib.util
+
+    lacking = [pip for module, pip in (("cupy", "cupy-cuda12x"), ("dask", "dask[array]"), ("distributed", "distributed"))
+               if importlib.util.find_spec(module) is None]  # fmt: skip
+    if lacking:
+        return f"this example needs {', '.join(lacking)}: pip install {' '.join(repr(p) if '[' in p else p for p in lacking)}"
+    if not cf.gpu_available():
+        return "this example runs CuPy arrays on NVIDIA GPUs, and no GPU is usable here (see examples/saxpy.py for the CPU)"
+    return None
+
+
 if __name__ == "__main__":
+    why = missing()
+    if why:
+        raise SystemExit(f"examples/dask_saxpy.py: {why}")
     run()

@@ -55,5 +55,6 @@ def corpus(x: Any, y: Any, x64: Any, strided: Any, readonly: Any) -> list[tuple[
         ("float stream", ok, {"stream": 0.0}, r"Saxpy: stream expects a stream .*, got float 0.0"),
         ("bad cluster", ok, {"cluster": (0,)}, r"Saxpy: cluster expects an int or a tuple of 1 to 3 positive ints"),
         ("bad cooperative", ok, {"cooperative": "yes"}, r"Saxpy: cooperative expects True or False, got 'yes'"),
-        ("bad device", ok, {"device": "cuda:0"}, r"Saxpy: device expects a device ordinal \(an int >= 0\) or 'cpu', got 'cuda:0'"),
+        ("bad device", ok, {"device": "gpu"}, r"Saxpy: device expects 'cpu', 'cuda', 'cuda:N' or a CUDA device ordinal N \(an int >= 0\), got 'gpu'"),
+        ("bad device number", ok, {"device": "cuda:-1"}, r"Saxpy: device expects 'cpu', 'cuda', 'cuda:N' .*, got 'cuda:-1'"),
     ]

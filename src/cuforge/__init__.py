@@ -10,6 +10,7 @@ from typing import Any as _Any
 
 from ._compile.stats import CacheStats as CacheStats
 from ._compile.stats import cache_stats as cache_stats
+from ._config import cache_dir as cache_dir
 from ._config import set_cache as set_cache
 from ._declare.annotations import Array as Array
 from ._declare.annotations import ArrayType as ArrayType
@@ -155,6 +156,7 @@ __all__ = [
     "bool_",
     "boolparam",
     "BoolParam",
+    "cache_dir",
     "cache_stats",
     "CacheStats",
     "CompiledKernel",

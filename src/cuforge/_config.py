@@ -32,7 +32,8 @@ CUFORGE_COMPILE_WORKERS processes a heavy family's compile may use (default: the
 CUFORGE_COMPILE_SPLIT_S the compile time, in seconds, past which a heavy family's
                         instantiations are split across them (default 1)
 CUFORGE_DEVICE          where launches run when a call does not say: cuda (the
-                        default) or cpu (cuforge's CPU backend); read once per
+                        default; cuda:N for GPU N) or cpu (cuforge's CPU
+                        backend); read once per
                         process, when launches first need it (set_default_device
                         changes it after)
 CUFORGE_CPU_THREADS     the CPU backend's worker threads (default: one per core)
@@ -154,8 +155,22 @@ def override(**settings: Any) -> None:
 
 
 def cache_dir() -> Path:
-    """The directory for this schema's persistent data (not created here; absolute: a relative
-    setting names one folder even if the working directory changes)."""
+    """Where the disk cache is (or would be, where it is off): the directory of compiled
+    kernels, GPU and CPU builds alike, and autotuning results, as configured now
+    (``cf.set_cache(path=...)``, else ``CUFORGE_CACHE_DIR``, else the user cache directory),
+    with the cache's schema folder. Nothing is created here.
+
+    Returns
+    -------
+    pathlib.Path
+        An absolute path: a relative setting names one folder even if the working
+        directory changes.
+
+    Examples
+    --------
+    >>> cf.cache_dir().name
+    'v2'
+    """
     configured = str(get("cache_dir"))
     if configured:
         return Path(os.path.abspath(configured)) / SCHEMA
@@ -191,10 +206,11 @@ def launcher() -> str:
 
 
 def device() -> str:
-    """CUFORGE_DEVICE: ``cuda`` or ``cpu``, where a launch that names no device runs."""
+    """CUFORGE_DEVICE: ``cuda``, ``cuda:N`` (GPU N) or ``cpu``, where a launch that names no device runs."""
     value = str(get("device")).strip().lower()
-    if value not in ("cuda", "cpu"):
-        raise ConfigError(f"CUFORGE_DEVICE expects cuda or cpu, got {value!r}; unset it to launch on the GPU")
+    gpu = value.partition(":")[2]
+    if value not in ("cuda", "cpu") and not (value.startswith("cuda:") and gpu.isascii() and gpu.isdigit()):
+        raise ConfigError(f"CUFORGE_DEVICE expects cuda, cuda:N (GPU N) or cpu, got {value!r}; unset it to launch on the GPU")
     return value
 
 

@@ -243,13 +243,68 @@ class FirstThreadsLeave:
     body = "if ((int)threadIdx.x < leave) return; __syncthreads(); out[threadIdx.x] = 1;"
 
 
-@pytest.mark.parametrize("leave, who", [(1, "thread 0"), (2, "threads 0-1"), (5, "threads 0-4")])
-def test_a_barrier_names_the_threads_that_exited(leave, who):
+@pytest.mark.parametrize(
+    "leave, waiting, who",
+    [(1, r"threads \[1-7\] wait", r"thread 0"), (2, r"threads \[2-7\] wait", r"threads \[0-1\]"),
+     (7, r"thread 7 waits", r"threads \[0-6\]")],
+)  # fmt: skip
+def test_a_barrier_names_the_threads_that_exited(leave, waiting, who):
     with pytest.raises(
         cf.LaunchError,
-        match=rf"block \(0, 0, 0\): thread {leave} reached a __syncthreads that {who} exited without reaching;",
+        match=rf"block \(0, 0, 0\): {waiting} at the __syncthreads at FirstThreadsLeave.body, line 1, which {who} exited "
+        r"without reaching; every thread of a block must reach each __syncthreads$",
     ):
         FirstThreadsLeave(np.zeros(8, np.int32), leave, grid=1, block=8, device="cpu")
+
+
+@cf.kernel
+class SecondBarrierDiverges:
+    x: cf.Array[cf.float32]
+    body = """
+    x[threadIdx.x] = 1.0f;
+    __syncthreads();
+    if (threadIdx.x < 128)
+        __syncthreads();
+    x[threadIdx.x] += 1.0f;
+    """
+
+
+def test_a_divergent_second_barrier_names_every_thread_that_skipped_it_and_its_line():
+    """After the first barrier the last thread to arrive runs on and exits first; the message
+    still names all the threads that skipped the second one, not only that one."""
+    with pytest.raises(
+        cf.LaunchError,
+        match=r"block \(0, 0, 0\): threads \[0-127\] wait at the __syncthreads at SecondBarrierDiverges.body, line 4, "
+        r"which threads \[128-255\] exited without reaching;",
+    ):
+        SecondBarrierDiverges(np.zeros(256, np.float32), grid=1, block=256, device="cpu")
+
+
+@cf.kernel
+class MisalignedFloat4:
+    x: cf.In[cf.float32]
+    y: cf.Array[cf.float32]
+    body = """
+    const float4* v = reinterpret_cast<const float4*>(x + 1);  // 4 bytes past an aligned start
+    float4* o = reinterpret_cast<float4*>(y + 1);
+    o[threadIdx.x] = v[threadIdx.x];
+    """
+
+
+def test_a_misaligned_vector_access_is_named_as_what_it_most_likely_is():
+    """x86-64 faults on an aligned 16-byte move at an address not a multiple of 16 with a
+    general-protection fault, which names no address: the message says what it most often
+    is (a GPU's misaligned address), not an access to memory the process does not own."""
+    x, y = np.arange(64 * 4 + 8, dtype=np.float32), np.zeros(64 * 4 + 8, np.float32)
+    with pytest.raises(
+        cf.DeviceFaultError,
+        match=r"MisalignedFloat4 faulted on the CPU .*: a general-protection fault in block \(0, 0, 0\), for which the "
+        r"processor names no address; on x86-64 it is most often a 16-byte vector type \(float4, int4, double2, \.\.\.\) "
+        r"read or written at an address that is not a multiple of 16, which on a GPU is a misaligned address error",
+    ):
+        MisalignedFloat4(x, y, grid=1, block=64, device="cpu")
+    MisalignedFloat4(x[3:], y[3:], grid=1, block=64, device="cpu")  # x + 4 and y + 4 floats: aligned, it runs
+    assert np.array_equal(y[4 : 4 + 64 * 4], x[4 : 4 + 64 * 4])
 
 
 @cf.kernel

@@ -597,8 +597,8 @@ def runs_well() -> None:
 def test_divergent_barrier_is_a_launch_error():
     with pytest.raises(
         cf.LaunchError,
-        match=r"Faulty \(grid=.*\) on the CPU: block \(0, 0, 0\): thread 16 exited without reaching the "
-        r"__syncthreads that threads \[0-15\] wait at",
+        match=r"Faulty \(grid=.*\) on the CPU: block \(0, 0, 0\): threads \[0-15\] wait at the __syncthreads at "
+        r"Faulty.body, line \d+, which threads \[16-63\] exited without reaching",
     ):
         Faulty(1, np.zeros(64, np.int32), grid=1, device="cpu")
     runs_well()

@@ -200,7 +200,8 @@ def test_precompile_without_a_gpu_or_arch_names_the_flag(tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert err.startswith("cuforge precompile: no CUDA device is available (") and "arch=" not in err
     assert err.rstrip().endswith(
-        "; pass --arch sm_90 (or set CUFORGE_ARCH=sm_90) to compile for a GPU this machine does not have"
+        "; pass --device cpu to build the kernels for cuforge's CPU backend, or --arch sm_90 (or set CUFORGE_ARCH=sm_90) to "
+        "compile them for a GPU this machine does not have"
     )
 
 

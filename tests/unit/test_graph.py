@@ -20,8 +20,15 @@ def test_graph_is_made_without_cuda_and_says_it_is_not_captured():
     ("kwargs", "message"),
     [
         ({"mode": "strict"}, r"cf.graph\(\): mode expects one of 'thread_local', 'global', 'relaxed', got 'strict'"),
-        ({"device": -1}, r"cf.graph\(\): device expects a device ordinal \(an int >= 0\), got -1"),
-        ({"device": 1.0}, r"device expects a device ordinal .* got 1.0"),
+        (
+            {"device": -1},
+            r"cf.graph\(\): device expects 'cpu', 'cuda', 'cuda:N' or a CUDA device ordinal N \(an int >= 0\), got -1",
+        ),
+        ({"device": 1.0}, r"device expects 'cpu', 'cuda', .* got 1.0"),
+        (
+            {"device": "cpu"},
+            r"cf.graph\(\): device='cpu': a graph captures GPU launches; on the CPU, launch the kernels themselves",
+        ),
     ],
 )
 def test_bad_options_are_refused(kwargs, message):

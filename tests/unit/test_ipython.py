@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from html.parser import HTMLParser
 
 import numpy as np
@@ -14,6 +15,7 @@ from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 
 import cuforge as cf  # noqa: E402
 from cuforge._compile import toolchain as _toolchain  # noqa: E402
+from cuforge._cpu.toolchain import find_compiler  # noqa: E402
 
 SAXPY = """
 extern "C" __global__ void saxpy(float a, const float* __restrict__ x, float* y, long long n) {
@@ -180,6 +182,14 @@ def test_cuda_info(shell, capsys):
     nvrtc = next(line for line in out.splitlines() if line.startswith("NVRTC:"))
     version = ".".join(map(str, _toolchain.nvrtc_version()))
     assert re.fullmatch(rf"NVRTC:   {re.escape(version)} \((wheel: /\S+libnvrtc\S*|the system's CUDA toolkit)\)", nvrtc), nvrtc
+    cpu = next(line for line in out.splitlines() if line.startswith("CPU:"))
+    compiler = find_compiler()
+    assert cpu == f"CPU:     {compiler.version} ({' '.join(compiler.argv)}); launches go there with device='cpu'", cpu
+    assert re.search(r"^counters: .* cpu_compiles=\d+$", out, re.M), out
+    chooses = threading.Thread(target=lambda: (cf.set_device("cpu"), shell.run_line_magic("cuda_info", "")))
+    chooses.start()  # (a thread of its own: its choice of the CPU ends with it)
+    chooses.join(timeout=60)
+    assert "; chosen for launches that name no device" in capsys.readouterr().out
 
 
 class _Balanced(HTMLParser):
@@ -226,8 +236,16 @@ def test_html_reprs_are_valid_html(shell, saxpy, saxpy_sm90):
 def test_without_a_gpu_the_arch_comes_from_cuforge_arch_or_a_clear_error(shell, capsys):
     from cuforge import _config
 
-    with _config.scope(arch=""), pytest.raises(UsageError, match=r"no GPU to compile for; pass --arch sm_90 or set CUFORGE_ARCH=sm_90"):
-        cuda(shell, "", SAXPY)
+    with _config.scope(arch=""):
+        with pytest.raises(UsageError, match=r"%%cuda: no GPU to compile for; pass --device cpu to compile the cell for the "
+                                             r"CPU and run its kernels there \(or choose the CPU first: cf.set_device\('cpu'\), or "
+                                             r"CUFORGE_DEVICE=cpu\), or --arch sm_90 \(CUFORGE_ARCH=sm_90\) to compile it for a "
+                                             r"GPU without launching"):  # fmt: skip
+            cuda(shell, "", SAXPY)
+        with pytest.raises(UsageError, match=r"%%cuda: no GPU to compile for; pass --device cpu"):
+            cuda(shell, "--device cuda:1", SAXPY)
+        with pytest.raises(UsageError, match=r"%%cuda: --device expects cpu, cuda or cuda:N, got 'gpu'"):
+            cuda(shell, "--device gpu", SAXPY)
     with _config.scope(arch="sm_90"):
         cuda(shell, "", SAXPY)
     assert "bound: saxpy(a: float32" in capsys.readouterr().out

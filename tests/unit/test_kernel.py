@@ -67,8 +67,16 @@ def test_declaration_errors(ns, annotations, match):
 
 
 def test_grid_needs_a_size_when_there_are_no_arrays():
-    with pytest.raises(cf.DeclarationError, match=r"nothing to size the grid by"):
+    """The fix is on the class: grid= at launch cannot help a class that is never made."""
+    with pytest.raises(cf.DeclarationError, match=r"Bad: with no array parameter there is nothing to size the grid by, and a "
+                                                  r"class must say how before it can be launched; set grid on the class: "
+                                                  r"grid = 'n' \(the threads to cover\), a fixed grid \(grid = 1\) or a "
+                                                  r"function of the arguments \(grid = lambda n: \.\.\.\)$"):  # fmt: skip
         _declare({"body": "n;"}, {"n": cf.int32})
+    with pytest.raises(cf.DeclarationError, match=r"set grid on the class: a fixed grid \(grid = 1\)"):
+        _declare({"body": "f;"}, {"f": cf.float32})
+    for grid in ("n", 1, lambda n: n):  # each fix the message names declares the kernel
+        _declare({"body": "n;", "grid": grid}, {"n": cf.int32})
 
 
 def test_grid_by_float_parameter_is_rejected():

@@ -3,12 +3,14 @@ IPython shows it with the caller's frames only, not cuforge's."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge import _config
 from cuforge._runtime import cuda as _cuda
 
 from ..conftest import Saxpy
@@ -109,3 +111,117 @@ def test_an_autotuned_family_call_names_the_family_and_its_precompile():
 
     with pytest.raises(cf.NoDeviceError, match=r"^Tuned: no CUDA device is available .*use Tuned\.precompile\(arch='sm_90'\)$"):
         Tuned(np.ones(4, np.float32))
+
+
+@NO_GPU
+def test_what_needs_a_gpu_whatever_is_chosen_says_so_rather_than_offer_the_cpu():
+    """Device memory and graphs are GPU-only: their errors say what to do on the CPU, under
+    CUFORGE_DEVICE=cpu too, where offering the CPU would send the reader round in circles."""
+    gone = r"no CUDA device is available \(.*\); launching needs an NVIDIA GPU and driver; "
+    for chosen in (False, True):
+        with _on_cpu(chosen):
+            with pytest.raises(cf.NoDeviceError, match=rf"^cf.zeros\(\): {gone}device memory is GPU-only \(on the CPU, a "
+                                                        r"launch takes NumPy arrays in place: use numpy.zeros\)$"):  # fmt: skip
+                cf.zeros(4, cf.float32)
+            with pytest.raises(cf.NoDeviceError, match=r"^cf.to_device\(\): .*\(on the CPU, a launch takes NumPy arrays in "
+                                                        r"place: pass the NumPy array itself\)$"):  # fmt: skip
+                cf.to_device(np.ones(4))
+            with pytest.raises(cf.NoDeviceError, match=rf"^cf.graph\(\): {gone}a CUDA graph is GPU-only \(on the CPU, call "
+                                                        r"the kernels themselves\)$"):  # fmt: skip
+                with cf.graph():
+                    pass
+
+
+@NO_GPU
+def test_synchronize_returns_at_once_where_the_cpu_is_chosen_and_else_says_why_it_cannot_wait():
+    with _on_cpu(True):
+        cf.synchronize()  # a CPU launch is done when its call returns
+    with pytest.raises(cf.NoDeviceError, match=r"^cf.synchronize\(\): no CUDA device is available .*; cf.synchronize\(\) is "
+                                                r"GPU-only \(on the CPU, a launch is done when its call returns: there is "
+                                                r"nothing to wait for, and where the CPU is chosen, by cf.set_device\('cpu'\) "
+                                                r"or CUFORGE_DEVICE=cpu, cf.synchronize\(\) returns at once\)$"):  # fmt: skip
+        cf.synchronize()
+
+
+@NO_GPU
+def test_a_kernel_the_cpu_cannot_run_is_not_offered_the_cpu(saxpy_sm90):
+    @cf.kernel
+    class Prebuilt:
+        module = cf.Module(saxpy_sm90.code)
+        name = saxpy_sm90.lowered_name
+        a: cf.float32
+        x: cf.In[cf.float32]
+        y: cf.Array[cf.float32]
+        n: cf.int64
+
+    @cf.kernel
+    class BlockSum:
+        x: cf.In[cf.float32]
+        out: cf.Out[cf.float32]
+        preamble = "#include <cub/block/block_reduce.cuh>"
+        block = 128
+        body = """
+        using Reduce = cub::BlockReduce<float, 128>;
+        __shared__ typename Reduce::TempStorage tmp;
+        float s = Reduce(tmp).Sum(x[threadIdx.x]);
+        if (threadIdx.x == 0) out[0] = s;
+        """
+
+    x = np.ones(128, np.float32)
+    with pytest.raises(cf.NoDeviceError, match=r"^Prebuilt: no CUDA device is available .*launching needs an NVIDIA GPU and "
+                                                r"driver; the CPU cannot run this kernel \(it is prebuilt \(module=<cuforge.Module "
+                                                r"<bytes> \(cubin\)>\): GPU code, with no source to compile for the CPU\)"):  # fmt: skip
+        Prebuilt(2.0, x, x, 128)
+    with pytest.raises(cf.NoDeviceError, match=r"^BlockSum: no CUDA device .*; the CPU cannot run this kernel \(it uses "
+                                                r"CUB/Thrust device code, which the CPU backend cannot run\)"):  # fmt: skip
+        BlockSum(x, np.zeros(1, np.float32), grid=1)
+    with pytest.raises(cf.NoDeviceError, match=r"^Saxpy: .*, or the CPU: pass device='cpu'"):  # a kernel the CPU runs
+        Saxpy(2.0, x, x, 128)
+
+
+def test_a_cast_is_spelled_in_the_arrays_own_library():
+    @cf.kernel
+    class Fill:
+        T = cf.typeparam(cf.float32, cf.float64)
+        y: cf.Array[T]
+        body = "y[threadIdx.x] = T(1);"
+
+    with pytest.raises(cf.ArgumentTypeError, match=r"Fill: argument 'y' sets T, which allows float32, float64; got a list; "
+                                                    r"cast it to one of those \(e.g. numpy.asarray\(y, numpy.float32\)\)"):  # fmt: skip
+        Fill([1, 2, 3], device="cpu")
+    with pytest.raises(cf.ArgumentTypeError, match=r"got an array of int32; cast it to one of those \(e.g. "
+                                                    r"y.astype\(numpy.float32\)\)"):  # fmt: skip
+        Fill(np.ones(3, np.int32), device="cpu")
+    torch = pytest.importorskip("torch")
+    with pytest.raises(
+        cf.ArgumentTypeError, match=r"got an array of int32; cast it to one of those \(e.g. y.to\(torch.float32\)\)"
+    ):
+        Fill(torch.ones(3, dtype=torch.int32), device="cpu")
+    with pytest.raises(cf.ArgumentTypeError, match=r"^Saxpy: argument 'x' expects In\[float32\], got an int64 array "
+                                                    r"\(torch.Tensor\); cast with x.to\(torch.float32\) or declare"):  # fmt: skip
+        Saxpy(2.0, torch.ones(3, dtype=torch.int64), torch.ones(3), 3, device="cpu")
+
+
+@NO_GPU
+def test_a_cpu_tensor_for_a_gpu_launch_without_a_gpu_is_offered_the_cpu():
+    torch = pytest.importorskip("torch")
+    x, y = torch.ones(8), torch.zeros(8)
+    with pytest.raises(cf.ArgumentTypeError, match=r"^Saxpy: argument 'x' expects In\[float32\], got a torch array in host "
+                                                    r"memory; no GPU can be used here, and the CPU takes it in place: pass "
+                                                    r"device='cpu', call cf.set_device\('cpu'\) or set CUFORGE_DEVICE=cpu"):  # fmt: skip
+        Saxpy(2.0, x, y, 8)
+    Saxpy(2.0, x, y, 8, device="cpu")  # as it says
+    assert torch.equal(y, torch.full((8,), 2.0))
+
+
+@contextlib.contextmanager
+def _on_cpu(chosen: bool):
+    """The process's launches on the CPU (CUFORGE_DEVICE=cpu, as the process reads it) or not."""
+    previous = _config.device()
+    saved = _config.overrides_of("device")
+    _cuda.set_default_device("cpu" if chosen else "cuda")
+    try:
+        yield
+    finally:
+        _cuda.set_default_device(previous)
+        _config.restore_overrides(("device",), saved)

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+import cuforge as cf
+
 nbclient = pytest.importorskip("nbclient")
 nbformat = pytest.importorskip("nbformat")
 
@@ -30,3 +32,35 @@ def test_tour_runs_compile_only(monkeypatch, cuforge_cache_dir):
     errors = [out for cell in nb.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "CellCompileError"
     assert any("html" in str(out.get("data", {}).keys()) for cell in nb.cells for out in cell.get("outputs", []))
+
+
+SAXPY_CELL = """%%cuda
+extern "C" __global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}"""
+CALL_CELL = """import numpy as np
+x, y = np.arange(1000, dtype=np.float32), np.ones(1000, np.float32)
+saxpy(2.0, x, y, 1000)
+assert np.array_equal(y, 2 * np.arange(1000, dtype=np.float32) + 1), y
+print("saxpy ran:", y[:3])"""
+
+
+@pytest.mark.parametrize("choice", ["set_device", "CUFORGE_DEVICE"])
+def test_a_plain_cuda_cell_runs_on_the_cpu_where_it_is_chosen(monkeypatch, cuforge_cache_dir, choice):
+    """A laptop's first notebook: no GPU, no --arch, no --device; the CPU chosen by the
+    thread (cf.set_device) or the process (CUFORGE_DEVICE) is where the cell compiles and runs."""
+    if cf.gpu_available():
+        pytest.skip("a GPU is present: a plain %%cuda cell compiles for it")
+    monkeypatch.setenv("CUFORGE_CACHE_DIR", str(cuforge_cache_dir))
+    monkeypatch.delenv("CUFORGE_ARCH", raising=False)
+    first = "%load_ext cuforge"
+    if choice == "set_device":
+        monkeypatch.delenv("CUFORGE_DEVICE", raising=False)
+        first += '\nimport cuforge as cf\ncf.set_device("cpu")'
+    else:
+        monkeypatch.setenv("CUFORGE_DEVICE", "cpu")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (first, SAXPY_CELL, CALL_CELL)])
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    outputs = [out.get("text", "") for out in nb.cells[2].get("outputs", [])]
+    assert outputs == ["saxpy ran: [1. 3. 5.]\n"]

@@ -4,8 +4,10 @@ really compile and link, nvFatbin really packs, and the command line really runs
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -259,3 +261,43 @@ def test_build_and_precompile_errors_and_precompile_warms_the_cache(aot, tmp_pat
     """)
     out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "0", out.stderr
+
+
+@pytest.mark.skipif(cf.gpu_available(), reason="a GPU is present: precompile compiles for it")
+def test_precompile_warms_the_cpu_builds_and_without_a_gpu_names_the_flags(aot, tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(aot), *sys.path]), CUFORGE_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("CUFORGE_ARCH", None)
+    env.pop("CUFORGE_DEVICE", None)
+    run = lambda *a, **e: subprocess.run([sys.executable, "-m", "cuforge", *a], capture_output=True, text=True,  # noqa: E731
+                                         env={**env, **e})  # fmt: skip
+    out = run("precompile", "aot_kernels")
+    assert out.returncode == 1, out.stderr
+    assert re.fullmatch(r"cuforge precompile: no CUDA device is available \(.*\); pass --device cpu to build the kernels for "
+                        r"cuforge's CPU backend, or --arch sm_90 \(or set CUFORGE_ARCH=sm_90\) to compile them for a GPU "
+                        r"this machine does not have\n", out.stderr), out.stderr  # fmt: skip
+    out = run("precompile", "aot_kernels", "--device", "cpu", "--arch", "sm_90")
+    assert out.returncode == 1 and "--device cpu builds for the CPU, --arch for a GPU: pass one of them" in out.stderr
+    out = run("precompile", "aot_kernels", "--device", "cpu")
+    assert out.returncode == 0 and out.stdout.strip() == "built 3 kernels for the CPU into the cache", out.stderr
+    assert "built 3/3 kernels for the CPU" in out.stderr  # the progress line
+    out = run("precompile", "aot_kernels", CUFORGE_DEVICE="cpu")  # the process's choice, as for a launch
+    assert out.returncode == 0 and out.stdout.strip() == "built 3 kernels for the CPU into the cache", out.stderr
+    check = textwrap.dedent("""
+        import numpy as np, aot_kernels, cuforge as cf
+        x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
+        aot_kernels.AotSaxpy(2.0, x, y, 100, device="cpu")
+        z = np.zeros(10)
+        aot_kernels.AotFill(z, 3.5, 10, device="cpu")
+        assert np.array_equal(y, 2 * x + 1) and (z == 3.5).all()
+        print(cf.cache_stats().cpu_compiles)
+    """)
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "0", out.stderr  # every build came from the cache
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed: the example goes on to run")
+def test_the_dask_example_says_what_it_needs_rather_than_fail_on_an_import():
+    out = subprocess.run([sys.executable, os.path.join(EXAMPLES, "dask_saxpy.py")], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), timeout=120)  # fmt: skip
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert re.fullmatch(r"examples/dask_saxpy.py: this example needs cupy-cuda12x(, .*)?: pip install cupy-cuda12x.*\n", out.stderr)

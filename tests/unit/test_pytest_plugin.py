@@ -46,7 +46,7 @@ def test_gpu_tests_skip_with_the_reason(pytester):
     pytester.makepyfile("import pytest\n@pytest.mark.gpu\ndef test_a():\n    pass\ndef test_b():\n    pass\n")
     result = run(pytester, "-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU: no CUDA device is available*"])
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU (none found: *)"])
 
 
 @NO_GPU
@@ -61,7 +61,7 @@ def test_a_gpu_skip_names_the_test_not_the_plugin(pytester):
     result.assert_outcomes(skipped=2)
     skips = [line for line in result.stdout.lines if line.startswith("SKIPPED")]
     assert [line.split(": ")[0] for line in skips] == ["SKIPPED [1] test_where.py:3", "SKIPPED [1] test_where.py"], skips
-    assert all("needs a CUDA GPU: " in line for line in skips), skips
+    assert all("needs a CUDA GPU (none found: " in line for line in skips), skips
 
 
 @NO_GPU
@@ -143,12 +143,13 @@ def test_launches_tests_skip_with_the_reasons_where_neither_device_can_run_them(
     pytester.makepyfile(test_launching=LAUNCHING)
     result = run(pytester, "-rs", "--cuforge-device=cuda")
     result.assert_outcomes(passed=1, skipped=2)
-    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU (--cuforge-device=cuda): no CUDA device is available*"])
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU (--cuforge-device=cuda; none found: *)"])
     monkeypatch.setenv("CXX", "/nonexistent/c++")  # no compiler either
     result = run(pytester, "-rs")
     result.assert_outcomes(passed=1, skipped=2)
     result.stdout.fnmatch_lines(
-        ["*SKIPPED*needs a CUDA GPU or a C++ compiler for cuforge's CPU backend: no CUDA device is available*CXX='/nonexistent/c++'*"]
+        ["tests skipped for no C++ compiler: *CXX='/nonexistent/c++'*",  # the whole, once; then each skip in short
+         "*SKIPPED*needs a CUDA GPU (*) or a C++ compiler for cuforge's CPU backend (running kernels on the CPU needs*...)"]
     )
     result = run(pytester, "-rs", "--cuforge-device=cpu")
     result.assert_outcomes(passed=1, skipped=2)
@@ -198,6 +199,21 @@ def test_the_cpu_time_limit_is_60_s_under_the_plugin_unless_set(pytester, monkey
     result = run(pytester, "--cuforge-cpu-timeout=-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--cuforge-cpu-timeout expects seconds >= 0 (0: no limit), got -1*"])
+
+
+@NO_GPU
+def test_cuforge_device_takes_cuda_n_as_pytorch_spells_a_gpu(pytester):
+    pytester.makepyfile(
+        "import pytest\nfrom cuforge import _config\nfrom cuforge._runtime import cuda as _cuda\n\n"
+        "@pytest.mark.launches\ndef test_a():\n    pass\n\n"
+        "def test_gpu_1_is_the_default():\n    assert (_config.device(), _cuda.state.default_gpu) == ('cuda:1', 1)\n"
+    )
+    result = run(pytester, "-rs", "--cuforge-device=cuda:1")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs a CUDA GPU (--cuforge-device=cuda; none found: *)"])
+    result = run(pytester, "--cuforge-device=gpu")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--cuforge-device: expects auto, cuda, cuda:N or cpu, got 'gpu'*"])
 
 
 @NO_GPU
@@ -337,3 +353,47 @@ def test_the_pytest_usage_example_runs(pytester):
     assert out.returncode == 0 and ("17 passed" if gpu_missing_reason() is None else "16 passed, 1 skipped") in out.stdout, (
         out.stdout
     )
+
+
+@NO_GPU
+def test_a_skip_reason_is_one_short_line_and_the_whole_reason_is_in_the_summary_once(pytester):
+    pytester.makepyfile("import pytest\n" + "".join(f"@pytest.mark.gpu\ndef test_{i}():\n    pass\n" for i in range(5)))
+    result = run(pytester, "-ra")
+    result.assert_outcomes(skipped=5)
+    skips = [line for line in result.stdout.lines if line.startswith("SKIPPED")]
+    reason = skips[0].split(": ", 1)[1]
+    assert len(reason) <= 120 and reason.startswith("needs a CUDA GPU (none found: "), reason
+    whole = [line for line in result.stdout.lines if line.startswith("tests skipped for no usable CUDA GPU: ")]
+    assert len(whole) == 1 and "no CUDA device is available (" in whole[0], result.stdout.lines
+
+
+def test_a_failed_comparison_shows_the_tests_line_and_the_message_not_cuforges_code(pytester):
+    pytester.makepyfile(
+        test_matches=KERNELS
+        + """
+import numpy as np
+from cuforge.testing import assert_kernel_matches
+
+def wrong(a, x, y, n):
+    y += a * x  # the kernel does this, but not:
+    y += 1
+
+def test_wrong_reference():
+    assert_kernel_matches(Axpy, wrong, np.float32(2), np.ones(64, np.float32), np.ones(64, np.float32), 64, device="cpu")
+
+def test_wrong_dtype():
+    assert_kernel_matches(Axpy[cf.float32, 256], wrong, 2.0, np.ones(64), np.ones(64), 64, device="cpu")
+"""
+    )
+    result = run(pytester, "-p", "no:randomly")
+    result.assert_outcomes(failed=2)
+    text = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*assert_kernel_matches(Axpy, wrong, *",
+        "E *AssertionError: Axpy<float, 256>: argument 'y' differs from the reference at index (0,): got *",
+        "*assert_kernel_matches(Axpy[[]cf.float32, 256[]], wrong, *",
+        "E *cuforge.ArgumentTypeError: Axpy<float, 256>: argument 'x' expects In[[]float32[]], got a float64 array*",
+    ])  # fmt: skip
+    for cuforge_code in ("def assert_kernel_matches", "raise AssertionError(", "k(*device, **launch)", "raise fail(",
+                         "cuforge/_launch", "cuforge/_kernel"):  # fmt: skip
+        assert cuforge_code not in text, text

@@ -1,5 +1,5 @@
 """`CompiledKernel`: one kernel compiled for one arch, as data: the binary, its lowered name,
-source, log and resources. Loading it is the runtime's (`CompiledKernel.use_runtime`)."""
+source, log and resources. Loading it is the runtime's (`CompiledKernel._use_runtime`)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ class Runtime(Protocol):
 
 
 def _runtime(ck: CompiledKernel) -> Runtime:
-    if ck.runtime is None:
+    if ck._loader is None:
         raise NoDeviceError(f"{ck.kernel}: loading a compiled kernel needs cuforge's runtime; import cuforge")
-    return ck.runtime
+    return ck._loader
 
 
 class CompiledKernel:
@@ -64,7 +64,7 @@ class CompiledKernel:
 
     __module__ = "cuforge"
 
-    runtime: ClassVar[Runtime | None] = None  # what loads it (see use_runtime)
+    _loader: ClassVar[Runtime | None] = None  # what loads it (see _use_runtime)
 
     def __init__(self, kernel: Any, arch: str, result: CompileResult, expr: str, source: str):
         self.kernel = kernel.label
@@ -176,19 +176,8 @@ class CompiledKernel:
         """
         return _runtime(self).function(self, device)
 
-    @property
-    def program(self) -> CompileResult:
-        """What the NVRTC program it was compiled in produced, shared by every kernel compiled
-        in that program (which is loaded once, however many of its kernels are used).
-
-        Returns
-        -------
-        CompileResult
-        """
-        return self._result
-
     @classmethod
-    def use_runtime(cls, runtime: Runtime) -> None:
+    def _use_runtime(cls, runtime: Runtime) -> None:
         """Set what loads compiled kernels (the runtime layer calls it when imported).
 
         Parameters
@@ -196,7 +185,7 @@ class CompiledKernel:
         runtime : Runtime
             What loads a compiled kernel and reads its resources from the driver.
         """
-        cls.runtime = runtime
+        cls._loader = runtime
 
     def _repr_html_(self) -> str:
         from .html import compiled_html

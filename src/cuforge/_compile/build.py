@@ -58,7 +58,7 @@ class StaleBuildWarning(UserWarning):
 def inputs_of(kernel: Compilable, arch: str) -> dict[str, str]:
     """The kernel's compile inputs (``identity.inputs_of``) with its class's options, as the
     build records them for its entry and a serving process checks them (no NVRTC call)."""
-    unit = kernel.compile_unit()
+    unit = kernel._compile_unit()
     opts = _identity.resolve_options(unit, None, unit.label)
     return _identity.inputs_of(unit, to_flags(opts, arch), opts)
 

@@ -89,7 +89,7 @@ def compile_together(kernels: Sequence[Compilable], arch: str, options: CompileO
     each), with the kernels declared over the same source= text: one NVRTC program, or
     several when a heavy family is split (``parallel``); kernels already in the memory cache
     are not compiled again. ``guard`` runs before NVRTC does (not for a cache hit)."""
-    units = [k.compile_unit() for k in kernels]
+    units = [k._compile_unit() for k in kernels]
     arch = check_arch(arch)
     opts = resolve_options(units[0], options, who)
     flags = to_flags(opts, arch, include_dirs())
@@ -176,7 +176,7 @@ def _siblings(kernels: Sequence[Compilable], first: CompileUnit, options: Compil
     for kernel in group:
         if any(kernel is k for k in kernels):
             continue
-        s = kernel.compile_unit()
+        s = kernel._compile_unit()
         if same_program(first, s) and memory.peek(key := key_of(s, flags, opts)) is None:
             out.append((s, key))
     return out

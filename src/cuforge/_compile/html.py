@@ -26,7 +26,7 @@ def table(head: list[str], rows: list[list[Any]]) -> str:
 def resources(ck: Any) -> dict[str, Any]:
     """Registers, shared, local memory of a CompiledKernel: from the driver if it is loaded
     and this thread has a device, else from the cubin."""
-    found = ck.runtime.driver_resources(ck) if ck.runtime is not None else None
+    found = ck._loader.driver_resources(ck) if ck._loader is not None else None
     if found is not None:
         return found
     res = ck.resources()

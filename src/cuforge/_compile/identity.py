@@ -170,7 +170,7 @@ def _file_digest(path: str) -> bytes:
 
 class CompileUnit:
     """One kernel's part of an NVRTC program, as the kernel layer gives it
-    (``Kernel.compile_unit``), so that compiling reads records, not kernels.
+    (``Kernel._compile_unit``), so that compiling reads records, not kernels.
 
     A program holds one ``prelude`` and the ``unit`` of each kernel compiled in it (kernels
     of one family share their prelude); ``source`` is what one kernel alone compiles.
@@ -207,4 +207,4 @@ class CompileUnit:
 class Compilable(Protocol):
     """What the compile layer takes: an object that describes its compile."""
 
-    def compile_unit(self) -> CompileUnit: ...
+    def _compile_unit(self) -> CompileUnit: ...

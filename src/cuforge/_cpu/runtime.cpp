@@ -71,7 +71,9 @@ int slot(int sig) { return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : 2; }
 void on_fault(int sig, siginfo_t* info, void* context) {
     if (sigjmp_buf* jump = guard_jump) {  // kernel code on this thread: back to its entry
         guard_jump = nullptr;
-        *guard_signal = sig;
+        // x86-64's general-protection fault comes as a SIGSEGV with no address (SI_KERNEL): told
+        // apart (as -SIGSEGV), since it is no access to unowned memory (see cuforge_cpu.h run_range)
+        *guard_signal = sig == SIGSEGV && info->si_code == SI_KERNEL ? -SIGSEGV : sig;
         *guard_address = info->si_addr;
         siglongjmp(*jump, 1);
     }

@@ -108,6 +108,13 @@ def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str])
             )
 
 
+def cpu_refusal(source: str) -> str | None:
+    """What in ``source`` the CPU cannot run (the first construct `refuse_unsupported` would
+    refuse), or None: for messages that must not offer the CPU."""
+    plain = masked(source)
+    return next((what for pattern, what in _REFUSED if pattern.search(plain)), None)
+
+
 def refuse_process_exits(label: str, plain: str, source: str, line_sources: Mapping[str, str]) -> None:
     """Raise CompileError for the first call that would end the process (``_ENDS_PROCESS``);
     a declaration of the name (``int exit(int v)``: a type before it) is the source's own."""

@@ -60,10 +60,10 @@ class Declaration:
         self.cls = cls
         self.label = label = cls.__qualname__
         self.qualname = f"{cls.__module__}.{cls.__qualname__}"
-        self.tparams: tuple[TemplateParam, ...] = tuple(v for v in ns.values() if isinstance(v, TemplateParam))
+        self.template_params: tuple[TemplateParam, ...] = tuple(v for v in ns.values() if isinstance(v, TemplateParam))
         _check_class_keys(label, ns)
         # C++ naming rules bind generated code only: a source= kernel's names are the user's own.
-        self.params = _read_params(cls, label, self.tparams, generated=ns.get("source") is None)
+        self.params = _read_params(cls, label, self.template_params, generated=ns.get("source") is None)
         kinds = [k for k in ("body", "template", "source", "module") if ns.get(k) is not None]
         if len(kinds) != 1:
             raise DeclarationError(
@@ -83,7 +83,7 @@ class Declaration:
         if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind not in ("source", "module")):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
         self._read_code(ns)
-        for t in self.tparams:
+        for t in self.template_params:
             if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not _IDENT.match(t.name):
                 raise DeclarationError(f"{label}: template parameter {t.name!r} clashes with a parameter or C++ name")
         dirs = ns.get("template_dirs", ())
@@ -97,7 +97,7 @@ class Declaration:
         self.headers = tuple(
             sorted(
                 {h for _, ann in self.params for d in _dtypes_of(ann) if (h := d.header)}
-                | {v.header for t in self.tparams if isinstance(t, TypeParam) for v in t.values if v.header}
+                | {v.header for t in self.template_params if isinstance(t, TypeParam) for v in t.values if v.header}
             )
         )
 
@@ -109,7 +109,7 @@ class Declaration:
         self.template: str | None = None
         self.source: str | None = None
         if kind == "body":
-            untyped = [t.name for t in self.tparams if isinstance(t, ConstParam) and t.cpp_type is None]
+            untyped = [t.name for t in self.template_params if isinstance(t, ConstParam) and t.cpp_type is None]
             if untyped:
                 raise DeclarationError(
                     f"{label}: constparam {', '.join(untyped)} needs cpp_type= in a body= kernel, whose generated "
@@ -120,14 +120,14 @@ class Declaration:
             if ns.get("preamble"):
                 self.preamble = _render.Snippet.parse(self.name, "preamble", ns["preamble"])
         elif kind == "template":
-            if self.tparams:
+            if self.template_params:
                 raise DeclarationError(
                     f"{label}: a family (typeparam/intparam) needs body= or source=; a whole-kernel template "
                     f"cannot put several instantiations in one program"
                 )
             self.template = ns["template"]
         elif kind == "module":
-            if self.tparams:
+            if self.template_params:
                 raise DeclarationError(f"{label}: a module= kernel is one prebuilt entry point; it cannot be a family")
             if self.link:
                 raise DeclarationError(f"{label}: a module= kernel is already built; link= applies to compiled kernels")
@@ -137,17 +137,17 @@ class Declaration:
                     f"{label}: a source= kernel needs name = '<the __global__ function, or a name "
                     f"expression such as saxpy<float>>'"
                 )
-            if self.tparams and not _IDENT.match(self.name):
+            if self.template_params and not _IDENT.match(self.name):
                 raise DeclarationError(
                     f"{label}: in a source= family, name is the template's name ({self.name!r} is not an identifier); "
-                    f"cuforge appends <{', '.join(t.name for t in self.tparams)}>"
+                    f"cuforge appends <{', '.join(t.name for t in self.template_params)}>"
                 )
             self.source = ns["source"]
 
     def _read_launch_rules(self, ns: dict[str, Any]) -> None:
         """restrict, block, launch_bounds, grid, shared_mem, autotune and the launch kind; the
         rules over template parameters are checked for every kept combination."""
-        label, tparams = self.label, self.tparams
+        label, tparams = self.label, self.template_params
         self.block = ns.get("block", 256)
         # every combination the class's restrict keeps, in declaration order (last fastest)
         self.combinations, self.restrict = _inst.restricted(label, tparams, ns.get("restrict"))

@@ -106,9 +106,12 @@ class GridRule:
         names = [s.name for s in specs]
         if rule is None:
             if not any(s.is_array for s in specs):
+                ints = [s.name for s in specs if s.dtype.is_integer]
+                size = f"grid = {ints[0]!r} (the threads to cover), " if ints else ""
                 raise DeclarationError(
-                    f"{kernel}: with no array parameter there is nothing to size the grid by; set grid = "
-                    f"'<a size parameter>' or a function on the class, or pass grid= at launch"
+                    f"{kernel}: with no array parameter there is nothing to size the grid by, and a class must say how "
+                    f"before it can be launched; set grid on the class: {size}a fixed grid (grid = 1) or a function of "
+                    f"the arguments (grid = lambda n: ...)"
                 )
             self.source = -1
         elif isinstance(rule, (str, GridCount)):

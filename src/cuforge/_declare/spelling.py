@@ -56,3 +56,16 @@ def spell_value(value: Any) -> str:
 def spell_combination(tparams: tuple[Any, ...], values: tuple[Any, ...]) -> str:
     """``T=float64, BLOCK=1024``: a combination of template values, for messages."""
     return ", ".join(f"{t.name}={spell_value(v)}" for t, v in zip(tparams, values))
+
+
+def cast_to(name: str, value: Any, origin: str | None, dtype: DType) -> str:
+    """The call that casts argument ``name`` (``value``, an array from ``origin``: see
+    ``ArrayArg.origin``; None where it is none) to ``dtype``, as its own library spells it:
+    ``x.to(torch.float32)`` for a tensor, ``numpy.asarray(x, numpy.float32)`` for a list or
+    anything else that is not an array, ``x.astype(numpy.float32)`` for the others."""
+    if origin == "torch":
+        return f"{name}.to(torch.{dtype.name})"
+    numpy_dtype = "ml_dtypes.bfloat16" if dtype.name == "bfloat16" else f"numpy.{dtype.name}"
+    if origin is None or isinstance(value, (list, tuple)):
+        return f"numpy.asarray({name}, {numpy_dtype})"
+    return f"{name}.astype({numpy_dtype})"

@@ -26,6 +26,17 @@ from .kernel import refuse_compile_in_capture
 from .registry import registry
 
 
+def precompile_cpu(chosen: list[Any], progress: bool = False) -> int:
+    """Build every instantiation of the kernels and families ``chosen`` for the CPU backend,
+    into the disk cache (``python -m cuforge precompile --device cpu``); how many were built."""
+    kernels = [k for obj in chosen for k in (obj.instantiations() if isinstance(obj, Family) else [obj])]
+    for done, k in enumerate(kernels, 1):
+        k._cpu_entry()  # (kernels over one source= text are built together, once)
+        if progress:
+            progress_line(f"cuforge: built {done}/{len(kernels)} kernels for the CPU", done, len(kernels))
+    return len(kernels)
+
+
 def declarations(modules: list[str]) -> list[Any]:
     """The kernels and families the Python modules register (imported here), prebuilt ones aside.
     Errors say what went wrong; the command line puts its own name before them."""
@@ -70,7 +81,7 @@ def _programs(decls: list[Any]) -> list[list[Any]]:
         one = _representative(obj)
         for group in groups:
             other = _representative(group[0])
-            if one is not None and other is not None and _cache.same_program(one.compile_unit(), other.compile_unit()):
+            if one is not None and other is not None and _cache.same_program(one._compile_unit(), other._compile_unit()):
                 group.append(obj)
                 break
         else:

@@ -104,7 +104,7 @@ def checked(at: Any, decl: Declaration) -> Autotune | None:
     label, names = decl.label, [n for n, _ in decl.params]
     if not isinstance(at, Autotune):
         raise DeclarationError(f"{label}: autotune must be cf.autotune(...), got {at!r}")
-    ints = {t.name: t for t in decl.tparams if isinstance(t, IntParam)}
+    ints = {t.name: t for t in decl.template_params if isinstance(t, IntParam)}
     for name, values in at.candidates.items():
         if name not in ints:
             raise DeclarationError(
@@ -186,7 +186,7 @@ class Tuner:
                 candidates.append(c)
                 kernels.append(k)
         if not kernels:
-            typed = [(t, ty) for t, ty in zip(self.decl.tparams, types) if ty is not None]
+            typed = [(t, ty) for t, ty in zip(self.decl.template_params, types) if ty is not None]
             where = f" for {spell_combination(*zip(*typed))}" if typed else ""
             raise DeclarationError(
                 f"{self.decl.label}: the class's restrict {self.decl.restrict} leaves out every autotune candidate"

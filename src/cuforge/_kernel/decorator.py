@@ -91,8 +91,8 @@ def kernel(cls: type | None = None, *, name: str | None = None, options: Compile
     if not isinstance(cls, type):
         raise DeclarationError(f"@cuforge.kernel decorates a class, got {cls!r}")
     decl = Declaration(cls, name=name, options=options, prebuilt=_module_class)
-    made: Kernel | Family = Family(decl) if decl.tparams else Kernel(decl)
-    if decl.autotune is not None and not decl.tparams:
+    made: Kernel | Family = Family(decl) if decl.template_params else Kernel(decl)
+    if decl.autotune is not None and not decl.template_params:
         raise DeclarationError(f"{decl.label}: autotune needs a family (cf.intparam attributes to choose between)")
     registry._add(decl.qualname, made)
     return made

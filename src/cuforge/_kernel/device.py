@@ -147,8 +147,9 @@ class OnDevice:
             Host data whose size in bytes is the variable's.
         stream : stream-like, optional
             The copy's stream (default: the legacy default stream).
-        device : int or "cpu", optional
-            Default: the thread's device (``"cpu"``: the kernel's CPU build, see ``cf.set_device``).
+        device : int or str, optional
+            Default: the thread's device (``"cpu"``: the kernel's CPU build, see ``cf.set_device``;
+            ``"cuda"``, ``"cuda:N"`` or an ordinal: a GPU).
 
         Raises
         ------
@@ -180,8 +181,9 @@ class OnDevice:
             The variable.
         dtype : dtype-like
             How to view its bytes (default: ``uint8``).
-        device : int or "cpu", optional
-            Default: the thread's device (``"cpu"``: the kernel's CPU build).
+        device : int or str, optional
+            Default: the thread's device (``"cpu"``: the kernel's CPU build; ``"cuda"``,
+            ``"cuda:N"`` or an ordinal: a GPU).
 
         Returns
         -------

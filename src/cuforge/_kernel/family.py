@@ -73,7 +73,7 @@ class Family:
         self.__wrapped__ = decl.cls
         self.name = decl.name
         self.qualname = decl.qualname
-        self.template_params: tuple[TemplateParam, ...] = decl.tparams
+        self.template_params: tuple[TemplateParam, ...] = decl.template_params
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
         self._lock = threading.Lock()

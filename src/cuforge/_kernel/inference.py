@@ -9,7 +9,7 @@ from .._declare.annotations import ArrayType
 from .._declare.declaration import Declaration
 from .._declare.dtypes import DType
 from .._declare.params import TypeParam
-from .._declare.spelling import describe
+from .._declare.spelling import cast_to, describe
 from .._declare.vectors import VectorDType
 from .._runtime.arrays import array_arg
 from ..errors import ArgumentTypeError
@@ -24,12 +24,12 @@ class TypeInference:
     __slots__ = ("label", "names", "optional", "sources", "template_params")
 
     def __init__(self, decl: Declaration) -> None:
-        self.label, self.template_params = decl.label, decl.tparams
+        self.label, self.template_params = decl.label, decl.template_params
         self.names = tuple(n for n, _ in decl.params)
         self.optional = frozenset(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.optional)
         self.sources = {
             t.name: tuple(i for i, (_, ann) in enumerate(decl.params) if isinstance(ann, ArrayType) and ann.dtype is t)
-            for t in decl.tparams
+            for t in decl.template_params
             if isinstance(t, TypeParam)
         }
 
@@ -81,13 +81,10 @@ def _no_fit(t: TypeParam, name: str, arg: Any, value: Any) -> str:
     else:
         got = f"an array of {arg.dtype.name}" + (f" of shape {arg.shape}" if vectors else "")
     want = t.values[0]
+    origin = None if arg is None else arg.origin
     if isinstance(want, VectorDType):
-        cast = f"{name}.astype({_numpy_name(want.element)}) with shape (..., {want.lanes})"
+        cast = f"{cast_to(name, value, origin, want.element)} with shape (..., {want.lanes})"
     else:
-        cast = f"{name}.astype({_numpy_name(want)})"
+        cast = cast_to(name, value, origin, want)
     allowed = ", ".join(v.name for v in t.values)
     return f"which allows {allowed}; got {got}; cast it to one of those (e.g. {cast}): the family has no other instantiations"
-
-
-def _numpy_name(dtype: DType) -> str:
-    return "ml_dtypes.bfloat16" if dtype.name == "bfloat16" else f"numpy.{dtype.name}"

@@ -110,12 +110,12 @@ class Kernel(_KernelBase, OnDevice):
         self.qualname = decl.qualname  # module.Class: the Python name pickling and cf.registry use
         self.name = decl.name  # the C++ function's name (or a prebuilt module's entry point)
         self.options = decl.options
-        self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.tparams, template_args)}
-        spelled = ", ".join(t.spell(v) for t, v in zip(decl.tparams, template_args))
+        self.template_args: dict[str, Any] = {t.name: v for t, v in zip(decl.template_params, template_args)}
+        spelled = ", ".join(t.spell(v) for t, v in zip(decl.template_params, template_args))
         # the C++ name expression NVRTC looks up (``Axpy<float, 256>``), and a build's entries are keyed by
-        self.name_expression = f"{decl.name}<{spelled}>" if decl.tparams else decl.name
+        self.name_expression = f"{decl.name}<{spelled}>" if decl.template_params else decl.name
         # what messages call it: the name expression, but a prebuilt entry point's lowered name is unreadable
-        self.label = self.name_expression if decl.tparams else cls.__name__ if decl.module is not None else decl.name
+        self.label = self.name_expression if decl.template_params else cls.__name__ if decl.module is not None else decl.name
         self.signature = Signature(
             tuple(Param(n, i, substitute(ann, self.template_args)) for i, (n, ann) in enumerate(decl.params))
         )
@@ -193,7 +193,7 @@ class Kernel(_KernelBase, OnDevice):
     def _headers(self) -> dict[str, str]:
         return self._source.headers()
 
-    def compile_unit(self) -> CompileUnit:
+    def _compile_unit(self) -> CompileUnit:
         """What compiling this kernel takes: its rendered pieces, headers, options and links.
 
         Returns
@@ -205,7 +205,7 @@ class Kernel(_KernelBase, OnDevice):
         return CompileUnit(
             label=self.label, name=self.name, qualname=self.qualname, name_expression=self.name_expression,
             prelude=prelude, unit=unit, line_sources=line_sources, headers=self._headers(), options=self.options,
-            links=tuple(decl.link), source_text=decl.source, declaration=id(decl), family=bool(decl.tparams),
+            links=tuple(decl.link), source_text=decl.source, declaration=id(decl), family=bool(decl.template_params),
             on_compiled=self._keep_compiled,
         )  # fmt: skip
 
@@ -213,7 +213,7 @@ class Kernel(_KernelBase, OnDevice):
         self._compiled[ck.arch, ck.flags] = ck
 
     def _key(self, flags: tuple[str, ...], options: CompileOptions) -> str:
-        return _identity.key_of(self.compile_unit(), flags, options)
+        return _identity.key_of(self._compile_unit(), flags, options)
 
     def compile(self, arch: str | None = None, *, options: CompileOptions | None = None) -> CompiledKernel:
         """Compile with NVRTC, or read the compiled kernel from the caches.
@@ -312,13 +312,13 @@ class Kernel(_KernelBase, OnDevice):
             )
         from .._cpu import library as _cpu_library  # (the CPU backend loads on its first use)
 
-        unit = self.compile_unit()
+        unit = self._compile_unit()
         links = self._cpu_links(unit)
         group: list[tuple[Kernel, CompileUnit]] = [(self, unit)]
         if unit.source_text is not None:
             for k in _cache.kernels_over(unit.source_text):
                 if isinstance(k, Kernel) and k is not self and (k._cpu_check if checked else k._cpu) is None:
-                    other = k.compile_unit()
+                    other = k._compile_unit()
                     if _cache.same_program(unit, other):
                         group.append((k, other))
         source = unit.prelude + "".join(dict.fromkeys(u.unit for _, u in group))
@@ -393,7 +393,19 @@ class Kernel(_KernelBase, OnDevice):
             try:
                 _launch.launch_checked(plan, checked)
             except NoDeviceError as exc:
-                raise _cuda.no_device_for(self.label, exc) from None
+                raise _cuda.no_device_for(self.label, exc, cpu_cannot=self._cpu_cannot()) from None
+
+    def _cpu_cannot(self) -> str:
+        """Why the CPU cannot run this kernel, '' where it can (for a message: never on a launch)."""
+        if self._decl.module is not None:
+            return f"it is prebuilt (module={self._decl.module!r}): GPU code, with no source to compile for the CPU"
+        from .._cpu.translate import cpu_refusal
+
+        try:
+            what = cpu_refusal(self.render())
+        except CuforgeError:  # (a body that does not render says so when it is compiled)
+            return ""
+        return f"it uses {what}, which the CPU backend cannot run" if what else ""
 
     def torch_op(self, name: str, **options: Any) -> Any:
         """Register this kernel as a PyTorch operator (imports PyTorch).
@@ -433,11 +445,13 @@ class Kernel(_KernelBase, OnDevice):
         return kernel_html(self, list(self._compiled.values()))
 
 
-def run_on_cpu(kernels: list[Kernel]) -> None:
-    """Build ``kernels`` for the CPU now (a compile error shows here), and make the CPU where
-    their calls that name no device run (``%%cuda --device cpu``)."""
+def run_on_cpu(kernels: list[Kernel], prefer: bool = True) -> None:
+    """Build ``kernels`` for the CPU now (a compile error shows here), and with ``prefer`` make
+    the CPU where their calls that name no device run (``%%cuda --device cpu``; without it,
+    their calls follow the thread's choice, as a ``%%cuda`` cell's do where the CPU is chosen)."""
     for k in kernels:
-        k._launch_on_cpu()
+        if prefer:
+            k._launch_on_cpu()
         k._cpu_entry()
 
 

@@ -48,7 +48,7 @@ class Loader:
     def load(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
         kernel, module = self.kernel, self.prebuilt
         if module is not None:  # prebuilt: its entry point, checked against the annotations
-            handle = module.kernel_handle(kernel.name, who=self.plan.label, user=self)
+            handle = module._kernel_handle(kernel.name, who=self.plan.label, user=self)
             self.check_compiled_params(handle)
             return self._loaded(handle, module, device)
         if _config.build_dir():  # an ahead-of-time build: its fatbin, no NVRTC
@@ -57,7 +57,7 @@ class Loader:
             build = _build.current()
             if build is not None and build.serves(device.cc) and (served := build.image_for(kernel)) is not None:
                 module = build.loaded(served[0], _image_module)
-                return self._loaded(module.kernel_handle(served[1], who=self.plan.label, user=self), module, device)
+                return self._loaded(module._kernel_handle(served[1], who=self.plan.label, user=self), module, device)
             if not _build.nvrtc_available():
                 raise _build.missing(kernel, build)
         ck = kernel.compile(device_target(device.cc))

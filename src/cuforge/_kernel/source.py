@@ -55,7 +55,7 @@ class KernelSource:
             # A family's name expressions spell its template arguments: the headers of those
             # types (cuforge::complex's) come first, for every instantiation alike (they share
             # the prelude), and #line keeps the user's line numbers.
-            if decl.tparams and decl.headers:
+            if decl.template_params and decl.headers:
                 source_file = f"{decl.name}.source"
                 prelude = f'{_render.includes(decl.headers)}#line 1 "{source_file}"\n{decl.source}'
                 line_sources[source_file] = decl.source
@@ -88,14 +88,14 @@ class KernelSource:
         values = self.template_args.values()
         return _render.assemble(
             name=self.name,
-            template_params=", ".join(f"{t.cpp_kind} {t.name}" for t in decl.tparams),
+            template_params=", ".join(f"{t.cpp_kind} {t.name}" for t in decl.template_params),
             generic_params_cpp=generic.cpp(),
             params_cpp=self.signature.cpp(),
-            specialization=", ".join(t.spell(v) for t, v in zip(decl.tparams, values)),
+            specialization=", ".join(t.spell(v) for t, v in zip(decl.template_params, values)),
             aliases="".join(
                 f"using {t.name} = {t.spell(v)}; " if t.kind == "type"
                 else f"[[maybe_unused]] constexpr {t.cpp_kind} {t.name} = {t.spell(v)}; "
-                for t, v in zip(decl.tparams, values)
+                for t, v in zip(decl.template_params, values)
             ),
             headers=decl.headers,
             body=body,

@@ -24,8 +24,9 @@ from typing import Any
 from .._declare.annotations import INTENTS, ArrayType
 from .._declare.dtypes import bfloat16, float32
 from .._declare.signature import ParamSpec
-from .._declare.spelling import a_or_an, describe, numpy_scalar, type_name
+from .._declare.spelling import a_or_an, cast_to, describe, numpy_scalar, type_name
 from .._declare.vectors import VectorDType
+from .._runtime import cuda as _cuda
 from .._runtime.arrays import EXTRACTORS, HOST, ArrayArg, array_arg
 from ..errors import ArgumentError, ArgumentTypeError
 
@@ -115,7 +116,7 @@ def array_checker(kernel: str, spec: ParamSpec, host: bool = False) -> Callable[
         if arg.dtype is not want:
             got = arg.dtype.name if arg.dtype is not None else _foreign_dtype(value)
             raise fail(
-                f"got {a_or_an(got)} array ({type_name(value)}); cast with {name}.astype(numpy.{want.name}) "
+                f"got {a_or_an(got)} array ({type_name(value)}); cast with {cast_to(name, value, arg.origin, want)} "
                 f"or declare the parameter with cf.{want.name if arg.dtype is None else arg.dtype.name}"
             )
         if ndim >= 0 and len(arg.shape) != ndim:
@@ -131,13 +132,22 @@ def array_checker(kernel: str, spec: ParamSpec, host: bool = False) -> Callable[
             raise fail(f"got {a_or_an(arg.origin)} array in GPU memory, but the launch runs on the CPU; pass host memory: "
                        f"{_TO_HOST.get(arg.origin, 'copy it to a NumPy array first')}")  # fmt: skip
         if not host and arg.device == HOST and arg.origin != "numpy":  # host NumPy arrays are staged; nothing else is
-            raise fail(f"got a {arg.origin} array in host memory; move it to the GPU first (.cuda() or cf.to_device)")
+            raise fail(f"got a {arg.origin} array in host memory; {_to_device(arg.origin)}")
         return arg
 
     return check
 
 
 _TO_HOST = {"cupy": "x.get() (or cupy.asnumpy(x))", "torch": "x.cpu()", "cuforge": "x.to_numpy()"}
+
+
+def _to_device(origin: str) -> str:
+    """The fix for host memory (not NumPy's) given to a GPU launch: the GPU where there is
+    one, else the CPU, which takes it in place (the error path only: it may start CUDA)."""
+    if _cuda.gpu_available():
+        move = ".cuda()" if origin == "torch" else "cf.to_device(x)"
+        return f"move it to the GPU first ({move}), or run the kernel on the CPU: pass device='cpu'"
+    return f"no GPU can be used here, and the CPU takes it in place: {_cuda.ON_CPU}"
 
 
 def _foreign_dtype(value: Any) -> str:

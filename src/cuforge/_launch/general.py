@@ -122,11 +122,7 @@ def check_and_pack(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, An
     if kwargs and not kwargs.keys().isdisjoint(CALL_OPTIONS):
         if "device" in kwargs:
             kwargs = dict(kwargs)
-            device = kwargs.pop("device")
-            if device != "cpu" and (device.__class__ is not int or device < 0):
-                raise ArgumentError(
-                    f"{plan.label}: device expects a device ordinal (an int >= 0) or 'cpu', got {device!r}"
-                )
+            device = _cuda.parse_device(kwargs.pop("device"), plan.label)  # "cuda": None, where the arrays are
         kind, kwargs = _kinds.from_call(plan.label, kind, kwargs)
     if checks is None:
         checks = plan.checks

@@ -39,8 +39,16 @@ def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> t
     return int(ptr), int(size)
 
 
-def _on_cpu(plan: LaunchPlan, device: int | str | None) -> bool:
+def _on_cpu(plan: LaunchPlan, device: int | str | None, who: str) -> bool:
+    if device is not None:
+        _cuda.parse_device(device, who)
     return _cuda.runs_on_cpu({} if device is None else {"device": device}, plan.on_cpu)
+
+
+def _gpu(device: int | str | None) -> int:
+    """The ordinal of a GPU ``device`` (checked by `_on_cpu`): the thread's for None or ``"cuda"``."""
+    ordinal = None if device is None else _cuda.parse_device(device, "")
+    return ordinal if isinstance(ordinal, int) else _cuda.current_device().id
 
 
 def _cpu_address(plan: LaunchPlan, name: str, who: str) -> tuple[int, int]:
@@ -72,14 +80,14 @@ def set_global(plan: LaunchPlan, name: str, value: Any, *, stream: Any = None, d
     data = np.ascontiguousarray(value)
     if data.dtype.hasobject or data.dtype.kind not in "biufc":
         raise ArgumentTypeError(f"{who}: expects numbers (a NumPy array), got {data.dtype} ({type(value).__name__})")
-    if _on_cpu(plan, device):
+    if _on_cpu(plan, device, who):
         ptr, size = _cpu_address(plan, name, who)
         if data.nbytes != size:
             raise _size_error(who, size, data)
         ctypes.memmove(ptr, data.ctypes.data, size)
         return
     handle = 0 if stream is None else stream_handle(stream, who)
-    with _cuda.on_device(device if isinstance(device, int) else _cuda.current_device().id) as info:
+    with _cuda.on_device(_gpu(device)) as info:
         ptr, size = _address(plan, name, info, who)
         if data.nbytes != size:
             raise _size_error(who, size, data)
@@ -93,12 +101,12 @@ def get_global(plan: LaunchPlan, name: str, dtype: Any = np.uint8, *, device: in
     far (``cuCtxSynchronize``)."""
     who = f"{plan.label}.get_global({name!r})"
     dt = np.dtype(dtype)
-    if _on_cpu(plan, device):
+    if _on_cpu(plan, device, who):
         ptr, size = _cpu_address(plan, name, who)
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")
         return np.frombuffer(ctypes.string_at(ptr, size), dt).copy()
-    with _cuda.on_device(device if isinstance(device, int) else _cuda.current_device().id) as info:
+    with _cuda.on_device(_gpu(device)) as info:
         ptr, size = _address(plan, name, info, who)
         if size % dt.itemsize:
             raise ArgumentTypeError(f"{who}: the variable holds {size} bytes, not a whole number of {dt} ({dt.itemsize} bytes)")

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._runtime import cuda as _cuda
-from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError
+from ..errors import ArgumentError, CuforgeError, GraphCaptureError, GraphUpdateError, NoDeviceError
 from . import general as _launch
 from .capture import Capture, end_capture
 
@@ -27,7 +27,7 @@ __all__ = ["Graph", "graph"]
 MODES = ("thread_local", "global", "relaxed")
 
 
-def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_local") -> Graph:
+def graph(stream: Any = None, *, device: int | str | None = None, mode: str = "thread_local") -> Graph:
     """A CUDA graph of the cuforge launches made in a ``with`` block, replayed by calling it.
 
     Parameters
@@ -38,8 +38,9 @@ def graph(stream: Any = None, *, device: int | None = None, mode: str = "thread_
         graph. Default: a non-blocking stream of the graph's own, which work on the legacy
         default stream never waits for (see ``mode``); such a graph replays on the default
         stream, in order with CuPy's, PyTorch's and cuforge's work there.
-    device : int, optional
-        The device to capture on (default: the thread's current device).
+    device : int or str, optional
+        The device to capture on: an ordinal or ``"cuda:N"`` (default, or ``"cuda"``: the
+        thread's current device).
     mode : str
         CUDA's capture mode: ``"thread_local"`` (default: CUDA calls that a capture cannot
         hold are refused in this thread only), ``"global"`` (in every thread, as
@@ -109,13 +110,16 @@ class Graph:
 
     __module__ = "cuforge"
 
-    def __init__(self, stream: Any = None, *, device: int | None = None, mode: str = "thread_local"):
+    def __init__(self, stream: Any = None, *, device: int | str | None = None, mode: str = "thread_local"):
         if mode not in MODES:
             raise ArgumentError(f"cf.graph(): mode expects one of {', '.join(map(repr, MODES))}, got {mode!r}")
-        if device is not None and (device.__class__ is not int or device < 0):
-            raise ArgumentError(f"cf.graph(): device expects a device ordinal (an int >= 0), got {device!r}")
+        gpu = None if device is None else _cuda.parse_device(device, "cf.graph()")
+        if gpu == "cpu":
+            raise ArgumentError(
+                "cf.graph(): device='cpu': a graph captures GPU launches; on the CPU, launch the kernels themselves"
+            )
         self._stream_arg, self._mode = stream, mode
-        self.device = device
+        self.device: int | None = gpu  # type: ignore[assignment]  # (not "cpu": refused above)
         self.launches: tuple[str, ...] = ()
         self._cooperative: tuple[bool, ...] = ()
         self._exec: Any = None  # the CUgraphExec once captured
@@ -175,8 +179,11 @@ class Graph:
             )
         if not updating and self._exec is not None:
             raise GraphCaptureError("cf.graph(): this graph was captured already; use `with g.update():` to capture it again")
-        device = self.device if self.device is not None else _cuda.current_device().id
-        info, self._restore = _cuda.enter_device(device)
+        try:
+            device = self.device if self.device is not None else _cuda.current_device().id
+            info, self._restore = _cuda.enter_device(device)
+        except NoDeviceError as exc:
+            raise _cuda.gpu_only("cf.graph()", exc, "a CUDA graph", "call the kernels themselves") from None
         driver = _cuda.bindings()
         try:
             if self._stream_arg is not None:
@@ -322,7 +329,7 @@ class Graph:
         if self._exec is None:
             raise GraphCaptureError(f"Graph.{what}: the graph has no captured launches (it was never captured, or closed)")
         for module in self._modules:
-            module.check_loaded(f"Graph.{what}")
+            module._check_loaded(f"Graph.{what}")
         return self._replay if stream is None else _launch.stream_handle(stream, f"Graph.{what}")
 
     @property

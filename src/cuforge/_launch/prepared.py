@@ -63,7 +63,7 @@ class PreparedLaunch:
 
     def __call__(self) -> None:
         if self._module is not None:
-            self._module.check_loaded(self.kernel)
+            self._module._check_loaded(self.kernel)
         if _state.captures_open and _state.tls.capture is not None:  # inside cf.graph(): see capture.py
             _state.tls.capture.prepared(self, self._module)
         err = self._call()

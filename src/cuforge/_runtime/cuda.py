@@ -7,6 +7,7 @@ name, never from here: this module is for the layers above."""
 from __future__ import annotations
 
 from .device import (
+    ON_CPU,
     DeviceInfo,
     context_error,
     core_device,
@@ -15,9 +16,11 @@ from .device import (
     device_info,
     enter_device,
     gpu_available,
+    gpu_only,
     no_device_for,
     on_cpu,
     on_device,
+    parse_device,
     pointer_device,
     runs_on_cpu,
     set_context,
@@ -43,6 +46,7 @@ from .loading import (
 )
 
 __all__ = [
+    "ON_CPU",
     "DeviceInfo",
     "context_error",
     "core_device",
@@ -51,9 +55,11 @@ __all__ = [
     "device_info",
     "enter_device",
     "gpu_available",
+    "gpu_only",
     "no_device_for",
     "on_cpu",
     "on_device",
+    "parse_device",
     "runs_on_cpu",
     "pointer_device",
     "set_context",

@@ -35,6 +35,7 @@ class DeviceInfo(NamedTuple):
 
 COMPILE_FIX = "compiling does not: use {}.compile(arch='sm_90')"
 ON_CPU = "pass device='cpu', call cf.set_device('cpu') or set CUFORGE_DEVICE=cpu to run it with cuforge's CPU backend"
+DEVICES = "'cpu', 'cuda', 'cuda:N' or a CUDA device ordinal N (an int >= 0)"  # what every device= takes
 FORKED = (
     "CUDA cannot be used in a process forked from one that had already used CUDA (the driver's state "
     "does not survive fork()); start worker processes with the 'spawn' or 'forkserver' start method: "
@@ -70,8 +71,10 @@ class DeviceState:
         self.lock = threading.Lock()
         self.tls = ThreadState()
         # the process's choice of the CPU for launches that name no device: set_default_device's,
-        # else CUFORGE_DEVICE, read once when first needed (the C launcher's set-up reads it here)
+        # else CUFORGE_DEVICE, read once when first needed (the C launcher's set-up reads it here),
+        # and the GPU a thread that chose none launches on (CUFORGE_DEVICE=cuda:N)
         self.default_cpu: bool | None = None
+        self.default_gpu = 0
         self.devices: dict[int, Any] = {}  # device ordinal -> its CUdevice, once opened
         self.infos: dict[int, DeviceInfo] = {}
         self.contexts: dict[int, int] = {}  # device ordinal -> its primary context's address
@@ -126,7 +129,10 @@ class DeviceState:
         # Device(n)`, torch.cuda.set_device): follow the current context, as CuPy does.
         chosen = self.tls.device_id
         followed = self._follow_current() if chosen is None or info is not None else None
-        return followed or self._make_current(chosen if chosen is not None else info.id if info is not None else 0)
+        if chosen is None and info is None:
+            self.default_on_cpu()  # reads the process's default GPU, once
+            chosen = self.default_gpu
+        return followed or self._make_current(chosen if chosen is not None else info.id)  # type: ignore[union-attr]
 
     def _follow_current(self) -> DeviceInfo | None:
         """Adopt the device of this thread's current primary context, if one is current."""
@@ -147,13 +153,15 @@ class DeviceState:
 
     def set_device(self, device_id: int | str) -> None:
         """Make ``device_id`` the device this thread's launches go to (see `cuforge.set_device`)."""
-        if device_id == "cpu":
+        chosen = parse_device(device_id, "set_device")
+        if chosen == "cpu":
             self.tls.cpu = True
-        elif device_id.__class__ is not int or device_id < 0:  # type: ignore[operator]
-            raise ArgumentError(f"set_device expects a CUDA device ordinal (an int >= 0) or 'cpu', got {device_id!r}")
+        elif chosen is None:  # "cuda": the GPU this thread has, else the process's default one
+            self.current_device()  # raises NoDeviceError where no GPU can be used, as an ordinal does
+            self.tls.cpu = False
         else:
-            self._make_current(device_id)  # type: ignore[arg-type]
-            self.tls.device_id = device_id
+            self._make_current(chosen)  # type: ignore[arg-type]
+            self.tls.device_id = chosen  # type: ignore[assignment]
             self.tls.cpu = False
         if _claunch is not None:
             _claunch.set_cpu(int(self.tls.cpu), -1)
@@ -170,14 +178,16 @@ class DeviceState:
         """The process's choice: `set_default_device`'s, else CUFORGE_DEVICE, read once."""
         chosen = self.default_cpu
         if chosen is None:
-            chosen = self.default_cpu = _config.device() == "cpu"
+            kind = parse_device(_config.device(), "CUFORGE_DEVICE")
+            self.default_gpu = kind if kind.__class__ is int else 0  # type: ignore[assignment]
+            chosen = self.default_cpu = kind == "cpu"
         return chosen
 
     def runs_on_cpu(self, options: Mapping[str, Any], preferred: bool = False) -> bool:
         """Whether a call runs on the CPU: its ``device=`` where ``options`` has one, else
         ``preferred`` (a ``%%cuda --device cpu`` kernel's), else `on_cpu`."""
         if options and "device" in options:
-            return options["device"] == "cpu"  # type: ignore[no-any-return]
+            return options["device"] == "cpu"  # type: ignore[no-any-return]  # (checked where the call is bound)
         return preferred or self.on_cpu()
 
     def _make_current(self, device_id: int) -> DeviceInfo:
@@ -222,7 +232,7 @@ class DeviceState:
                 self.contexts[device_id] = primary
             info = self.infos.get(device_id) or self._describe(device_id, dev)
             if self.launcher == "c":
-                self._hand_context_to_c(self.contexts.get(0, 0))
+                self._hand_context_to_c(self.contexts.get(0, 0) if self.default_gpu == 0 else 0)
             set_context(previous)
         return info
 
@@ -315,8 +325,9 @@ def set_device(device_id: int | str) -> None:
 
     Parameters
     ----------
-    device_id : int or "cpu"
-        A CUDA device ordinal, or ``"cpu"``.
+    device_id : int or str
+        A CUDA device ordinal, ``"cuda:N"`` (the same, in PyTorch's spelling), ``"cuda"``
+        (the GPU this thread has, else the process's default one) or ``"cpu"``.
 
     Raises
     ------
@@ -336,13 +347,35 @@ runs_on_cpu = state.runs_on_cpu
 
 def set_default_device(kind: str) -> None:
     """Where launches that name no device run in this process, over CUFORGE_DEVICE: ``"cuda"``
-    or ``"cpu"`` (the pytest plugin's ``--cuforge-device``). A thread's `set_device` wins."""
-    if kind not in ("cuda", "cpu"):
-        raise ArgumentError(f"set_default_device expects 'cuda' or 'cpu', got {kind!r}")
+    (``"cuda:N"``: GPU N) or ``"cpu"`` (the pytest plugin's ``--cuforge-device``). A thread's
+    `set_device` wins."""
+    chosen = parse_device(kind, "set_default_device")
+    if chosen.__class__ is int:
+        kind = f"cuda:{chosen}"
+    elif chosen is None:
+        kind = "cuda"
     _config.override(device=kind)
-    state.default_cpu = kind == "cpu"
+    state.default_cpu = chosen == "cpu"
+    state.default_gpu = chosen if chosen.__class__ is int else 0  # type: ignore[assignment]
     if _claunch is not None:
-        _claunch.set_cpu(-2, int(kind == "cpu"))
+        _claunch.set_cpu(-2, int(chosen == "cpu"))
+        if state.launcher == "c":  # new threads' first launches adopt device 0 from C only where it is the default
+            state._hand_context_to_c(state.contexts.get(0, 0) if state.default_gpu == 0 else 0)
+
+
+def parse_device(value: Any, who: str) -> int | str | None:
+    """A device as a user names it (`DEVICES`: PyTorch's spellings, or an ordinal) as cuforge
+    holds it: ``"cpu"``, a CUDA ordinal, or None for ``"cuda"``, the GPU the call's arrays or
+    the thread's choice name. ``who`` starts the message of a value that is none of these."""
+    if value == "cpu":
+        return "cpu"
+    if value.__class__ is int and value >= 0:
+        return value  # type: ignore[no-any-return]
+    if value == "cuda":
+        return None
+    if isinstance(value, str) and value.startswith("cuda:") and value[5:].isascii() and value[5:].isdigit():
+        return int(value[5:])
+    raise ArgumentError(f"{who}: device expects {DEVICES}, got {value!r}")
 
 
 def synchronize() -> None:
@@ -357,8 +390,18 @@ def synchronize() -> None:
     Examples
     --------
     >>> cf.synchronize()  # doctest: +GPU
+
+    Where the CPU is chosen (``cf.set_device("cpu")``, ``CUFORGE_DEVICE=cpu``) and no GPU was
+    used, it returns at once: a launch on the CPU is done when its call returns.
     """
-    state.current_device()
+    if not state.contexts and state.on_cpu():
+        return  # no GPU launch was made in this process: nothing to wait for
+    try:
+        state.current_device()
+    except NoDeviceError as exc:
+        instead = ("a launch is done when its call returns: there is nothing to wait for, and where the CPU is chosen, "
+                   "by cf.set_device('cpu') or CUFORGE_DEVICE=cpu, cf.synchronize() returns at once")  # fmt: skip
+        raise gpu_only("cf.synchronize()", exc, "cf.synchronize()", instead) from None
     count = launch_count()
     check(_libcuda.call("cuCtxSynchronize"), "cuCtxSynchronize")
     history.synchronised(count)  # those launches ran without a fault
@@ -383,20 +426,33 @@ def gpu_available() -> bool:
     return True
 
 
-def no_device_for(label: str, exc: NoDeviceError, method: str = "compile", *, gpu_only: str = "") -> NoDeviceError:
+def no_device_for(label: str, exc: NoDeviceError, method: str = "compile", *, gpu_only: str = "",
+                  cpu_cannot: str = "") -> NoDeviceError:  # fmt: skip
     """``exc``, raised where kernel ``label`` was called, as that kernel's error: named, and
     with its own compile call as the fix (``method``: ``precompile`` for a family; the error
     path only: a working launch never comes here). ``gpu_only`` names a call the CPU backend
-    does not serve (``prepare()``): its message says so rather than offering the CPU."""
+    does not serve (``prepare()``): its message says so rather than offering the CPU; so does
+    ``cpu_cannot``, why the CPU cannot run the kernel at all (a prebuilt module, CUB)."""
     text = str(exc)
     if text.startswith(f"{label}:"):
         return exc
     if gpu_only:
         text = text.replace(f", or the CPU: {ON_CPU}", f"; {gpu_only} is GPU-only (on the CPU, call the kernel itself)")
+    elif cpu_cannot:
+        text = text.replace(f", or the CPU: {ON_CPU}", f"; the CPU cannot run this kernel ({cpu_cannot})")
     generic = COMPILE_FIX.format("Kernel")
     fix = f"compiling does not: use {label if label.isidentifier() else ''}.{method}(arch='sm_90')"
     fix += "" if label.isidentifier() else " on it"
     return NoDeviceError(f"{label}: {text.replace(generic, fix)}")
+
+
+def gpu_only(who: str, exc: NoDeviceError, what: str, instead: str) -> NoDeviceError:
+    """``exc``, raised by ``who``, which needs a GPU whatever device is chosen (``what``:
+    device memory, a graph, a prebuilt module): its message says so, with ``instead``, the
+    way on the CPU, where it would offer the CPU and a compile (the error path only)."""
+    text = str(exc).replace(f", or the CPU: {ON_CPU}; {COMPILE_FIX.format('Kernel')}",
+                            f"; {what} is GPU-only (on the CPU, {instead})")  # fmt: skip
+    return NoDeviceError(text if text.startswith(f"{who}:") else f"{who}: {text}")
 
 
 def core_device(device_id: int) -> Any:

@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from .._declare.dtypes import DType, dtype_of
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, NoDeviceError
 from . import device as _device
 from . import faults as _faults
 from . import libcuda as _libcuda
@@ -53,12 +53,16 @@ class DeviceArray:
     __module__ = "cuforge"
     __slots__ = ("_buffer", "device_id", "dtype", "nbytes", "ptr", "shape", "size")
 
-    def __init__(self, shape: Any, dtype: Any):
+    def __init__(self, shape: Any, dtype: Any, *, _who: str = "cf.empty()"):
         self.dtype = _resolve_dtype(dtype, "cuforge.empty")
         self.shape = _shape(shape)
         self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize
-        dev = _device.current_device()
+        try:
+            dev = _device.current_device()
+        except NoDeviceError as exc:
+            numpy = "pass the NumPy array itself" if _who == "cf.to_device()" else f"use numpy.{_who[3:-2]}"
+            raise _device.gpu_only(_who, exc, "device memory", f"a launch takes NumPy arrays in place: {numpy}") from None
         d = _device.core_device(dev.id)
         self._buffer = d.allocate(max(self.nbytes, 1), stream=d.default_stream)
         self.ptr = int(self._buffer.handle)
@@ -183,7 +187,7 @@ def zeros(shape: Any, dtype: Any) -> DeviceArray:
     >>> cf.zeros(4, cf.int32).to_numpy()  # doctest: +GPU
     array([0, 0, 0, 0], dtype=int32)
     """
-    arr = DeviceArray(shape, dtype)
+    arr = DeviceArray(shape, dtype, _who="cf.zeros()")
     if arr.nbytes:
         _faults.check(_libcuda.bindings().cuMemsetD8(arr.ptr, 0, arr.nbytes), "cuMemsetD8")
     return arr
@@ -224,6 +228,6 @@ def to_device(host: Any, dtype: Any = None) -> DeviceArray:
             f"cuforge.to_device: NumPy dtype {host.dtype} has no CUDA counterpart; "
             f"convert with .astype(numpy.float32) or another supported dtype"
         )
-    arr = DeviceArray(host.shape, cf_dtype)
+    arr = DeviceArray(host.shape, cf_dtype, _who="cf.to_device()")
     arr.copy_from_host(host)
     return arr

@@ -3,7 +3,7 @@ a kernel of it, and a loaded kernel's attributes and parameter sizes.
 
 A compiled kernel is loaded through its NVRTC program: a batch compiled together is loaded
 once, however many of its kernels are used, and serves every device of its arch. The
-runtime registers itself with `CompiledKernel` here (`CompiledKernel.use_runtime`), so
+runtime registers itself with `CompiledKernel` here (`CompiledKernel._use_runtime`), so
 that the compiled artifact stays data.
 """
 
@@ -77,7 +77,7 @@ class CompiledLoader:
 
     def library(self, ck: CompiledKernel) -> int:
         """The CUlibrary of the program ``ck`` was compiled in (loaded once per process)."""
-        program = ck.program
+        program = ck._result
         with self.lock:
             found = self.libraries.get(id(program))
             if found is None:
@@ -86,7 +86,7 @@ class CompiledLoader:
 
     def handle(self, ck: CompiledKernel) -> int:
         """The kernel's CUkernel handle, its program loaded once per process (CUDA initialised)."""
-        key = (id(ck.program), ck.lowered_name)
+        key = (id(ck._result), ck.lowered_name)
         found = self.handles.get(key)
         if found is None:
             library = self.library(ck)
@@ -98,7 +98,7 @@ class CompiledLoader:
 
     def loaded_handle(self, ck: CompiledKernel) -> int | None:
         """The kernel's handle where it was loaded, else None."""
-        return self.handles.get((id(ck.program), ck.lowered_name))
+        return self.handles.get((id(ck._result), ck.lowered_name))
 
     def function(self, ck: CompiledKernel, device: int) -> Any:
         """``ck`` loaded on a device, as cuda.core's ``Kernel`` (imports cuda.core)."""
@@ -122,4 +122,4 @@ class CompiledLoader:
 
 
 compiled = CompiledLoader()
-CompiledKernel.use_runtime(compiled)
+CompiledKernel._use_runtime(compiled)

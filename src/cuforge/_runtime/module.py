@@ -178,7 +178,7 @@ class Module:
         NoDeviceError
             For a fatbin or LTO-IR where no GPU and no ``CUFORGE_ARCH`` says which image.
         """
-        self.check_loaded(f"{self.name}.functions()")
+        self._check_loaded(f"{self.name}.functions()")
         if self.code_type == "ptx":
             return [m.decode() for m in _PTX_ENTRY.findall(self.code)]
         if self.code_type == "cubin":
@@ -208,7 +208,7 @@ class Module:
             if library is not None:
                 _loading.unload_library(library)  # best effort: the kernels are already forgotten
 
-    def check_loaded(self, who: str) -> None:
+    def _check_loaded(self, who: str) -> None:
         """Raise [`LaunchError`][cuforge.errors.LaunchError] if the module was unloaded: what
         a launch of one of its kernels checks first.
 
@@ -232,7 +232,7 @@ class Module:
                 self._library = _loading.load_library(code, code_type)
             return self._library
 
-    def kernel_handle(self, name: str, *, who: str, user: Any) -> int:
+    def _kernel_handle(self, name: str, *, who: str, user: Any) -> int:
         """The CUkernel handle of entry ``name``, for a cuforge kernel that binds it: ``user``
         (what loaded it) forgets it again, through its ``forget()``, when the module is
         unloaded. Called when the kernel loads.
@@ -251,7 +251,7 @@ class Module:
         int
             The CUkernel handle.
         """
-        self.check_loaded(who)
+        self._check_loaded(who)
         symbol = self.symbols.get(name, name)
         try:
             handle = _loading.library_kernel(self._loaded_library(), symbol)

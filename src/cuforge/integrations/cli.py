@@ -5,7 +5,7 @@
   manifest that ``cf.use_build(DIR)`` serves kernels from, with no NVRTC (exit status 1,
   with the list, where some instantiations failed to compile: the rest are built);
 - ``python -m cuforge precompile PKG.MODULE ...``: warm the compile cache for this GPU
-  (or ``--arch``).
+  (or ``--arch``), or with ``--device cpu`` the CPU backend's builds.
 
 Progress goes to stderr: one line rewritten in place on a terminal, a line per step elsewhere.
 """
@@ -21,7 +21,7 @@ from .._compile.targets import device_target
 from .._kernel import aot as _aot
 from .._kernel.registry import registry
 from .._runtime import cuda as _cuda
-from ..errors import CuforgeError, NoDeviceError
+from ..errors import ArgumentError, CuforgeError, NoDeviceError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     pre = sub.add_parser("precompile", help="compile modules' kernels into the cache (for this GPU, or --arch)")
     pre.add_argument("modules", nargs="+", metavar="PKG.MODULE", help="Python modules that declare kernels")
     pre.add_argument("--arch", help="default: the GPU's arch, else CUFORGE_ARCH")
+    pre.add_argument("--device", help="cpu: build for cuforge's CPU backend; cuda or cuda:N: compile for that GPU's arch "
+                     "(default: CUFORGE_DEVICE's choice, else the GPU)")  # fmt: skip
     pre.add_argument("--workers", type=int, default=None,
                      help="worker processes a heavy family may use (default: the CPUs)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -47,8 +49,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"built {len(manifest['kernels'])} kernels for {', '.join(args.arch)} into {args.out}")
             return _failures(manifest["failed"], len(manifest["kernels"]))
         if args.command == "precompile":
+            device = _cuda.parse_device(args.device, "--device") if args.device else None
+            on_cpu = device == "cpu" or (args.device is None and not args.arch and _cuda.state.default_on_cpu())
+            if on_cpu and args.arch:
+                raise ArgumentError("--device cpu builds for the CPU, --arch for a GPU: pass one of them")
             chosen = _aot.declarations(args.modules)
-            arch = args.arch or _this_gpu()
+            if on_cpu:
+                built = _aot.precompile_cpu(chosen, progress=True)
+                print(f"built {built} kernels for the CPU into the cache")
+                return 0
+            arch = args.arch or _this_gpu(device)  # type: ignore[arg-type]
             done = registry.precompile(arch, kernels=chosen, workers=args.workers, progress=True)
             print(f"precompiled {sum(len(v) for v in done.values())} kernels into the cache")
             return 0
@@ -70,17 +80,18 @@ def _failures(failed: list[dict[str, str]], built: int) -> int:
     return 1
 
 
-def _this_gpu() -> str:
-    """precompile's arch without --arch: this GPU's, else CUFORGE_ARCH (as ``targets.default_arch``),
-    else an error that names the flag."""
+def _this_gpu(gpu: int | None) -> str:
+    """precompile's arch without --arch: GPU ``gpu``'s (None: the default one), else
+    CUFORGE_ARCH (as ``targets.default_arch``), else an error that names the flags."""
     try:
-        return device_target(_cuda.current_device().cc)
+        return device_target((_cuda.current_device() if gpu is None else _cuda.device_info(gpu)).cc)
     except NoDeviceError as exc:
         if _config.arch():
             return _config.arch()
         reason = str(exc).split(";")[0]  # why there is no device; the rest advises Python code
         raise NoDeviceError(
-            f"{reason}; pass --arch sm_90 (or set CUFORGE_ARCH=sm_90) to compile for a GPU this machine does not have"
+            f"{reason}; pass --device cpu to build the kernels for cuforge's CPU backend, or --arch sm_90 (or set "
+            f"CUFORGE_ARCH=sm_90) to compile them for a GPU this machine does not have"
         ) from None
 
 

@@ -27,18 +27,34 @@ from .._kernel.decorator import Kernel, kernel
 from .._kernel.kernel import current_cc, refuse_compile_in_capture, run_on_cpu
 from .._kernel.template import KernelTemplate
 from .._runtime import cuda as _cuda
-from ..errors import CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
+from ..errors import ArgumentError, CellCompileError, CompileError, DeclarationError, NoDeviceError, ParseError
 from ..options import CompileOptions, check_arch
 
 __all__ = ["CellCompileError", "CudaMagics", "KernelTemplate", "load_ipython_extension"]
 
 
-def _default_arch() -> str:
-    """The GPU's arch, else CUFORGE_ARCH; without either, a UsageError that says how to set one."""
+NO_GPU = (
+    "%%cuda: no GPU to compile for; pass --device cpu to compile the cell for the CPU and run its kernels there "
+    "(or choose the CPU first: cf.set_device('cpu'), or CUFORGE_DEVICE=cpu), or --arch sm_90 (CUFORGE_ARCH=sm_90) "
+    "to compile it for a GPU without launching"
+)
+
+
+def _default_arch(gpu: int | None) -> str:
+    """The arch of GPU ``gpu`` (None: the thread's), else CUFORGE_ARCH; without either, a
+    UsageError that says how to go on: first, on the CPU."""
     try:
-        return default_arch("%%cuda", current_cc)
+        return default_arch("%%cuda", current_cc if gpu is None else lambda: _cuda.device_info(gpu).cc)
     except NoDeviceError:
-        raise UsageError("%%cuda: no GPU to compile for; pass --arch sm_90 or set CUFORGE_ARCH=sm_90") from None
+        raise UsageError(NO_GPU) from None
+
+
+def _device(text: str) -> str | int | None:
+    """``--device``: ``cpu``, or a GPU as ``cuda`` (None: the thread's) or ``cuda:N`` (N)."""
+    try:
+        return _cuda.parse_device(text, "%%cuda: --device")
+    except ArgumentError:
+        raise UsageError(f"%%cuda: --device expects cpu, cuda or cuda:N, got {text!r}") from None
 
 
 @magics_class
@@ -52,8 +68,12 @@ class CudaMagics(Magics):
 
     @magic_arguments()
     @argument("--arch", help="target arch, e.g. sm_90 (default: the GPU's; CUFORGE_ARCH without one)")
-    @argument("--device", choices=["cuda", "cpu"], default="cuda",
-              help="cpu: compile for the CPU, and the kernels' calls run there (cuforge's CPU backend)")
+    @argument(
+        "--device",
+        help="cpu: compile for the CPU, and the kernels' calls run there (cuforge's CPU backend); "
+        "cuda or cuda:N: compile for the GPU (default: the thread's or process's choice, cf.set_device or "
+        "CUFORGE_DEVICE; with --arch, that GPU arch)",
+    )
     @argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]", help="a macro (repeatable)")
     @argument("--std", help="C++ dialect: c++11, c++14, c++17 (default) or c++20")
     @argument("--options", default="", help="further NVRTC flags, as one quoted string")
@@ -73,9 +93,13 @@ class CudaMagics(Magics):
         args.options, args.name, args.arch = _unquote(args.options), _unquote(args.name), _unquote(args.arch)
         opts = self._options(args)
         args.launch = {"cooperative": args.cooperative, "cluster": _cluster(_unquote(args.cluster))}
-        on_cpu = args.device == "cpu"
+        # No --device: the thread's or the process's choice, as the cell's calls follow it; an
+        # explicit --arch is a GPU compile (compile-only without a GPU)
+        device = _device(_unquote(args.device)) if args.device else None
+        chosen = device == "cpu"
+        on_cpu = chosen or (args.device is None and not args.arch and _cuda.on_cpu())
         try:
-            arch = check_arch(args.arch) if args.arch else "" if on_cpu else _default_arch()
+            arch = check_arch(args.arch) if args.arch else "" if on_cpu else _default_arch(device)  # type: ignore[arg-type]
         except DeclarationError as exc:
             raise UsageError(f"%%cuda: --{exc}") from None
         # extern __shared__ arrays as one array of bytes: a template's, instantiated for two
@@ -86,7 +110,7 @@ class CudaMagics(Magics):
             kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
             try:  # every kernel of the cell in one program (NVRTC's, or the CPU's library): the cell is one source
                 if on_cpu:
-                    run_on_cpu(kernels)
+                    run_on_cpu(kernels, prefer=chosen)
                     compiled = []
                 else:
                     compiled = _cache.compile_together(kernels, arch, None, who="%%cuda", guard=refuse_compile_in_capture)
@@ -197,7 +221,8 @@ class CudaMagics(Magics):
 
     @line_magic
     def cuda_info(self, line: str = "") -> None:
-        """Print the device, driver, NVRTC version, and the cache's location and counters."""
+        """Print the device, driver, NVRTC version, the CPU backend's compiler, and the cache's
+        location and counters."""
         try:
             dev = _cuda.current_device()
             version = _cuda.check(_cuda.bindings().cuDriverGetVersion(), "cuDriverGetVersion")
@@ -208,6 +233,7 @@ class CudaMagics(Magics):
         wheel = _toolchain.nvrtc_wheel_library()
         where = f"wheel: {wheel}" if wheel is not None else "the system's CUDA toolkit"
         print(f"NVRTC:   {'.'.join(map(str, _toolchain.nvrtc_version()))} ({where})")
+        print(f"CPU:     {_cpu_line()}")
         disk = _disk.current()
         if disk is None:
             print(f"cache:   disk cache off or unavailable ({_config.cache_dir()})")
@@ -218,8 +244,21 @@ class CudaMagics(Magics):
         print(
             f"counters: memory_hits={s.memory_hits} disk_hits={s.disk_hits} compiles={s.compiles} "
             f"compile_seconds={s.compile_seconds:.3f} disk_errors={s.disk_errors} pch_creations={s.pch_creations} "
-            f"pch_hits={s.pch_hits}"
+            f"pch_hits={s.pch_hits} cpu_compiles={s.cpu_compiles}"
         )
+
+
+def _cpu_line() -> str:
+    """%cuda_info's line on the CPU backend: its compiler, and whether launches go there."""
+    from .._cpu.toolchain import find_compiler  # (the CPU backend's side: imported on use)
+    from ..errors import CompilerNotFoundError
+
+    try:
+        found = find_compiler()
+    except CompilerNotFoundError as exc:
+        return f"no C++ compiler, so kernels cannot run on the CPU ({exc})"
+    chosen = "chosen for launches that name no device" if _cuda.on_cpu() else "launches go there with device='cpu'"
+    return f"{found.version} ({' '.join(found.argv)}); {chosen}"
 
 
 def _unquote(value: Any) -> Any:

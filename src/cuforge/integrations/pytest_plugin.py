@@ -3,10 +3,12 @@ point ``cuforge``) is ``cuforge.pytest_plugin``, whose docstring says what it of
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import inspect
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ class _State:
         self.device_reason: str | None = None  # why they cannot run anywhere, once looked at
         self.device_checked = False
         self.context_broken: str | None = None  # set after a kernel fault
+        self.skip_details: dict[str, str] = {}  # what a skip's short reason stands for: the terminal summary's
         self.registered_before: set[int] = set()
         self.batches: dict[int, BaseException | None] = {}
 
@@ -67,10 +70,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--cuforge-device",
-        choices=("auto", "cuda", "cpu"),
+        type=_device_option,
         default="auto",
         help="where tests marked launches run: auto (the GPU when one is usable, else cuforge's CPU backend "
-        "when a C++ compiler is found), cuda or cpu (default: auto)",
+        "when a C++ compiler is found), cuda (cuda:N: GPU N) or cpu (default: auto)",
     )
     group.addoption(
         "--cuforge-check",
@@ -105,6 +108,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _device_option(value: str) -> str:
+    """``--cuforge-device``: auto, cpu, cuda or cuda:N (PyTorch's spelling of GPU N)."""
+    gpu = value.partition(":")[2]
+    if value in ("auto", "cuda", "cpu") or (value.startswith("cuda:") and gpu.isascii() and gpu.isdigit()):
+        return value
+    raise argparse.ArgumentTypeError(f"expects auto, cuda, cuda:N or cpu, got {value!r}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
@@ -123,6 +134,13 @@ def pytest_configure(config: pytest.Config) -> None:
     checks.enter_context(_config.scope(check="1" if config.getoption("cuforge_check") == "on" else "0"))
     config.add_cleanup(checks.close)
     _limit_cpu_launches(config)
+    if config.getoption("cuforge_device").startswith("cuda:"):  # GPU N: where launches that name none go
+        from .. import _config
+        from .._runtime import cuda as _cuda
+
+        saved = _config.device()
+        config.add_cleanup(lambda: _cuda.set_default_device(saved))
+        _cuda.set_default_device(config.getoption("cuforge_device"))
     arch = config.getoption("cuforge_arch")
     if arch:
         from .. import _config
@@ -177,6 +195,17 @@ def _gpu_reason(config: pytest.Config) -> str | None:
     return state.gpu_reason
 
 
+def _brief(config: pytest.Config, what: str, reason: str) -> str:
+    """``reason`` in a few words, for a skip line that ``-ra`` repeats for each test; the
+    whole is written once, in the terminal summary, under ``what``."""
+    config.stash[STATE].skip_details[what] = reason
+    missing = re.search(r"(lib[\w.+-]+\.so[\d.]*): cannot open shared object file", reason)
+    if missing:
+        return f"{missing.group(1)} missing"
+    first = reason.split("; ")[0].split(". ")[0]
+    return first if len(first) <= 60 else first[:57] + "..."
+
+
 def _skip_reason(config: pytest.Config) -> str | None:
     """Why a GPU test cannot run now (None: it can); fails it with --cuforge-require-gpu."""
     state = config.stash[STATE]
@@ -185,7 +214,7 @@ def _skip_reason(config: pytest.Config) -> str | None:
     reason = _gpu_reason(config)
     if reason and config.getoption("cuforge_require_gpu"):
         pytest.fail(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
-    return f"needs a CUDA GPU: {reason}" if reason else None
+    return f"needs a CUDA GPU (none found: {_brief(config, 'no usable CUDA GPU', reason)})" if reason else None
 
 
 def _require_gpu(config: pytest.Config) -> None:
@@ -226,7 +255,7 @@ def _launch_device(config: pytest.Config) -> str | None:
     reason in ``device_reason``)."""
     state = config.stash[STATE]
     if not state.device_checked:
-        wanted = config.getoption("cuforge_device")
+        wanted = config.getoption("cuforge_device").partition(":")[0]  # cuda:N is cuda, N chosen at configure
         if wanted == "auto" and config.getoption("cuforge_require_gpu"):
             wanted = "cuda"  # GPU CI: a missing GPU fails rather than falling back to the CPU
         gpu = _gpu_reason(config) if wanted != "cpu" else "--cuforge-device=cpu"
@@ -236,11 +265,14 @@ def _launch_device(config: pytest.Config) -> str | None:
         elif wanted != "cuda" and cpu is None:
             state.device = "cpu"
         elif wanted == "cuda":
-            state.device_reason = f"needs a CUDA GPU (--cuforge-device=cuda): {gpu}"
+            state.device_reason = (f"needs a CUDA GPU (--cuforge-device=cuda; none found: "
+                                   f"{_brief(config, 'no usable CUDA GPU', str(gpu))})")  # fmt: skip
         elif wanted == "cpu":
-            state.device_reason = f"needs a C++ compiler for cuforge's CPU backend (--cuforge-device=cpu): {cpu}"
+            state.device_reason = (f"needs a C++ compiler for cuforge's CPU backend (--cuforge-device=cpu): "
+                                   f"{_brief(config, 'no C++ compiler', str(cpu))}")  # fmt: skip
         else:
-            state.device_reason = f"needs a CUDA GPU or a C++ compiler for cuforge's CPU backend: {gpu}; {cpu}"
+            state.device_reason = (f"needs a CUDA GPU ({_brief(config, 'no usable CUDA GPU', str(gpu))}) or a C++ compiler "
+                                   f"for cuforge's CPU backend ({_brief(config, 'no C++ compiler', str(cpu))})")  # fmt: skip
         state.device_checked = True
     return state.device
 
@@ -365,10 +397,14 @@ def _context_fault(item: pytest.Item) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    broken = config.stash[STATE].context_broken
-    if broken:
+    state = config.stash[STATE]
+    if state.context_broken:
         terminalreporter.write_sep("=", "cuforge", red=True)
-        terminalreporter.write_line(broken)
+        terminalreporter.write_line(state.context_broken)
+    elif state.skip_details:  # the whole of what the skip lines say in a few words
+        terminalreporter.write_sep("=", "cuforge")
+    for what, reason in state.skip_details.items():
+        terminalreporter.write_line(f"tests skipped for {what}: {reason}")
 
 
 # ------------------------------------------------------------------ fixtures

@@ -12,6 +12,7 @@ from .._kernel.family import Family
 from .._kernel.kernel import Kernel
 from .._runtime import cuda as _cuda
 from .._runtime.device_array import DeviceArray, to_device
+from ..errors import CuforgeError
 
 __all__ = ["assert_kernel_matches", "default_tolerance", "parametrize_family", "random_array"]
 
@@ -37,6 +38,7 @@ def _instance_id(k: Kernel) -> str:
 def parametrize_family(family: Family, argname: str = "kernel", **subset: Any) -> Any:
     """``@parametrize_family(Axpy, T=[cf.float32, cf.float64])``: one test per instantiation
     (restricted to the given values), with ids such as ``float32-256``."""
+    __tracebackhide__ = True  # (a mistake shows the test module's line and the message)
     if not isinstance(family, Family):
         raise TypeError(f"parametrize_family expects a cuforge family, got {family!r}")
     names = {t.name for t in family.template_params}
@@ -53,6 +55,7 @@ def parametrize_family(family: Family, argname: str = "kernel", **subset: Any) -
 
 def random_array(shape: Any, dtype: Any, seed: int = 0) -> np.ndarray:
     """A reproducible host array: normal floats, small ints (non-negative for unsigned), random bools."""
+    __tracebackhide__ = True
     dt = dtype_of(dtype)
     if dt is None:
         raise TypeError(f"random_array: {dtype!r} is not a cuforge dtype")
@@ -115,6 +118,7 @@ def assert_kernel_matches(
     Tolerances default by dtype (exact for integers); a mismatch reports the argument, the
     first differing index and both values, and how many elements differ.
     """
+    __tracebackhide__ = True  # a failure shows the test's line and the message, not this helper's source
     k = kernel.select(*args) if isinstance(kernel, Family) else kernel
     params = k.signature.params
     if len(args) != len(params):
@@ -125,7 +129,10 @@ def assert_kernel_matches(
         launch = {**launch, "device": "cpu"}
     stage = (lambda h: h.copy()) if on_cpu else (lambda h: to_device(h.copy()))
     device: list[Any] = [stage(h) if p.is_array else h for p, h in zip(params, host)]
-    k(*device, **launch)  # a CPU launch returns when the kernel has run
+    try:
+        k(*device, **launch)  # a CPU launch returns when the kernel has run
+    except CuforgeError as exc:  # its message names the kernel and the fix; cuforge's frames would bury it
+        raise exc.with_traceback(None)  # noqa: B904  (the same exception, from here: the frames below are cuforge's)
     if not on_cpu:
         _cuda.synchronize()
     reference(*host)

@@ -155,6 +155,8 @@ struct Worker {
     unsigned exited;
     unsigned bar_arrived, bar_gen;
     int bar_acc[2], bar_res[2];
+    const char* bar_file;  // where the first thread to arrive called __syncthreads (for messages)
+    unsigned bar_line;
     Fiber* f;
     char* stacks;       // MAX_THREADS + 1 stacks (the last is the plain loop's)
     void* runner;       // the worker's own context, parked while fibers run
@@ -233,11 +235,21 @@ inline bool in_state(Worker& w, unsigned t, unsigned s) { return w.f[t].state ==
 #define CF_BLOCK_FMT "block (%u, %u, %u)"
 #define CF_BLOCK_ARGS blockIdx.x, blockIdx.y, blockIdx.z
 
+inline bool several(const char* list) { return strpbrk(list, ",-") != nullptr; }  // a describe() list of 2+ threads
+
 [[noreturn]] inline void deadlock(Worker& w) {
     char waiting[400], warp[400], exited[400];
     describe(waiting, sizeof waiting, w, in_state, WAIT_BAR);
     describe(warp, sizeof warp, w, in_state, WAIT_WARP);
     describe(exited, sizeof exited, w, in_state, DONE);
+    if (!warp[0] && waiting[0] && exited[0]) {  // a divergent __syncthreads: every thread has waited there or exited
+        char at[300] = "";
+        if (w.bar_file) snprintf(at, sizeof at, " at %s, line %u", w.bar_file, w.bar_line);
+        fail(CF_BLOCK_FMT ": %s%s%s %s at the __syncthreads%s, which %s%s%s exited without reaching; every thread of a "
+             "block must reach each __syncthreads", CF_BLOCK_ARGS, several(waiting) ? "threads [" : "thread ", waiting,
+             several(waiting) ? "]" : "", several(waiting) ? "wait" : "waits", at,
+             several(exited) ? "threads [" : "thread ", exited, several(exited) ? "]" : "");
+    }
     fail(CF_BLOCK_FMT ": the block's threads can never all meet: threads waiting at __syncthreads: [%s]; threads "
          "waiting at a warp function: [%s]; threads that exited: [%s]. Every thread of a block must reach each "
          "__syncthreads (and every lane in a warp function's mask must reach it); on a GPU this hangs or is "
@@ -298,13 +310,10 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
     return lanes;
 }
 
-inline void check_exit(Worker& w, unsigned t) {  // t exits: may not leave a barrier or warp function waiting
-    if (w.bar_arrived) {
-        char waiting[400];
-        describe(waiting, sizeof waiting, w, in_state, WAIT_BAR);
-        fail(CF_BLOCK_FMT ": thread %u exited without reaching the __syncthreads that threads [%s] wait at; every "
-             "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, t, waiting);
-    }
+// t exits: may not leave a warp function waiting. A thread that leaves others waiting at a
+// __syncthreads is not refused here: the block's other threads run on, so that when none can,
+// deadlock() names every thread that waits there and every one that exited without reaching it.
+inline void check_exit(Worker& w, unsigned t) {
     Warp& wp = w.warps[t / 32];
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
@@ -341,7 +350,7 @@ inline void group_wait(Worker& w) {
         fail(CF_BLOCK_FMT ", thread %u: %s", CF_BLOCK_ARGS, w.cur, why);
 }
 
-inline int barrier(int predicate, BarMode mode) {
+inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     if (w.n == 1) {
         if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
@@ -349,22 +358,10 @@ inline int barrier(int predicate, BarMode mode) {
     }
     if (!w.fibers) {
         if (w.plain) plain_only(w, "__syncthreads");
-        if (w.cur > 0) {
-            char gone[32] = "thread 0";
-            if (w.cur > 1) snprintf(gone, sizeof gone, "threads 0-%u", w.cur - 1);
-            fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that %s exited without reaching; every thread of a "
-                 "block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, gone);
-        }
-        enter_fibers(w);
-    }
-    if (w.exited) {
-        char gone[400];
-        describe(gone, sizeof gone, w, in_state, DONE);
-        fail(CF_BLOCK_FMT ": thread %u reached a __syncthreads that threads [%s] exited without reaching; every "
-             "thread of a block must reach each __syncthreads", CF_BLOCK_ARGS, w.cur, gone);
+        enter_fibers(w);  // (threads before this one exited: the barrier can never complete; see check_exit)
     }
     unsigned g = w.bar_gen & 1;
-    if (w.bar_arrived == 0) w.bar_acc[g] = 0;
+    if (w.bar_arrived == 0) w.bar_acc[g] = 0, w.bar_file = file, w.bar_line = line;
     w.bar_acc[g] += predicate != 0;
     if (++w.bar_arrived == w.n) {
         if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
@@ -796,6 +793,12 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
 #endif
         if (overflow)
             stack_overflow(L, where);
+        else if (sig == -SIGSEGV)  // (a general-protection fault: runtime.cpp's on_fault)
+            snprintf(L->message, sizeof L->message, "a general-protection fault in %s, for which the processor names no "
+                     "address; on x86-64 it is most often a 16-byte vector type (float4, int4, double2, ...) read or "
+                     "written at an address that is not a multiple of 16, which on a GPU is a misaligned address error: "
+                     "check the offsets of pointers cast to vector types (else a pointer that is no valid address at "
+                     "all)", where);
         else  // (x86 faults alike on a division by zero and on INT_MIN / -1, the one quotient that overflows)
             snprintf(L->message, sizeof L->message, "%s at address %p in %s",
                      sig == SIGSEGV ? "a segmentation fault (an access to memory the process does not own)"
@@ -844,7 +847,9 @@ template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long fi
 extern "C" [[noreturn]] inline void __assertfail(const char* message, const char* file, unsigned line, const char*, size_t) {
     cuforge_cpu::assert_fail(message, file, line);
 }
-inline void __syncthreads() { cuforge_cpu::barrier(1, cuforge_cpu::B_PLAIN); }
+inline void __syncthreads(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    cuforge_cpu::barrier(1, cuforge_cpu::B_PLAIN, file, line);
+}
 inline int __syncthreads_count(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_COUNT); }
 inline int __syncthreads_and(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_AND); }
 inline int __syncthreads_or(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_OR); }
