@@ -22,7 +22,7 @@ from ..jax_kernels import Axpy, LayerNorm, axpy, layernorm  # noqa: E402
 @pytest.fixture(autouse=True)
 def on_cpu_in_x64():
     """XLA's CPU platform (wherever a GPU is present too) and float64 arrays (off by default)."""
-    x64 = getattr(jax, "enable_x64", None) or jax.experimental.enable_x64  # (jax.enable_x64 from JAX 0.7)
+    x64 = jax.enable_x64 if hasattr(jax, "enable_x64") else jax.experimental.enable_x64  # (jax.enable_x64 from JAX 0.7)
     with jax.default_device(jax.devices("cpu")[0]), x64(True):
         yield
 
@@ -146,6 +146,20 @@ def test_a_written_input_is_returned_and_the_launch_rules_are_checked_when_trace
         match=r"^TooTall: grid \(from the class's grid function\)\[1\] expects an int from 1 to 65535, got 70000",
     ):
         jax.jit(tall).lower(jnp.zeros(70000))  # traced, never run
+
+
+def test_a_jitted_call_is_one_ffi_call_served_by_the_handler():
+    from cuforge.integrations import _jax_ffi
+
+    x, w, b = inputs(jnp.float32, shape=(8, 16))
+    f = jax.jit(lambda x: layernorm(x, w, b, 1e-5)[0] * 2.0)
+    assert f.lower(x).as_text().count("custom_call @cuforge_launch") == 1
+    f(x).block_until_ready()
+    before = _jax_ffi.handler_calls()
+    for _ in range(10):
+        y = f(x)
+    y.block_until_ready()
+    assert _jax_ffi.handler_calls() - before == 10  # the launch record made when traced, replayed by C
 
 
 def test_declaration_errors_name_the_fix():

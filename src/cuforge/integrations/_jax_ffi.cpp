@@ -13,6 +13,7 @@
 // array at them, launch. XLA passes the op as two u64 attributes: its address, and this process's
 // token, so that an executable reloaded in another process (a persistent compilation cache, an
 // export) fails with a message instead of following a stale pointer.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -51,6 +52,7 @@ typedef void (*cuforge_jax_cpu_run)(cuforge_cpu_entry, cuforge_cpu_launch*);
 namespace {
 
 uint64_t process_token = 0;
+std::atomic<unsigned long long> calls{0};  // the handlers' calls (what a CUDA graph's replay does not make)
 cuforge_jax_resolve resolve = nullptr;
 cuforge_jax_cpu_run cpu_run = nullptr;
 cuforge_jax_launch cu_launch = nullptr;
@@ -131,12 +133,14 @@ struct Buffers {
 };
 
 ffi::Error RunCpu(ffi::RemainingArgs args, ffi::RemainingRets rets, uint64_t op, uint64_t token) {
+    calls.fetch_add(1, std::memory_order_relaxed);
     if (token != process_token) return Stale();
     return Launch(reinterpret_cast<const cuforge_jax_op*>(op), 0, 0, Buffers{args, rets}, nullptr);
 }
 
 ffi::Error RunCuda(CUstream stream, int32_t device, ffi::RemainingArgs args, ffi::RemainingRets rets, uint64_t op,
                    uint64_t token) {
+    calls.fetch_add(1, std::memory_order_relaxed);
     if (token != process_token) return Stale();
     if (device < 0 || device >= CUFORGE_JAX_DEVICES)
         return ffi::Error(ffi::ErrorCode::kUnimplemented, "cuforge: a device ordinal of 64 or more");
@@ -155,6 +159,8 @@ CUFORGE_JAX_EXPORT void cuforge_jax_setup(uint64_t token, cuforge_jax_resolve re
     cu_launch = launch;
     cu_error_name = error_name;
 }
+
+CUFORGE_JAX_EXPORT unsigned long long cuforge_jax_calls(void) { return calls.load(std::memory_order_relaxed); }
 
 CUFORGE_JAX_EXPORT int cuforge_jax_limits(int which) {
     return which == 0 ? CUFORGE_JAX_DEVICES : which == 1 ? CUFORGE_JAX_PARAMS : (int)sizeof(cuforge_jax_op);

@@ -154,6 +154,7 @@ def _build() -> Any:
                                label="cuforge's JAX handlers", key_extra=(jaxlib.__version__, _cpu_runtime.sources_digest())
                                ).library  # fmt: skip
     lib.cuforge_jax_limits.restype = ctypes.c_int
+    lib.cuforge_jax_calls.restype = ctypes.c_ulonglong
     if (lib.cuforge_jax_limits(0), lib.cuforge_jax_limits(1), lib.cuforge_jax_limits(2)) != (
         DEVICES, PARAMS, ctypes.sizeof(OpRecord)):  # fmt: skip
         raise CuforgeError("cuforge's JAX handlers disagree with cuforge.integrations._jax_ffi on struct cuforge_jax_op")
@@ -167,6 +168,12 @@ def _build() -> Any:
     if launch:
         jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(lib.cuforge_jax_cuda), platform="CUDA")
     return lib
+
+
+def handler_calls() -> int:
+    """How many times XLA has called the handlers in this process (a CUDA graph's replay of an
+    op calls none: the benchmark and the GPU tests count them)."""
+    return int(shim().cuforge_jax_calls())
 
 
 def _driver_entries() -> tuple[int | None, int | None]:
