@@ -162,6 +162,19 @@ def test_a_jitted_call_is_one_ffi_call_served_by_the_handler():
     assert _jax_ffi.handler_calls() - before == 10  # the launch record made when traced, replayed by C
 
 
+def test_an_op_from_another_process_fails_with_a_message_not_a_stale_pointer():
+    from cuforge.integrations import _jax_ffi
+
+    x = jnp.arange(4.0)
+    jax.jit(lambda x, y: axpy(1.0, x, y))(x, x)  # a record exists, and the handlers are registered
+    record = next(iter(_jax_ffi.LAUNCHES._by_address))
+    call = jax.ffi.ffi_call(_jax_ffi.TARGET, jax.ShapeDtypeStruct((4,), jnp.float64), vmap_method="sequential")
+    with pytest.raises(
+        jax.errors.JaxRuntimeError, match=r"holds a cuforge op traced in another process .* trace the function again"
+    ):
+        call(x, cuforge_op=np.uint64(record), cuforge_token=np.uint64(_jax_ffi.TOKEN ^ 2))  # another process's token
+
+
 def test_declaration_errors_name_the_fix():
     with pytest.raises(cf.DeclarationError, match=r"outputs= names 'nope', which are not parameters"):
         cfj.op(LayerNorm, outputs={"nope": "like inp"})
