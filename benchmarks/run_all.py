@@ -2,8 +2,8 @@
 
     python benchmarks/run_all.py [OUTPUT_DIR]       (default: docs/benchmarks, where the docs show them)
 
-Writes results.json (launch kinds, a build's start-up, PyTorch's ops and the CPU backend included) and launch_overhead.png,
-graphs.png, bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
+Writes results.json (launch kinds, a build's start-up, PyTorch's and JAX's ops and the CPU backend included) and
+launch_overhead.png, graphs.png, bandwidth.png, startup.png. Each figure is compared with the peers measured in the same run;
 a peer that is not installed is reported as missing, never skipped silently.
 """
 
@@ -24,6 +24,7 @@ import cpu_backend  # noqa: E402
 import family_compile  # noqa: E402
 import graphs  # noqa: E402
 import import_time  # noqa: E402
+import jax_ops  # noqa: E402
 import launch_kinds  # noqa: E402
 import launch_overhead  # noqa: E402
 import startup  # noqa: E402
@@ -113,6 +114,12 @@ def targets(r: dict) -> dict:
     replayed = tr.get("reduce-overhead: cuforge launches in a replay")
     at_most("reduce-overhead: cuforge launches in a CUDA graph replay",
             float(replayed) if isinstance(replayed, int) else None, 0.0)  # fmt: skip
+    jx = r["jax"]
+    at_most("jax: a jitted function calling the cuforge op <= 1.3x the same with jnp in its place",
+            _ratio(jx.get("jit: cuforge op"), jx.get("jit: x * 2.0 (jnp)")), 1.3)  # fmt: skip
+    replays = jx.get("command buffers: handler calls per 1000 calls")
+    at_most("jax: handler calls per 1000 calls under XLA's command buffers (replayed, no host work)",
+            float(replays) if isinstance(replays, int) else None, 0.0)  # fmt: skip
     out.update(r["cpu_backend"]["targets"])  # the CPU backend's, on this machine's CPU
     return out
 
@@ -170,6 +177,7 @@ def main(outdir: str) -> dict:
     r["startup"] = {"warm start": warm_start.main(), "import": import_time.main(), "processes": startup.main()}
     r["launch_kinds"] = launch_kinds.main()  # reported, not a target: cooperative cost, build vs cache start-up
     r["torch"] = torch_ops.main()  # after the graphs and threads: torch.compile's CUDA graphs stay alive
+    r["jax"] = jax_ops.main()  # (JAX takes most of the GPU's memory: after the others)
     # The GPU machine's CPU; Numba's simulator rows need CUFORGE_BENCH_NUMBA_PYTHON (or numba here).
     r["cpu_backend"] = cpu_backend.main()
     r["targets"] = targets(r)

@@ -101,8 +101,9 @@ if _TYPE_CHECKING:
 
 # Public names whose modules are imported on first use, not by ``import cuforge``: a launch
 # from the cache needs none of them, and each import is start-up time (docs/guide/cache.md).
-# ``cf.torch`` is the PyTorch adapter, which imports PyTorch.
-_ON_FIRST_USE = {"torch": ("torch", None), "use_build": ("_compile.build", "use_build"), "Graph": ("_launch.graph", "Graph"),
+# ``cf.torch`` is the PyTorch adapter, which imports PyTorch; ``cf.jax`` the JAX one.
+_ON_FIRST_USE = {"torch": ("torch", None), "jax": ("jax", None), "use_build": ("_compile.build", "use_build"),
+                 "Graph": ("_launch.graph", "Graph"),
                  "graph": ("_launch.graph", "graph"), "Module": ("_runtime.module", "Module"),
                  "StaleBuildWarning": ("_compile.build", "StaleBuildWarning"),
                  "Autotune": ("_kernel.autotune", "Autotune"), "autotune": ("_kernel.autotune", "autotune"),

@@ -25,6 +25,8 @@ LAYERS = [
 UPWARD: dict[tuple[str, str], str] = {
     ("cuforge._kernel.kernel", "cuforge.integrations.torch"): "Kernel.torch_op, public, delegates to cf.torch.custom_op",
     ("cuforge._kernel.family", "cuforge.integrations.torch"): "Family.torch_op, public, delegates to cf.torch.custom_op",
+    ("cuforge._kernel.kernel", "cuforge.integrations.jax"): "Kernel.jax_op, public, delegates to cf.jax.op",
+    ("cuforge._kernel.family", "cuforge.integrations.jax"): "Family.jax_op, public, delegates to cf.jax.op",
 }
 
 

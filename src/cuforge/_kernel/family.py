@@ -384,6 +384,24 @@ class Family:
 
         return custom_op(self, name, **options)
 
+    def jax_op(self, **options: Any) -> Any:
+        """The family as a JAX operation, each traced call using the instantiation its arrays'
+        dtypes pick (imports JAX).
+
+        Parameters
+        ----------
+        **options
+            See [`cuforge.jax.op`][cuforge.jax.op].
+
+        Returns
+        -------
+        callable
+            The op: call it on JAX arrays, under ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
+        """
+        from ..integrations.jax import op
+
+        return op(self, **options)
+
     def __repr__(self) -> str:
         tps = ", ".join(f"{t.name} in ({', '.join(spell_value(v) for v in t.values)})" for t in self.template_params)
         return f"<cuforge.Family {self.name}[{tps}]>"

@@ -436,6 +436,25 @@ class Kernel(_KernelBase, OnDevice):
 
         return custom_op(self, name, **options)
 
+    def jax_op(self, **options: Any) -> Any:
+        """This kernel as a JAX operation: a function of JAX arrays that XLA runs as one FFI
+        call (imports JAX).
+
+        Parameters
+        ----------
+        **options
+            ``outputs=``, ``sizes=``, ``backward=``, ``setup_context=``, ``vmap_method=``,
+            ``batch=``: see [`cuforge.jax.op`][cuforge.jax.op].
+
+        Returns
+        -------
+        callable
+            The op: call it on JAX arrays, under ``jax.jit``, ``jax.vmap`` and ``jax.grad``.
+        """
+        from ..integrations.jax import op
+
+        return op(self, **options)
+
     def __repr__(self) -> str:
         return f"<cuforge.Kernel {self.signature.describe(self.label)}>"
 
