@@ -273,5 +273,5 @@ def test_every_file_of_the_cpu_runtime_ships_in_the_wheel():
     package = root / "src" / "cuforge"
     shipped = {p for g in globs for p in package.glob(g) if p.is_file()}
     cpu = package / "_cpu"
-    needed = {cpu / "runtime.cpp", cpu / "runtime.map"} | {p for p in (cpu / "include").rglob("*") if p.is_file()}
+    needed = {cpu / "runtime.cpp", cpu / "runtime.map", cpu / "check.cpp", cpu / "check.map"} | {p for p in (cpu / "include").rglob("*") if p.is_file()}
     assert not needed - shipped, sorted(str(p.relative_to(package)) for p in needed - shipped)
