@@ -20,6 +20,12 @@ MAX_SHARED = 227 * 1024
 MAX_COOPERATIVE = 256  # blocks of a cooperative launch on the CPU: a thread each
 
 
+# CUFORGE_CHECK, read at the first CPU launch and again after a change through _config (a scope,
+# the pytest plugin's option): a read of the environment per launch costs as much as the launch
+_checking: list[bool | None] = [None]
+_config.on_change(lambda: _checking.__setitem__(0, None))
+
+
 def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any, block: Any,
            shared_mem: Any, stream: Any) -> None:  # fmt: skip
     """Check a call and run it on the CPU."""
@@ -36,7 +42,9 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
         if check.__class__ is not bool:
             raise ArgumentError(f"{label}: check expects True or False, got {check!r}")
     if check is None:
-        check = _config.check()
+        check = _checking[0]
+        if check is None:
+            check = _checking[0] = _config.check()
     checks = plan.host_checks
     if checks is None:
         checks = plan.host_checks = tuple(checker(label, s, host=True) for s in plan.specs)
