@@ -17,6 +17,9 @@ import cuforge as cf
 from cuforge.pytest_plugin import gpu_module
 
 pytestmark = gpu_module()
+# XLA takes 75% of the GPU's memory at its first use unless told otherwise: the rest of the
+# session (CuPy, PyTorch) and the subprocesses below need theirs
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax.test_util import check_grads  # noqa: E402
@@ -102,7 +105,8 @@ def test_xla_command_buffers_replay_the_op_without_calling_the_handler():
     counts = {}
     for name, flags in (("graphs", "--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"),
                         ("no graphs", "--xla_gpu_enable_command_buffer=")):  # fmt: skip
-        env = {**os.environ, "XLA_FLAGS": flags, "PYTHONPATH": os.path.join(ROOT, "src")}
+        env = {**os.environ, "XLA_FLAGS": flags, "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), *sys.path]),
+               "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
         counts[name] = int(out.stdout.split()[-1])
