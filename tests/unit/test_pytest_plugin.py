@@ -84,6 +84,22 @@ def test_options_and_marker_are_registered(pytester):
     )
 
 
+@pytest.mark.parametrize("how", ["-p", "conftest"])
+def test_naming_the_plugin_module_works_whether_or_not_cuforge_is_installed(pytester, how):
+    """``-p cuforge.pytest_plugin`` (the docs' advice for the source tree) or a conftest's
+    ``pytest_plugins`` on an installed cuforge (whose entry point registers the same module as
+    ``cuforge``) loads the plugin once, rather than pytest refusing the second registration."""
+    pytester.makepyfile("def test_a(cuforge_device):\n    pass\n")
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["cuforge.pytest_plugin"]\n')
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cuforge-device=cpu")
+    else:
+        result = pytester.runpytest_subprocess("-p", "cuforge.pytest_plugin", "-p", "no:cacheprovider", "--cuforge-device=cpu")
+    result.assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:cuforge", "-p", "cuforge.pytest_plugin", "--help")
+    result.stdout.fnmatch_lines(["*--cuforge-device=*"])
+
+
 LAUNCHING = KERNELS + """
 import os
 import numpy as np
