@@ -113,12 +113,13 @@ def _launch_skip_reason(config: pytest.Config) -> str | None:
     return reason
 
 
-def _switch_to_cpu() -> contextlib.ExitStack:
+def _switch_to_cpu(checked: bool) -> contextlib.ExitStack:
     """The process's launches go to the CPU until the stack closes: the default device (C
-    launcher included), CUFORGE_DEVICE for subprocesses (set and restored as pytest's
-    monkeypatch does), and an arch for compile-only calls (``precompile``, ``%%cuda``) where
-    none is set. Only these two settings are put back: a whole-settings scope would also undo
-    what a session fixture set meanwhile (its cache directory)."""
+    launcher included), CUFORGE_DEVICE for subprocesses and CUFORGE_CHECK, the session's
+    ``--cuforge-check``, so that they launch as this process does (both set and restored as
+    pytest's monkeypatch does), and an arch for compile-only calls (``precompile``, ``%%cuda``)
+    where none is set. Only these two settings are put back: a whole-settings scope would also
+    undo what a session fixture set meanwhile (its cache directory)."""
     from .. import _config
     from .._runtime import cuda as _cuda
 
@@ -138,6 +139,7 @@ def _switch_to_cpu() -> contextlib.ExitStack:
     env = pytest.MonkeyPatch()
     stack.callback(env.undo)
     env.setenv("CUFORGE_DEVICE", "cpu")
+    env.setenv("CUFORGE_CHECK", "1" if checked else "0")
     return stack
 
 
@@ -152,7 +154,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
         elif launch_device(item.config) == "cpu":
-            item.stash[_SWITCH] = _switch_to_cpu()
+            item.stash[_SWITCH] = _switch_to_cpu(item.config.getoption("cuforge_check") == "on")
     elif uses_gpu(item):
         reason = skip_reason(item.config)
         if reason:
