@@ -36,7 +36,7 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
         if check.__class__ is not bool:
             raise ArgumentError(f"{label}: check expects True or False, got {check!r}")
     if check is None:
-        check = _config.check()
+        check = _config.check() if plan.check_calls is None else plan.check_calls
     checks = plan.host_checks
     if checks is None:
         checks = plan.host_checks = tuple(checker(label, s, host=True) for s in plan.specs)
