@@ -5,10 +5,12 @@ docstring says what it offers.
 
 Its parts: ``_pytest_devices`` (where ``launches`` tests run, the switch to the CPU),
 ``_pytest_gpu`` (GPU skips and fixtures, faults), ``_pytest_checks`` (checked CPU launches, their
-time limit), ``_pytest_compile_all``, ``_pytest_fixtures`` (cache directory, compile counter)."""
+time limit), ``_pytest_sanitize`` (GPU tests under compute-sanitizer), ``_pytest_compile_all``,
+``_pytest_fixtures`` (cache directory, compile counter)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from ._pytest_devices import (
 )
 from ._pytest_fixtures import CompileCounter, cuforge_cache_dir, cuforge_compile_counter
 from ._pytest_gpu import cuda_device, cuda_stream, gpu_module, pytest_terminal_summary
+from ._pytest_sanitize import TOOLS, configure_sanitize, pytest_pyfunc_call, tools_option
 from ._pytest_state import STATE, _State, config_of_session
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "pytest_plugin_registered",
+    "pytest_pyfunc_call",
     "pytest_runtest_setup",
     "pytest_runtest_call",
     "pytest_runtest_teardown",
@@ -77,6 +81,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run launches on the CPU checked (out-of-bounds accesses, uninitialised reads, races, warp and barrier "
         "misuse reported as errors; CUFORGE_CHECK for the session): on (the default) or off",
     )
+    group.addoption(
+        "--cuforge-sanitize",
+        nargs="?",
+        const=TOOLS,
+        type=tools_option,
+        metavar="TOOLS",
+        help=f"run each GPU test again under NVIDIA's compute-sanitizer, once per tool (a subprocess each), and fail it "
+        f"with the errors found, naming the kernel: TOOLS from {','.join(TOOLS)} (default: all four)",
+    )
+    group.addoption("--cuforge-sanitize-inner", action="store_true", help=argparse.SUPPRESS)  # the test's subprocess
     group.addoption(
         "--cuforge-arch",
         metavar="ARCH",
@@ -127,6 +141,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config_of_session.append(config)
     configure_checks(config)
     configure_device(config)
+    configure_sanitize(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
