@@ -16,7 +16,9 @@ the GPU on a GPU machine.
 
 Options (group ``cuforge``): ``--cuforge-device``, ``--cuforge-require-gpu``,
 ``--cuforge-arch``, ``--cuforge-cpu-timeout`` (a CPU launch that runs longer fails its test;
-default 60 s), ``--cuforge-compile-all``, ``--cuforge-modules``. Fixtures:
+default 60 s), ``--cuforge-check=on|off`` (CPU launches run checked; on by default),
+``--cuforge-sanitize[=TOOLS]`` (GPU tests run again under compute-sanitizer, a subprocess per
+tool, and fail with its findings), ``--cuforge-compile-all``, ``--cuforge-modules``. Fixtures:
 ``cuforge_device`` (``"cuda"`` or ``"cpu"``; makes the test a ``launches`` one),
 ``cuda_device``, ``cuda_stream``, ``cuforge_cache_dir``, ``cuforge_compile_counter``.
 ``pytestmark = gpu_module()`` skips a module whose every test needs the GPU once, with

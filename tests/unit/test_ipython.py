@@ -342,3 +342,38 @@ def test_vector_pointers_and_signatures_name_cuda_vector_types(shell, capsys):
     cuda(shell, "--arch sm_90 --signature 'copy2(x: In[float2], y: Array[float32x2])'",
          "#define V float2\n__global__ void copy2(const V* x, V* y) { y[0] = x[0]; }")  # fmt: skip
     assert "bound: copy2(x: In[float32x2], y: Array[float32x2])" in capsys.readouterr().out
+
+
+NEIGHBOUR = """
+__global__ void neighbour(const float* x, float* y) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = x[t];
+    float left = t > 0 ? s[t - 1] : 0.f;  // no __syncthreads: thread t-1 may not have stored it yet
+    y[t] = s[t] + left;
+}
+"""
+
+
+def test_check_makes_the_cells_kernels_launch_checked_on_the_cpu(shell, capsys):
+    """``%%cuda --device cpu --check``: the cell's kernels run checked where checking is
+    otherwise off (a call's check=False still says otherwise); without --check they run
+    unchecked; on the GPU, --check is a usage error pointing at compute-sanitizer."""
+    from cuforge import _config
+
+    x = np.arange(64, dtype=np.float32)
+    with _config.scope(check="0"):  # the user's default (the plugin turns checks on for this session)
+        cuda(shell, "--device cpu --check", NEIGHBOUR)
+        k = shell.user_ns["neighbour"]
+        with pytest.raises(cf.RaceError, match=r"^neighbour.*__shared__ variable 's', index 0 \(extent 64\): thread \(1, 0, 0\)"):
+            k(x, np.zeros(64, np.float32), grid=1, block=64)
+        y = np.zeros(64, np.float32)
+        k(x, y, grid=1, block=64, check=False)  # the CPU's schedule runs thread t-1 first: the result is right
+        np.testing.assert_array_equal(y, x + np.concatenate([[0], x[:-1]]))
+        cuda(shell, "--device cpu", NEIGHBOUR)
+        y = np.zeros(64, np.float32)
+        shell.user_ns["neighbour"](x, y, grid=1, block=64)
+        np.testing.assert_array_equal(y, x + np.concatenate([[0], x[:-1]]))
+    with pytest.raises(UsageError, match=r"^%%cuda: --check runs the cell's kernels checked on cuforge's CPU backend; add "
+                       r"--device cpu \(on the GPU, run the kernels under NVIDIA's compute-sanitizer"):  # fmt: skip
+        cuda(shell, "--arch sm_90 --check", NEIGHBOUR)

@@ -84,6 +84,22 @@ def test_options_and_marker_are_registered(pytester):
     )
 
 
+@pytest.mark.parametrize("how", ["-p", "conftest"])
+def test_naming_the_plugin_module_works_whether_or_not_cuforge_is_installed(pytester, how):
+    """``-p cuforge.pytest_plugin`` (the docs' advice for the source tree) or a conftest's
+    ``pytest_plugins`` on an installed cuforge (whose entry point registers the same module as
+    ``cuforge``) loads the plugin once, rather than pytest refusing the second registration."""
+    pytester.makepyfile("def test_a(cuforge_device):\n    pass\n")
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["cuforge.pytest_plugin"]\n')
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cuforge-device=cpu")
+    else:
+        result = pytester.runpytest_subprocess("-p", "cuforge.pytest_plugin", "-p", "no:cacheprovider", "--cuforge-device=cpu")
+    result.assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:cuforge", "-p", "cuforge.pytest_plugin", "--help")
+    result.stdout.fnmatch_lines(["*--cuforge-device=*"])
+
+
 LAUNCHING = KERNELS + """
 import os
 import numpy as np
@@ -136,6 +152,47 @@ def test_launches_on_the_cpu_are_checked_unless_the_option_turns_checks_off(pyte
     pytester.makepyfile(test_checking=CHECKING)
     run(pytester).assert_outcomes(passed=1)
     run(pytester, "--cuforge-check=off").stdout.fnmatch_lines(["*DID NOT RAISE*UninitializedReadError*", "*1 failed*"])
+
+
+SUBPROCESS_CHECKING = """
+import os
+import subprocess
+import sys
+
+import pytest
+
+CHILD = '''
+import numpy as np, cuforge as cf
+@cf.kernel
+class AddInto:
+    y: cf.Out[cf.float32]
+    body = "y[threadIdx.x] += 1.f;"
+try:
+    AddInto(np.zeros(32, np.float32), grid=1, block=32)  # no device named: CUFORGE_DEVICE's
+    print("unchecked")
+except cf.UninitializedReadError:
+    print("checked")
+'''
+
+@pytest.mark.launches
+def test_a_subprocess_launches_as_the_session_does():
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == os.environ["EXPECTED"], out
+"""
+
+
+@NO_GPU
+def test_a_launches_tests_subprocesses_get_the_sessions_check_choice(pytester, monkeypatch):
+    """A ``launches`` test on the CPU hands the session's ``--cuforge-check`` to the
+    subprocesses it starts (CUFORGE_CHECK), as it hands them the CPU (CUFORGE_DEVICE)."""
+    monkeypatch.delenv("CUFORGE_CHECK", raising=False)
+    monkeypatch.delenv("CUFORGE_DEVICE", raising=False)
+    pytester.makepyfile(test_sub=SUBPROCESS_CHECKING)
+    monkeypatch.setenv("EXPECTED", "checked")
+    run(pytester).assert_outcomes(passed=1)
+    monkeypatch.setenv("CUFORGE_CHECK", "1")  # the option wins over the environment, as in this process
+    monkeypatch.setenv("EXPECTED", "unchecked")
+    run(pytester, "--cuforge-check=off").assert_outcomes(passed=1)
 
 
 @NO_GPU

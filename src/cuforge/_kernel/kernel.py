@@ -464,14 +464,20 @@ class Kernel(_KernelBase, OnDevice):
         return kernel_html(self, list(self._compiled.values()))
 
 
-def run_on_cpu(kernels: list[Kernel], prefer: bool = True) -> None:
+def run_on_cpu(kernels: list[Kernel], prefer: bool = True, check: bool = False) -> None:
     """Build ``kernels`` for the CPU now (a compile error shows here), and with ``prefer`` make
     the CPU where their calls that name no device run (``%%cuda --device cpu``; without it,
-    their calls follow the thread's choice, as a ``%%cuda`` cell's do where the CPU is chosen)."""
+    their calls follow the thread's choice, as a ``%%cuda`` cell's do where the CPU is chosen).
+    With ``check`` (``%%cuda --check``), their calls on the CPU run checked unless a call's
+    ``check=False`` says otherwise, and the checked build is made now."""
     for k in kernels:
         if prefer:
             k._launch_on_cpu()
-        k._cpu_entry()
+        if check:
+            k._plan.check_calls = True
+            k._cpu_checked()
+        else:
+            k._cpu_entry()
 
 
 def current_cc() -> int:

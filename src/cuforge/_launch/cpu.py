@@ -42,9 +42,11 @@ def launch(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any], grid
         if check.__class__ is not bool:
             raise ArgumentError(f"{label}: check expects True or False, got {check!r}")
     if check is None:
-        check = _checking[0]
+        check = plan.check_calls
         if check is None:
-            check = _checking[0] = _config.check()
+            check = _checking[0]
+            if check is None:
+                check = _checking[0] = _config.check()
     checks = plan.host_checks
     if checks is None:
         checks = plan.host_checks = tuple(checker(label, s, host=True) for s in plan.specs)

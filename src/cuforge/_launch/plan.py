@@ -90,7 +90,7 @@ class LaunchPlan:
     last launch configuration: (grid, block, shared_mem, kind, its `LaunchConfig`).
     """
 
-    __slots__ = ("attrs", "block", "checks", "config", "cpu", "cpu_check", "cpu_library", "grid", "grid_sync",
+    __slots__ = ("attrs", "block", "check_calls", "checks", "config", "cpu", "cpu_check", "cpu_library", "grid", "grid_sync",
                  "host_checks", "kind", "label", "load", "loaded", "module", "on_cpu", "packer", "seen_block", "seen_grid",
                  "signature", "smem", "specs")  # fmt: skip
 
@@ -113,6 +113,7 @@ class LaunchPlan:
         self.cpu_library: Callable[[], Any] | None = None  # the kernel's loaded CPU library (ctypes.CDLL)
         self.cpu_check: Callable[[], Any] | None = None  # its checked build (a _launch.check.CheckedBuild)
         self.on_cpu = False  # calls that name no device run on the CPU (%%cuda --device cpu)
+        self.check_calls: bool | None = None  # calls on the CPU run checked (%%cuda --check); None: CUFORGE_CHECK's
         self.seen_grid: tuple[Any, Any] = (None, None)  # (the object, its dims): dims once set
         self.seen_block: tuple[Any, Any] = (None, None)
         self.config: tuple[Any, ...] = (None, None, None, None, None)

@@ -82,6 +82,12 @@ class CudaMagics(Magics):
     @argument("--signature", action="append", default=[], metavar="SIG", help="e.g. 'k(a: float32, x: In[float32])'")
     @argument("--show", action="append", choices=["source", "ptx", "sass-summary"], default=[], help="print what was compiled")
     @argument("--no-cache", action="store_true", help="do not read or write the disk cache for this cell")
+    @argument(
+        "--check",
+        action="store_true",
+        help="the cell's kernels run checked on the CPU (out-of-bounds accesses, uninitialised reads, races, warp and "
+        "barrier misuse raised as errors), as with check=True at each call",
+    )
     @argument("--cooperative", action="store_true", help="launch the cell's kernels cooperatively (grid sync)")
     @argument("--cluster", metavar="X[,Y[,Z]]", help="launch in thread-block clusters of this shape (sm_90+)")
     @cell_magic
@@ -98,6 +104,11 @@ class CudaMagics(Magics):
         device = _device(_unquote(args.device)) if args.device else None
         chosen = device == "cpu"
         on_cpu = chosen or (args.device is None and not args.arch and _cuda.on_cpu())
+        if args.check and not on_cpu:
+            raise UsageError(
+                "%%cuda: --check runs the cell's kernels checked on cuforge's CPU backend; add --device cpu (on the GPU, "
+                "run the kernels under NVIDIA's compute-sanitizer, e.g. pytest --cuforge-sanitize)"
+            )
         try:
             arch = check_arch(args.arch) if args.arch else "" if on_cpu else _default_arch(device)  # type: ignore[arg-type]
         except DeclarationError as exc:
@@ -110,7 +121,7 @@ class CudaMagics(Magics):
             kernels = [k for obj in bound.values() for k in _kernels_of(obj)]
             try:  # every kernel of the cell in one program (NVRTC's, or the CPU's library): the cell is one source
                 if on_cpu:
-                    run_on_cpu(kernels, prefer=chosen)
+                    run_on_cpu(kernels, prefer=chosen, check=args.check)
                     compiled = []
                 else:
                     compiled = _cache.compile_together(kernels, arch, None, who="%%cuda", guard=refuse_compile_in_capture)
