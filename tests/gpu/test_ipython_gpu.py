@@ -49,8 +49,7 @@ def test_on_torch(shell):
     assert torch.equal(y, 0.5 * x)
 
 
-def test_tour_notebook_end_to_end_with_launches(monkeypatch):
-    monkeypatch.delenv("CUFORGE_TOUR_COMPILE_ONLY", raising=False)
+def test_tour_notebook_end_to_end_with_launches():
     with open(TOUR, encoding="utf-8") as fh:
         nb = json.load(fh)
     sh = InteractiveShell.instance()
@@ -62,5 +61,5 @@ def test_tour_notebook_end_to_end_with_launches(monkeypatch):
         expect_error = "raises-exception" in cell.get("metadata", {}).get("tags", [])
         assert result.success != expect_error, f"cell {cell['id']} {'passed' if result.success else 'failed'}"
         ran += 1
-    assert ran == 8 and sh.user_ns["LAUNCH"] is True
+    assert ran == 8 and sh.user_ns["GPU"] is True
     assert sh.user_ns["g"].launches == ("Saxpy",) * 10  # the CUDA graph cell ran its launches

@@ -1,9 +1,11 @@
-"""The tour notebook, executed by nbclient in compile-only mode (as CI runs it)."""
+"""The tour notebook, executed by nbclient where no GPU is usable (as CI runs it): it compiles
+for the GPU with NVRTC and runs its launches on the CPU backend."""
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 import cuforge as cf
@@ -14,8 +16,10 @@ nbformat = pytest.importorskip("nbformat")
 TOUR = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "notebooks", "cuforge_tour.ipynb")
 
 
-def test_tour_runs_compile_only(monkeypatch, cuforge_cache_dir):
-    monkeypatch.setenv("CUFORGE_TOUR_COMPILE_ONLY", "1")
+def test_tour_runs_its_kernels_on_the_cpu_without_a_gpu(monkeypatch, cuforge_cache_dir):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU for the notebook's kernel, even on a machine with one
+    monkeypatch.delenv("CUFORGE_DEVICE", raising=False)  # the notebook chooses the CPU itself
+    monkeypatch.delenv("CUFORGE_ARCH", raising=False)
     monkeypatch.setenv("CUFORGE_CACHE_DIR", str(cuforge_cache_dir))
     nb = nbformat.read(TOUR, as_version=4)
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
@@ -24,13 +28,20 @@ def test_tour_runs_compile_only(monkeypatch, cuforge_cache_dir):
         for cell in nb.cells
         for out in cell.get("outputs", [])
     )
-    assert "launching: False" in text
+    assert "launches run on the CPU | CuPy: False" in text
+    # Saxpy(2.0, x, y, n) ran on the CPU on the notebook's arrays: its first values, as NumPy computes them
+    x = np.random.default_rng(0).random(1 << 20, dtype=np.float32)
+    assert f"Saxpy on the CPU matches NumPy: y[:3] = {(2 * x + 1)[:3]}" in text
     assert "bound: saxpy_c(a: float32, x: In[float32], y: Array[float32], n: int64)" in text
     assert "saxpy_c: argument 'x' expects In[float32], got a float64 array" in text
-    assert "4 instantiations" in text
+    assert "saxpy_c on the CPU matches NumPy: y[:3] = [" in text
+    assert "4 instantiations" in text and "Axpy on the CPU matches NumPy for float32 and float64" in text
     assert "cf.graph() needs a GPU and CuPy here" in text
     errors = [out for cell in nb.cells for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "CellCompileError"
+    assert "the host C++ compiler failed to build it for the CPU" in errors[0]["evalue"]
+    # %cuda_info: built for the CPU were the backend's runtime, Saxpy, saxpy_c, Axpy for float32 and float64 (not the broken cell)
+    assert "cpu_compiles=5" in text
     assert any("html" in str(out.get("data", {}).keys()) for cell in nb.cells for out in cell.get("outputs", []))
 
 
