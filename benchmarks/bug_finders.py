@@ -1,0 +1,125 @@
+"""Which bugs of cuforge's corpus (tests/cpu/check_corpus.py) each tool finds: cuforge's checked
+CPU launch, and NVIDIA's compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the GPU.
+
+    python benchmarks/bug_finders.py [OUT.json]        (on the GPU machine, compute-sanitizer on PATH
+                                                        or in /usr/local/cuda/bin)
+
+Each buggy kernel runs with the arguments that show its bug, and each correct kernel with its
+own: checked on the CPU (the error it raises, if any), then on the GPU under each tool in a
+process of its own (the launch's arrays made device arrays: CuPy, ``cupy.empty`` for an
+``Out[...]`` argument, whose contents are undefined by contract), the tool's error count read
+from its summary. A table is printed, and the figures written as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+CHILD = """
+import sys
+sys.path.insert(0, {root!r})
+import cupy as cp, numpy as np
+from tests.cpu.check_corpus import BUGGY, CORRECT
+case = {{**BUGGY, **CORRECT}}[{name!r}]
+args, kwargs = case.args()
+kwargs = {{k: v for k, v in kwargs.items() if k not in ("device", "check")}}
+specs = case.kernel._plan.specs
+moved = []
+for spec, a in zip(specs, args):
+    if isinstance(a, np.ndarray):
+        a = cp.empty(a.shape, a.dtype) if getattr(spec.type, "intent", "") == "out" else cp.asarray(a)
+    moved.append(a)
+try:
+    case.kernel(*moved, **kwargs)
+    cp.cuda.runtime.deviceSynchronize()
+except Exception as exc:  # (a fault: the sanitizer reports it; the process says what it raised)
+    print(type(exc).__name__, str(exc)[:200])
+"""
+
+
+def sanitizer() -> str | None:
+    return shutil.which("compute-sanitizer") or next(
+        (p for p in ("/usr/local/cuda/bin/compute-sanitizer",) if os.path.exists(p)), None
+    )
+
+
+def on_cpu(name: str) -> str:
+    """The error a checked CPU launch of corpus case ``name`` raises ("" for none)."""
+    sys.path.insert(0, ROOT)
+    from tests.cpu.check_corpus import BUGGY, CORRECT
+
+    import cuforge as cf
+
+    case = {**BUGGY, **CORRECT}[name]
+    args, kwargs = case.args()
+    try:
+        case.kernel(*args, **{**kwargs, "device": "cpu", "check": True})
+    except cf.CuforgeError as exc:
+        return type(exc).__name__
+    return ""
+
+
+def on_gpu(tool_path: str, tool: str, name: str) -> int:
+    """compute-sanitizer ``tool``'s error count for corpus case ``name`` (-1: it did not run)."""
+    argv = [tool_path, "--tool", tool, "--print-limit", "10"]
+    if tool == "racecheck":
+        argv += ["--racecheck-report", "all"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), *sys.path]),
+        "CUFORGE_CACHE_DIR": os.environ.get("CUFORGE_CACHE_DIR", "/tmp/cuforge-bug-finders"),
+    }
+    out = subprocess.run([*argv, sys.executable, "-c", CHILD.format(root=ROOT, name=name)], capture_output=True,
+                         text=True, timeout=300, env=env)  # fmt: skip
+    text = out.stdout + out.stderr
+    for line in reversed(text.splitlines()):
+        if "ERROR SUMMARY:" in line:
+            return int(line.split("ERROR SUMMARY:")[1].split()[0])
+        if "RACECHECK SUMMARY:" in line:
+            return int(line.split("RACECHECK SUMMARY:")[1].split()[0])
+    return -1
+
+
+def main(out: str | None = None) -> dict[str, dict[str, object]]:
+    sys.path.insert(0, ROOT)
+    from tests.cpu.check_corpus import BUGGY, CORRECT
+
+    tool_path = sanitizer()
+    names = list(BUGGY) + list(CORRECT)
+    results: dict[str, dict[str, object]] = {
+        n: {"buggy": n in BUGGY, "kernel": ({**BUGGY, **CORRECT}[n]).kernel.__name__, "cuforge": on_cpu(n)} for n in names
+    }
+    if tool_path is not None:
+        jobs = [(t, n) for n in names for t in TOOLS]
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            for (t, n), count in zip(jobs, pool.map(lambda job: on_gpu(tool_path, *job), jobs)):
+                results[n][t] = count
+    print(f"{'case':44} {'kernel':24} {'cuforge':24} " + " ".join(f"{t:>9}" for t in TOOLS))
+    for n, r in results.items():
+        print(f"{('BUG ' if r['buggy'] else 'ok  ') + n:44} {r['kernel']!s:24} {r['cuforge'] or '-':24} "
+              + " ".join(f"{r.get(t, 'n/a')!s:>9}" for t in TOOLS))  # fmt: skip
+    buggy = [r for r in results.values() if r["buggy"]]
+    found_cf = sum(bool(r["cuforge"]) for r in buggy)
+    found_cs = sum(any(isinstance(r.get(t), int) and r[t] > 0 for t in TOOLS) for r in buggy)  # type: ignore[operator]
+    flagged_cf = sum(bool(r["cuforge"]) for r in results.values() if not r["buggy"])
+    flagged_cs = sum(any(isinstance(r.get(t), int) and r[t] > 0 for t in TOOLS) for r in results.values() if not r["buggy"])  # type: ignore[operator]
+    print(f"buggy found: cuforge {found_cf}/{len(buggy)}, compute-sanitizer {found_cs}/{len(buggy)}"
+          + ("" if tool_path else " (compute-sanitizer not found)"))  # fmt: skip
+    print(f"correct flagged: cuforge {flagged_cf}, compute-sanitizer {flagged_cs}")
+    if out:
+        with open(out, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)
