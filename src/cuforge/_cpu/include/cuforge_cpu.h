@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <exception>
 #include <mutex>
 #if defined(__GLIBCXX__)
@@ -630,9 +631,21 @@ inline void* dynamic_shared() { return worker().shared + STATIC_SHARED; }
 // ---------------------------------------------------------------- the entry
 template <class F> struct arity;
 template <class... A> struct arity<void (*)(A...)> { static constexpr size_t value = sizeof...(A); };
+// A parameter read from the launch's buffer by copy: the buffer keeps each parameter at its C
+// offset, but the buffer itself is not aligned to 32 bytes, which a by-value double4_32a needs
+// for the aligned vector load the compiler would use on a dereference.
+template <class T> inline T param(const void* at) {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+        alignas(T) unsigned char bytes[sizeof(T)];
+        memcpy(bytes, at, sizeof(T));
+        return *std::launder(reinterpret_cast<T*>(bytes));
+    } else {
+        return *static_cast<const T*>(at);
+    }
+}
 template <auto K, class... A, size_t... I>
 inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) {
-    K(*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...);
+    K(param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...);
 }
 // A C++ exception that leaves kernel code: thrown by a library's host path (libcu++'s
 // cuda::std::optional::value() on an empty one, whose device path calls __trap()), since the
@@ -668,7 +681,7 @@ template <auto K> void call_kernel(void** args) {
 template <class... A, size_t... I>
 inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
                                                                             std::index_sequence<I...>) {
-    return {*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...};
+    return {param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...};
 }
 
 inline void begin_block(Worker& w, long long b) {
