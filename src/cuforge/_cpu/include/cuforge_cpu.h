@@ -314,14 +314,23 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
 // t exits: may not leave a warp function waiting. A thread that leaves others waiting at a
 // __syncthreads is not refused here: the block's other threads run on, so that when none can,
 // deadlock() names every thread that waits there and every one that exited without reaching it.
+// The kernel's source calls __activemask(), which on the CPU gives the whole warp before any
+// barrier or warp function (the lanes in a divergent branch are known only once they reach it).
+#if defined(CUFORGE_CPU_ACTIVEMASK)
+#define ACTIVEMASK_HINT "; the kernel calls __activemask(), which on the CPU is the whole warp, not the lanes of a " \
+    "divergent branch (docs/guide/cpu.md): inside a divergent branch pass the branch's lanes as an explicit mask, " \
+    "e.g. __ballot_sync(0xffffffff, cond) taken before the branch"
+#else
+#define ACTIVEMASK_HINT ""
+#endif
 inline void check_exit(Worker& w, unsigned t) {
     Warp& wp = w.warps[t / 32];
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
         if (op.mask >> (t % 32) & 1)
             fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
-                 "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
-                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask);
+                 "at (mask 0x%08x); every lane in the mask must reach it%s", CF_BLOCK_ARGS, t, t % 32,
+                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask, ACTIVEMASK_HINT);
     }
 }
 
