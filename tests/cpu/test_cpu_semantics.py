@@ -880,3 +880,30 @@ def test_an_exception_from_library_code_is_a_device_fault(child_results, path):
     assert re.fullmatch(rf"{name} \(grid=\(2, 1, 1\), block=\(64, 1, 1\)\) on the CPU: a C\+\+ exception \(bad optional "
                         r"access\) left the kernel's code in block \(1, 0, 0\), thread \(5, 0, 0\); on a GPU, the library's "
                         r"device code ends the launch with __trap\(\) there", message)  # fmt: skip
+
+
+@cf.kernel
+class AggregatedIncrement:
+    """The warp-primitives blog's aggregated atomic, inside a divergent branch: __activemask()
+    there is the branch's lanes on a GPU, the whole warp on the CPU."""
+
+    ctr: cf.Array[cf.int32]
+    out: cf.Out[cf.int32]
+    body = """
+    int i = threadIdx.x;
+    if (i % 2 == 0) {
+        unsigned mask = __activemask();
+        int leader = __ffs(mask) - 1, res = 0;
+        if ((threadIdx.x % 32) == leader) res = atomicAdd(ctr, __popc(mask));
+        res = __shfl_sync(mask, res, leader);
+        out[i] = res + __popc(mask & ((1u << (threadIdx.x % 32)) - 1));
+    }
+    """
+
+
+def test_a_warp_error_in_a_kernel_calling_activemask_names_it_and_the_explicit_mask_way_out():
+    with pytest.raises(cf.LaunchError, match=r"exited without reaching the __shfl_sync .* every lane in the mask must reach "
+                                             r"it; the kernel calls __activemask\(\), which on the CPU is the whole warp, "
+                                             r"not the lanes of a divergent branch \(docs/guide/cpu.md\): inside a divergent "
+                                             r"branch pass the branch's lanes as an explicit mask"):  # fmt: skip
+        AggregatedIncrement(np.zeros(1, np.int32), np.zeros(32, np.int32), grid=1, block=32, device="cpu")

@@ -126,10 +126,9 @@ def test_pointers_to_cuda_vector_types(text, expected):
     assert repr(cpp_type(text, "p")) == expected
 
 
-def test_a_vector_type_by_value_is_refused_by_name():
-    with pytest.raises(ParseError, match=r"k: parameter 'v' has type 'float4': a vector type is taken as an array's "
-                                         r"element only; pass a pointer \(float4\*\)"):  # fmt: skip
-        cpp_type("float4", "k: parameter 'v'")
+def test_a_vector_type_by_value_is_a_by_value_vector_parameter():
+    assert cpp_type("float4", "k: parameter 'v'") is cf.vector(cf.float32, 4)
+    assert cpp_type("const uchar4", "k: parameter 'colors'") is cf.vector(cf.uint8, 4)  # Mandelbrot's palette
 
 
 def test_signature_names_vector_types_and_optional_arrays():

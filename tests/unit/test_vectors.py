@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import cuforge as cf
+from cuforge._declare.cparse import cpp_type
 from cuforge._launch import general as _launch
 
 from ..launch_inputs import FakeCAI, fake_device_array
@@ -52,16 +53,40 @@ def test_the_launch_rule_counts_vectors_and_the_last_dimension_is_checked():
         _launch.check_and_pack(Saxpy4._plan, (2.0, np.zeros((10, 4)), vec4(10), 10), {}, None, None, 0, None)
 
 
-def test_vector_types_are_array_elements_only_and_known_ones_only():
-    with pytest.raises(cf.DeclarationError, match=r"parameter 'v' is a cuforge.vector\(cuforge.float32, 4\) scalar"):
+@cf.kernel
+class Mandel:
+    """The Mandelbrot kernel's by-value palette: ``const uchar4 colors``, and a double4."""
 
-        @cf.kernel
-        class Scalar4:
-            v: cf.vector(cf.float32, 4)
-            body = ""
+    out: cf.Out[cf.uint8]
+    colors: cf.vector(cf.uint8, 4)
+    d: cf.vector(cf.float64, 4)
+    body = "out[threadIdx.x] = colors.x + colors.y + colors.z + colors.w + (unsigned char)(d.x + d.y + d.z + d.w);"
 
-    with pytest.raises(cf.DeclarationError, match=r"cf.vector\(cuforge.float64, 3\) is no CUDA vector type"):
-        cf.vector(cf.float64, 3)
+
+def test_a_vector_by_value_compiles_for_the_gpu_with_the_c_structs_layout():
+    assert "unsigned char* __restrict__ out, uchar4 colors, double4_32a d" in Mandel.render()
+    assert Mandel.compile("sm_90").lowered_name == "_Z6MandelPh6uchar411double4_32a"
+    d4 = cf.vector(cf.float64, 4)
+    assert (d4.cpp, d4.itemsize, d4.align) == ("double4_32a", 32, 32)  # CUDA 13 deprecates plain double4
+    assert [(s.offset, s.size) for s in Mandel._plan.specs] == [(0, 8), (8, 4), (32, 32)]
+    assert cpp_type("const uchar4", "parameter 'colors'") is cf.vector(cf.uint8, 4)  # as %%cuda reads it
+
+
+def test_a_vector_by_value_takes_a_tuple_or_a_numpy_array_of_its_lanes():
+    c = _launch.check_and_pack(Mandel._plan, (np.zeros(4, np.uint8), (1, 2, 3, 255), np.arange(4.0)), {}, 1, 4, 0, None)
+    assert c.values[1] == bytes([1, 2, 3, 255]) and c.values[2] == np.arange(4.0).tobytes()
+    with pytest.raises(cf.ArgumentError, match=r"argument 'colors' expects uint8, got int 256; uint8 holds 0..255"):
+        _launch.check_and_pack(Mandel._plan, (np.zeros(4, np.uint8), (1, 2, 3, 256), np.arange(4.0)), {}, 1, 4, 0, None)
+    with pytest.raises(cf.ArgumentTypeError, match=r"argument 'd' expects float64x4 \(double4_32a\), got .*; pass a tuple "
+                                                   r"of 4 float64 values or a numpy array of shape \(4,\) and dtype float64"):  # fmt: skip
+        _launch.check_and_pack(Mandel._plan, (np.zeros(4, np.uint8), (1, 2, 3, 4), np.arange(4.0, dtype=np.float32)),
+                               {}, 1, 4, 0, None)  # fmt: skip
+
+
+def test_unknown_vector_types_are_refused_naming_the_known_ones():
+    with pytest.raises(cf.DeclarationError, match=r"cf.vector\(cuforge.float64, 5\) is not a vector type cuforge knows; "
+                                                  r"it knows .*\(float64, 4\)"):  # fmt: skip
+        cf.vector(cf.float64, 5)
 
 
 @cf.kernel

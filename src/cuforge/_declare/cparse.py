@@ -151,9 +151,8 @@ def cpp_type(text: str, where: str, substitutions: dict[str, str] | None = None,
     base = " ".join(subs.get(w, w) for w in base_words)
     base = " ".join(base.split())
     dtype: Any = _SCALARS.get(base)
-    if dtype is None and (dtype := vector_named(base)) is not None and not pointers:
-        raise ParseError(f"{where} has type '{text}': a vector type is taken as an array's element only; pass a "
-                         f"pointer ({text.strip()}*) or the lanes as scalars")  # fmt: skip
+    if dtype is None:
+        dtype = vector_named(base)  # a vector by value (``const uchar4 colors``) or an array of them
     if dtype is None:
         known = ", ".join(sorted({"float", "double", "int", "long long", "__half", "__nv_bfloat16", "bool", "..."}))
         raise ParseError(

@@ -26,7 +26,6 @@ from .annotations import ArrayType
 from .dtypes import DType
 from .params import TemplateParam, TypeParam
 from .value_params import ConstParam
-from .vectors import VectorDType
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CPP_RESERVED = frozenset(
@@ -261,11 +260,6 @@ def _read_params(cls: type, label: str, tparams: tuple[Any, ...], *, generated: 
             raise DeclarationError(
                 f"{label}: parameter '{name}' has annotation {ann!r}; expected a cuforge type such as "
                 f"cf.float32, cf.In[cf.float32], cf.Array[cf.float32] or cf.Out[cf.float32]"
-            )
-        if isinstance(ann, VectorDType):
-            raise DeclarationError(
-                f"{label}: parameter '{name}' is a {ann!r} scalar; a vector type is an array's element: "
-                f"cf.In[{ann!r}]; pass a scalar vector's parts as separate parameters"
             )
         if isinstance(inner, TypeParam) and inner not in tparams:
             raise DeclarationError(f"{label}: parameter '{name}' uses a type parameter that is not declared on this class")

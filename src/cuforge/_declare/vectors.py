@@ -19,9 +19,12 @@ __all__ = ["VectorDType", "vector", "vector_named"]
 class VectorDType(DType):
     """A CUDA vector type as an array's element: ``cf.vector(cf.float32, 4)`` is ``float4``.
 
-    Only for arrays (``cf.In[cf.vector(cf.float32, 4)]``): such a parameter takes an array of
+    As an array's element (``cf.In[cf.vector(cf.float32, 4)]``) a parameter takes an array of
     the element dtype whose last dimension is the vector's length, C-contiguous and aligned to
-    the vector's size, and the kernel gets a ``float4*``; the launch rule counts vectors.
+    the vector's alignment, and the kernel gets a ``float4*``; the launch rule counts vectors.
+    As a scalar (``colors: cf.vector(cf.uint8, 4)``) the kernel gets a ``uchar4`` by value and
+    the launch takes a tuple (or list) of ``lanes`` numbers, each checked as the element type
+    checks a scalar, or a NumPy array of shape ``(lanes,)`` and the element's dtype.
 
     Examples
     --------
@@ -60,6 +63,10 @@ _VECTOR_TYPES = {
     ("int16", 2): ("short2", 4), ("int16", 4): ("short4", 8), ("uint16", 2): ("ushort2", 4), ("uint16", 4): ("ushort4", 8),
     ("int8", 4): ("char4", 4), ("uint8", 4): ("uchar4", 4),
     ("float16", 2): ("__half2", 4), ("bfloat16", 2): ("__nv_bfloat162", 4),
+    ("float32", 3): ("float3", 4), ("float64", 3): ("double3", 8), ("int32", 3): ("int3", 4), ("uint32", 3): ("uint3", 4),
+    # CUDA 13 deprecates the 16-byte-aligned double4/longlong4 for double4_16a and double4_32a: cuforge's
+    # 4-lane 64-bit vectors are the 32-byte-aligned ones (32 bytes, one 256-bit access where the GPU has it)
+    ("float64", 4): ("double4_32a", 32), ("int64", 4): ("longlong4_32a", 32), ("uint64", 4): ("ulonglong4_32a", 32),
     # no CUDA type: cuforge's, in templates/cuforge_vector.cuh (16 bytes, one 128-bit access)
     ("float16", 8): ("cuforge::float16x8", 16), ("bfloat16", 8): ("cuforge::bfloat16x8", 16),
 }  # fmt: skip
@@ -84,14 +91,16 @@ def vector_named(name: str) -> VectorDType | None:
 
 
 def vector(dtype: DType, lanes: int) -> VectorDType:
-    """The CUDA vector type of ``lanes`` ``dtype`` values, as an array element.
+    """The CUDA vector type of ``lanes`` ``dtype`` values, as an array element or a by-value scalar.
 
     Parameters
     ----------
     dtype : DType
         The lanes' type (``cf.float32``).
     lanes : int
-        2 or 4, as CUDA defines the type (``float2``, ``float4``, ``__half2``, ...); 8 for
+        2, 3 or 4, as CUDA defines the type (``float2``, ``float3``, ``float4``, ``__half2``, ...;
+        the 4-lane 64-bit ones are CUDA 13's 32-byte-aligned ``double4_32a``, ``longlong4_32a``
+        and ``ulonglong4_32a``, since it deprecates ``double4``); 8 for
         float16 and bfloat16, which CUDA lacks: cuforge's 16-byte ``cuforge::float16x8`` and
         ``cuforge::bfloat16x8`` (lanes ``v[0..7]``, pairs ``h2(i)``).
 
@@ -116,7 +125,10 @@ def vector(dtype: DType, lanes: int) -> VectorDType:
     if found is None:
         if not isinstance(dtype, DType) or isinstance(dtype, VectorDType) or key not in _VECTOR_TYPES:
             have = ", ".join(f"({e}, {n})" for e, n in _VECTOR_TYPES)
-            raise DeclarationError(f"cf.vector({dtype!r}, {lanes!r}) is no CUDA vector type; there are: {have}")
+            raise DeclarationError(
+                f"cf.vector({dtype!r}, {lanes!r}) is not a vector type cuforge knows; it knows (element, lanes): {have} "
+                f"(CUDA's 1-lane types such as float1 are their element: use the scalar dtype)"
+            )
         cpp, align = _VECTOR_TYPES[key]  # type: ignore[index]
         header = "cuforge_vector.cuh" if cpp.startswith("cuforge::") else dtype.header
         found = _VECTORS.setdefault(key, VectorDType(  # type: ignore[arg-type]

@@ -182,6 +182,8 @@ def scalar_checker(kernel: str, spec: ParamSpec) -> Callable[..., Any]:
     """A function converting one scalar argument to the value packed for its C type."""
     dt = spec.dtype
     name = spec.name
+    if isinstance(dt, VectorDType):
+        return _vector_checker(kernel, spec)
 
     def fail(got: Any, fix: str, cls: type[Exception] = ArgumentTypeError) -> Exception:
         return cls(f"{kernel}: argument '{name}' expects {dt.name}, got {describe(got)}; {fix}")
@@ -220,6 +222,38 @@ def scalar_checker(kernel: str, spec: ParamSpec) -> Callable[..., Any]:
     if dt.is_float:
         return _float_checker(spec, fail)
     return _complex_checker(spec, fail)
+
+
+def _vector_checker(kernel: str, spec: ParamSpec) -> Callable[..., bytes]:
+    """A vector by value (``uchar4 colors``): a tuple or list of its lanes, each checked as a
+    scalar of the element type, or a NumPy array of shape ``(lanes,)`` of that dtype; packed
+    lane after lane into the C struct's bytes (CUDA's vector types have no padding)."""
+    vec = spec.dtype
+    assert isinstance(vec, VectorDType)
+    el = vec.element
+    lo, hi = el.range or (0, 0)
+    lane = scalar_checker(kernel, spec._replace(type=el, dtype=el, pack=el.pack, lo=lo, hi=hi, limit=el.max_finite or 0.0))
+    pack = struct.Struct("=" + el.pack * vec.lanes).pack
+    size = vec.itemsize
+
+    def fail(got: Any) -> Exception:
+        return ArgumentTypeError(
+            f"{kernel}: argument '{spec.name}' expects {vec.name} ({vec.cpp}), got {describe(got)}; pass a tuple of "
+            f"{vec.lanes} {el.name} values or a numpy array of shape ({vec.lanes},) and dtype {el.name}"
+        )
+
+    def check_vector(v: Any, _: Any = None) -> bytes:
+        if v.__class__ in (tuple, list):
+            if len(v) != vec.lanes:
+                raise fail(v)
+            return pack(*[lane(x) for x in v]).ljust(size, b"\0")
+        shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
+        dtype_name: Any = getattr(dtype, "name", None)
+        if shape == (vec.lanes,) and dtype_name == el.name and getattr(dtype, "isnative", False) and hasattr(v, "tobytes"):
+            return v.tobytes().ljust(size, b"\0")  # type: ignore[no-any-return]
+        raise fail(v)
+
+    return check_vector
 
 
 def _complex_checker(spec: ParamSpec, fail: Callable[..., Exception]) -> Callable[..., complex]:

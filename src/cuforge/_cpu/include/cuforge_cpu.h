@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <exception>
 #include <mutex>
 #if defined(__GLIBCXX__)
@@ -313,14 +314,23 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
 // t exits: may not leave a warp function waiting. A thread that leaves others waiting at a
 // __syncthreads is not refused here: the block's other threads run on, so that when none can,
 // deadlock() names every thread that waits there and every one that exited without reaching it.
+// The kernel's source calls __activemask(), which on the CPU gives the whole warp before any
+// barrier or warp function (the lanes in a divergent branch are known only once they reach it).
+#if defined(CUFORGE_CPU_ACTIVEMASK)
+#define ACTIVEMASK_HINT "; the kernel calls __activemask(), which on the CPU is the whole warp, not the lanes of a " \
+    "divergent branch (docs/guide/cpu.md): inside a divergent branch pass the branch's lanes as an explicit mask, " \
+    "e.g. __ballot_sync(0xffffffff, cond) taken before the branch"
+#else
+#define ACTIVEMASK_HINT ""
+#endif
 inline void check_exit(Worker& w, unsigned t) {
     Warp& wp = w.warps[t / 32];
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
         if (op.mask >> (t % 32) & 1)
             fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
-                 "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
-                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask);
+                 "at (mask 0x%08x); every lane in the mask must reach it%s", CF_BLOCK_ARGS, t, t % 32,
+                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask, ACTIVEMASK_HINT);
     }
 }
 
@@ -630,9 +640,21 @@ inline void* dynamic_shared() { return worker().shared + STATIC_SHARED; }
 // ---------------------------------------------------------------- the entry
 template <class F> struct arity;
 template <class... A> struct arity<void (*)(A...)> { static constexpr size_t value = sizeof...(A); };
+// A parameter read from the launch's buffer by copy: the buffer keeps each parameter at its C
+// offset, but the buffer itself is not aligned to 32 bytes, which a by-value double4_32a needs
+// for the aligned vector load the compiler would use on a dereference.
+template <class T> inline T param(const void* at) {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+        alignas(T) unsigned char bytes[sizeof(T)];
+        memcpy(bytes, at, sizeof(T));
+        return *std::launder(reinterpret_cast<T*>(bytes));
+    } else {
+        return *static_cast<const T*>(at);
+    }
+}
 template <auto K, class... A, size_t... I>
 inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) {
-    K(*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...);
+    K(param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...);
 }
 // A C++ exception that leaves kernel code: thrown by a library's host path (libcu++'s
 // cuda::std::optional::value() on an empty one, whose device path calls __trap()), since the
@@ -668,7 +690,7 @@ template <auto K> void call_kernel(void** args) {
 template <class... A, size_t... I>
 inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
                                                                             std::index_sequence<I...>) {
-    return {*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...};
+    return {param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...};
 }
 
 inline void begin_block(Worker& w, long long b) {
