@@ -821,7 +821,8 @@ CHILD = textwrap.dedent(
     """
 )
 ASSERT_BODY = "long long i = blockIdx.x * 64LL + threadIdx.x;\nassert(x[i] == 0);\nx[i] += 1;"
-ASSERT_HEADERS = {"cassert": "<cassert>", "assert_h": "<assert.h>", "cuda_std": "<cuda/std/cassert>"}
+# (<cassert> and <assert.h>, which NVRTC cannot open, are refused at compile: test_host_headers_...)
+ASSERT_HEADERS = {"cuda_std": "<cuda/std/cassert>"}
 ENDS_PROCESS = {"abort": "abort();", "exit": "exit(3);", "std_exit": "::std::exit(0);", "Exit": "_Exit(1);",
                 "quick_exit": "quick_exit(0);", "terminate": "std::terminate();", "builtin_trap": "__builtin_trap();",
                 "raise": "raise(15);", "kill": "kill(0, 0);", "pthread_exit": "pthread_exit(nullptr);",
@@ -907,3 +908,48 @@ def test_a_warp_error_in_a_kernel_calling_activemask_names_it_and_the_explicit_m
                                              r"not the lanes of a divergent branch \(docs/guide/cpu.md\): inside a divergent "
                                              r"branch pass the branch's lanes as an explicit mask"):  # fmt: skip
         AggregatedIncrement(np.zeros(1, np.int32), np.zeros(32, np.int32), grid=1, block=32, device="cpu")
+
+
+@pytest.mark.parametrize(
+    "include, header, instead",
+    [("#include <cassert>", "cassert", "<cuda/std/cassert>"), ("#include <assert.h>", "assert.h", "<cuda/std/cassert>"),
+     ("#include <float.h>", "float.h", "<cuda/std/cfloat>"), ("  #  include <climits>", "climits", "<cuda/std/climits>"),
+     ("#include <stdio.h>", "stdio.h", "nothing: device code's printf needs no header")],
+)  # fmt: skip
+def test_host_headers_nvrtc_cannot_open_are_refused_on_the_cpu_too(include, header, instead):
+    """What NVRTC refuses, the CPU build refuses too: a CPU test must not pass for a kernel that
+    cannot compile for a GPU (NVRTC: 'cannot open source file')."""
+
+    @cf.kernel
+    class HostHeader:
+        x: cf.Array[cf.float32]
+        preamble = include
+        body = "x[threadIdx.x] = 1.0f;"
+
+    with pytest.raises(cf.CompileError, match=rf"HostHeader: <{re.escape(header)}> is a host header that NVRTC cannot "
+                                              rf"open, .* include {re.escape(instead)}$"):  # fmt: skip
+        HostHeader(np.zeros(4, np.float32), grid=1, block=4, device="cpu")
+    with pytest.raises(cf.CompileError, match="cannot open source file"):
+        HostHeader.compile(arch="sm_90")
+
+
+def test_a_bare_infinity_is_refused_as_nvrtc_refuses_it():
+    @cf.kernel
+    class BareInfinity:
+        x: cf.Array[cf.float32]
+        body = "x[threadIdx.x] = INFINITY;"
+
+    with pytest.raises(cf.CompileError, match=r"BareInfinity: INFINITY is a macro of the host's <math.h>.*CUDART_INF_F"):
+        BareInfinity(np.zeros(4, np.float32), grid=1, block=4, device="cpu")
+    with pytest.raises(cf.CompileError, match='identifier "INFINITY" is undefined'):
+        BareInfinity.compile(arch="sm_90")
+
+    @cf.kernel
+    class NamedInfinity:
+        x: cf.Array[cf.float32]
+        preamble = "#include <math_constants.h>"
+        body = "x[threadIdx.x] = CUDART_INF_F;"
+
+    x = np.zeros(4, np.float32)
+    NamedInfinity(x, grid=1, block=4, device="cpu")
+    assert np.isinf(x).all()

@@ -94,10 +94,47 @@ def _line(source: str, plain: str, at: int, line_sources: Mapping[str, str]) -> 
     return f"{directive.group(2)}, line {line}{shown}"
 
 
+# Host headers and a macro that the host compiler has and NVRTC does not (it cannot open them),
+# each with what NVRTC takes instead: a CPU build that took them would pass a test whose kernel
+# then fails to compile for the GPU.
+_HOST_ONLY: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.MULTILINE), instead)
+    for pattern, instead in (
+        (r"^[ \t]*#[ \t]*include[ \t]*<(float\.h|cfloat)>", "<cuda/std/cfloat>"),
+        (r"^[ \t]*#[ \t]*include[ \t]*<(assert\.h|cassert)>", "<cuda/std/cassert>"),
+        (r"^[ \t]*#[ \t]*include[ \t]*<(limits\.h|climits)>", "<cuda/std/climits>"),
+        (r"^[ \t]*#[ \t]*include[ \t]*<(stdio\.h|cstdio)>", "nothing: device code's printf needs no header"),
+    )
+)  # fmt: skip
+_INFINITY = re.compile(r"\bINFINITY\b")
+
+
+def refuse_host_only(label: str, plain: str, source: str, line_sources: Mapping[str, str]) -> None:
+    """Raise CompileError for a host header NVRTC cannot open, or a bare ``INFINITY``."""
+    for pattern, instead in _HOST_ONLY:
+        m = pattern.search(plain)
+        if m is not None:
+            raise _refused(
+                f"{label}: <{m.group(1)}> is a host header that NVRTC cannot open, so the kernel would not compile for "
+                f"a GPU ({_line(source, plain, m.start(), line_sources)}); include {instead}",
+                source,
+            )
+    m = _INFINITY.search(plain)
+    if m is not None and not re.search(r"^[ \t]*#[ \t]*define[ \t]+INFINITY\b", plain, re.MULTILINE):
+        raise _refused(
+            f"{label}: INFINITY is a macro of the host's <math.h>, which NVRTC does not define, so the kernel would not "
+            f"compile for a GPU ({_line(source, plain, m.start(), line_sources)}); use CUDART_INF_F from "
+            f"<math_constants.h>, or cuda::std::numeric_limits<float>::infinity() from <cuda/std/limits>",
+            source,
+        )
+
+
 def refuse_unsupported(label: str, source: str, line_sources: Mapping[str, str]) -> None:
-    """Raise CompileError for the first construct the CPU backend cannot run."""
+    """Raise CompileError for the first construct the CPU backend cannot run, or that NVRTC
+    would refuse (a host header, a host function that ends the process)."""
     plain = masked(source)
     refuse_process_exits(label, plain, source, line_sources)
+    refuse_host_only(label, plain, source, line_sources)
     for pattern, what in _REFUSED:
         m = pattern.search(plain)
         if m is not None:
