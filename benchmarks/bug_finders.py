@@ -70,7 +70,7 @@ def on_cpu(name: str) -> str:
 
 def on_gpu(tool_path: str, tool: str, name: str) -> int:
     """compute-sanitizer ``tool``'s error count for corpus case ``name`` (-1: it did not run)."""
-    argv = [tool_path, "--tool", tool, "--print-limit", "10"]
+    argv = [tool_path, "--tool", tool, "--print-limit", "10", "--report-api-errors", "no"]  # (kernels' errors only)
     if tool == "racecheck":
         argv += ["--racecheck-report", "all"]
     env = {
