@@ -141,5 +141,5 @@ def gpu_module() -> pytest.MarkDecorator:
     if reason and config.getoption("cuforge_require_gpu"):
         raise pytest.fail.Exception(f"--cuforge-require-gpu: no usable CUDA device: {reason}", pytrace=False)
     if reason:
-        pytest.skip(f"needs a CUDA GPU: {reason}", allow_module_level=True)
+        pytest.skip(f"needs a CUDA GPU (none found: {brief(config, 'no usable CUDA GPU', reason)})", allow_module_level=True)
     return pytest.mark.gpu
