@@ -78,7 +78,7 @@ enum Flags : uint8_t { INIT = 1, W_SET = 2, R_SET = 8, R_MANY = 16 };
 
 // One element's shadow.
 struct Cell {
-    uint32_t gen;         // shared memory: the block serial it belongs to (another one: untouched)
+    uint32_t gen;         // the block serial (shared memory) or launch serial (the rest) it belongs to
     uint32_t w, r;        // the last writer and reader: thread (shared) or launch-wide thread serial, plus 1
     uint16_t w_bar, r_bar;  // their block's barrier generation then
     uint8_t w_warp, r_warp; // their warp's __syncwarp generation then
@@ -109,11 +109,18 @@ struct Launch {
     std::vector<Region> regions;  // sorted by lo
     char* mapping = nullptr;
     size_t mapping_bytes = 0;
-    std::vector<std::pair<void*, size_t>> shadows;
     // per block (the fence rule and grid syncs)
     std::vector<uint8_t> fences, grid_syncs;
     std::vector<uint32_t> fence_seq, atomic_seq;
     std::atomic<uint32_t> seq{0};
+    // A plain launch's blocks run on the calling thread only: its state is found here, not through
+    // a thread-local lookup (a call into the dynamic linker per access from a library dlopen'd)
+    struct Current* solo = nullptr;
+    const Region* last = nullptr;  // the region found last (a plain launch's)
+    // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
+    // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
+    char* shadow = nullptr;
+    size_t shadow_bytes = 0, shadow_used = 0;
 };
 Launch launch;
 std::mutex launching;  // one checked launch at a time
@@ -139,6 +146,16 @@ struct Current {
 };
 thread_local std::unique_ptr<Current> owned;  // (a cooperative launch's threads end with their blocks)
 thread_local Current* current = nullptr;
+
+// This thread's state, made on its first checked block.
+Current* mine() {
+    Current* c = current;
+    if (!c) {
+        owned.reset(new Current);
+        c = current = owned.get();
+    }
+    return c;
+}
 
 inline uintptr_t stack_pointer() {
     uintptr_t sp;
@@ -297,10 +314,11 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
     me.who = me.shared ? me.t + 1 : uint32_t(c->block * launch.n + me.t + 1);
     me.bar = uint16_t(*c->bar_gen);
     me.warp = c->warp_gen[me.t / 32];
+    uint32_t gen = me.shared ? c->gen : launch.serial;
     size_t first = (a - r.base) / r.elem, last = (a + size - 1 - r.base) / r.elem;
     for (size_t i = first; i <= last; ++i) {
         Cell& cell = r.cells[i];
-        if (me.shared && cell.gen != c->gen) cell = Cell{c->gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
         if (atomic) {  // an atomic races with nothing (a CAS loop's first plain read is fine): it only initialises
             if (write) cell.flags |= INIT;
             continue;
@@ -346,11 +364,13 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
 }
 
 inline Current* active() {
-    Current* c = current;
+    Current* c = launch.concurrent ? current : launch.solo;
     return c && c->serial == launch.serial && launch.active ? c : nullptr;
 }
 
 const Region* find_global(uintptr_t a) {
+    const Region* last = launch.last;  // (a loop's accesses mostly fall in the region of the one before)
+    if (last && a - last->lo < last->hi - last->lo) return last;
     const std::vector<Region>& rs = launch.regions;
     size_t lo = 0, hi = rs.size();
     while (lo < hi) {  // the last region whose lo <= a
@@ -359,7 +379,9 @@ const Region* find_global(uintptr_t a) {
     }
     if (lo == 0) return nullptr;
     const Region& r = rs[lo - 1];
-    return a < r.hi ? &r : nullptr;
+    if (a >= r.hi) return nullptr;
+    if (!launch.concurrent) launch.last = &r;
+    return &r;
 }
 
 inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
@@ -419,11 +441,7 @@ extern "C" {
 // A thread of a checked launch starts (cuforge/cpu_check.h calls this before the kernel's body).
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, unsigned t, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table) {
-    Current* c = current;
-    if (!c) {
-        owned.reset(new Current);
-        c = current = owned.get();
-    }
+    Current* c = launch.solo ? launch.solo : mine();
     if (c->serial != launch.serial) {
         c->serial = launch.serial;
         c->block = -1;
@@ -452,6 +470,53 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
 }
 
 CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L);
+
+// The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
+const size_t KEEP = size_t(256) << 20;
+
+// `count` cells of the shadow, carved from the kept pool: their offset for now (shadow_reserve
+// makes them pointers once the pool is large enough for the whole launch).
+Cell* shadow_cells(size_t count) {
+    Cell* at = reinterpret_cast<Cell*>(launch.shadow_used);
+    launch.shadow_used += count * sizeof(Cell);
+    return at;
+}
+
+// Grow the pool to what the launch's regions carved (fresh pages are zero: a gen of 0 is no
+// launch's) and turn their offsets into cells. false: out of memory.
+bool shadow_reserve() {
+    Launch& K = launch;
+    if (K.shadow_used > K.shadow_bytes) {
+        if (K.shadow) munmap(K.shadow, K.shadow_bytes);
+        size_t bytes = (K.shadow_used + 65535) / 65536 * 65536;
+        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        K.shadow = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
+        K.shadow_bytes = K.shadow ? bytes : 0;
+        if (!K.shadow) return false;
+    }
+    for (Region& r : K.regions)
+        if (r.shadowed) r.cells = reinterpret_cast<Cell*>(K.shadow + reinterpret_cast<uintptr_t>(r.cells));
+    return true;
+}
+
+// The mapping the arrays are copied into, at least `total` bytes (kept from the last launch
+// where it is large enough: its pages are already there). false: out of memory.
+bool mapping_reserve(size_t total) {
+    Launch& K = launch;
+    if (K.mapping && K.mapping_bytes >= total) return true;
+    if (K.mapping) munmap(K.mapping, K.mapping_bytes);
+    void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    K.mapping = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
+    K.mapping_bytes = K.mapping ? total : 0;
+    return K.mapping != nullptr;
+}
+
+// After a launch: what is past KEEP goes back to the system.
+void release_large() {
+    Launch& K = launch;
+    if (K.shadow_bytes > KEEP) munmap(K.shadow, K.shadow_bytes), K.shadow = nullptr, K.shadow_bytes = 0;
+    if (K.mapping_bytes > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0;
+}
 
 // Run a launch checked: copy its arrays, run its blocks (on this thread, one after the other; a
 // cooperative launch's at once), copy back what the kernel may write. 0, or -1 out of memory.
@@ -502,12 +567,8 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         total += (bytes + page - 1) / page * page;
     }
     total += std::max<size_t>(64 * 1024, total ? 0 : 0) + 64 * 1024;
-    K.mapping_bytes = total;
-    K.mapping = static_cast<char*>(mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-    if (K.mapping == MAP_FAILED) {
-        K.mapping = nullptr;
-        return -1;
-    }
+    if (!mapping_reserve(total)) return -1;
+    K.shadow_used = 0;
     for (size_t s = 0; s < spans.size(); ++s)
         memcpy(K.mapping + at[s], reinterpret_cast<void*>(spans[s].first), spans[s].second - spans[s].first);
     for (int i = 0; i < C->narrays; ++i) {
@@ -524,13 +585,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         r.elem = a.elem ? a.elem : 1;
         if (a.bytes % r.elem) r.elem = 1;
         r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0, r.name = a.name;
-        if (r.shadowed) {
-            size_t bytes = (a.bytes / r.elem) * sizeof(Cell);
-            void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (m == MAP_FAILED) return -1;
-            K.shadows.push_back({m, bytes});
-            r.cells = static_cast<Cell*>(m);
-        }
+        if (r.shadowed) r.cells = shadow_cells(a.bytes / r.elem);
         K.regions.push_back(r);
     }
     for (int i = 0; i < C->nvars; ++i) {
@@ -543,12 +598,10 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
             continue;
         }
         r.shadowed = true;
-        void* m = mmap(nullptr, v.bytes * sizeof(Cell), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) return -1;
-        K.shadows.push_back({m, v.bytes * sizeof(Cell)});
-        r.cells = static_cast<Cell*>(m);
+        r.cells = shadow_cells(v.bytes);
         K.regions.push_back(r);
     }
+    if (!shadow_reserve()) return -1;
     std::sort(K.regions.begin(), K.regions.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
     for (size_t i = 0; i < K.regions.size(); ++i) {  // the gaps between objects are split halfway; the outer ones are bounded
         Region& r = K.regions[i];
@@ -570,7 +623,12 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     unsigned long long arena = CUFORGE_CPU_STATIC_SHARED + L->shared_mem;
     K.slack = (arena + 1023) / 1024 * 1024 - arena;
     if (!L->cooperative && cuforge_cpu_arena(arena + 8192)) K.slack = 8192;
-    ++K.serial;
+    K.last = nullptr;
+    if (++K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
+        K.serial = 1;
+        memset(K.shadow, 0, K.shadow_used);
+    }
+    K.solo = K.concurrent ? nullptr : mine();
     K.seq = 0;
     K.active = true;
     if (L->cooperative) cuforge_cpu_run(entry, L); else cuforge_cpu_run_serial(entry, L);
@@ -580,10 +638,8 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         if (span_of[i] >= 0 && a.intent != 0) memcpy(reinterpret_cast<void*>(a.host), reinterpret_cast<void*>(a.copy), a.bytes);
         if (span_of[i] >= 0) *static_cast<void**>(L->args[a.param]) = reinterpret_cast<void*>(a.host);
     }
-    for (auto& s : K.shadows) munmap(s.first, s.second);
-    K.shadows.clear();
-    munmap(K.mapping, K.mapping_bytes);
-    K.mapping = nullptr;
+    K.solo = nullptr;
+    release_large();
     return 0;
 }
 
