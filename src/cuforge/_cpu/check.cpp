@@ -117,6 +117,8 @@ struct Launch {
     // a thread-local lookup (a call into the dynamic linker per access from a library dlopen'd)
     struct Current* solo = nullptr;
     const Region* last = nullptr;  // the region found last (a plain launch's)
+    Current* hot = nullptr;  // solo while a plain launch runs: what each access reads first
+    unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
     // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
     char* shadow = nullptr;
@@ -132,7 +134,7 @@ struct Current {
     uintptr_t region = 0;    // the worker's memory region (its header and its fibers' stacks)
     sigjmp_buf* jump = nullptr;
     long long block = -1;
-    unsigned plain_thread = 0;
+    const volatile unsigned* cur = nullptr;  // the worker's running thread (its w.cur)
     unsigned n = 1;
     char* arena = nullptr;
     const unsigned* bar_gen = nullptr;
@@ -163,13 +165,8 @@ inline uintptr_t stack_pointer() {
     return sp;
 }
 
-// The running CUDA thread's index in its block: the fiber whose stack this is, or the plain loop's.
-inline unsigned thread_of(Current* c) {
-    uintptr_t at = stack_pointer() - c->region;
-    if (at < CUFORGE_CPU_HEADER) return c->plain_thread;
-    uintptr_t fiber = (at - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK_STRIDE;
-    return fiber < CUFORGE_CPU_MAX_THREADS ? unsigned(fiber) : c->plain_thread;
-}
+// The running CUDA thread's index in its block: the worker's (on the plain loop as on fibers).
+inline unsigned thread_of(Current* c) { return *c->cur; }
 
 void describe_thread(char* out, size_t size, unsigned long long block, unsigned t) {
     const cuforge_cpu_launch* L = launch.L;
@@ -304,6 +301,13 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
            many && other ? " (among other threads)" : "", other_write ? "wrote" : "read", between);
 }
 
+// The element at byte offset `off` of a region (a power of two's division is a shift: a 64-bit
+// division was a tenth of an access's cost).
+inline size_t index_of(const Region& r, uintptr_t off) {
+    unsigned e = r.elem;
+    return (e & (e - 1)) == 0 ? off >> __builtin_ctz(e) : off / e;
+}
+
 void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
     if (a < r.base || a + size > r.end) out_of_bounds(c, r, a < r.base ? a : a, size, write, pc);
     if (!r.shadowed) return;
@@ -315,7 +319,7 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
     me.bar = uint16_t(*c->bar_gen);
     me.warp = c->warp_gen[me.t / 32];
     uint32_t gen = me.shared ? c->gen : launch.serial;
-    size_t first = (a - r.base) / r.elem, last = (a + size - 1 - r.base) / r.elem;
+    size_t first = index_of(r, a - r.base), last = index_of(r, a + size - 1 - r.base);
     for (size_t i = first; i <= last; ++i) {
         Cell& cell = r.cells[i];
         if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
@@ -368,9 +372,7 @@ inline Current* active() {
     return c && c->serial == launch.serial && launch.active ? c : nullptr;
 }
 
-const Region* find_global(uintptr_t a) {
-    const Region* last = launch.last;  // (a loop's accesses mostly fall in the region of the one before)
-    if (last && a - last->lo < last->hi - last->lo) return last;
+__attribute__((noinline)) const Region* find_global_slow(uintptr_t a) {
     const std::vector<Region>& rs = launch.regions;
     size_t lo = 0, hi = rs.size();
     while (lo < hi) {  // the last region whose lo <= a
@@ -384,13 +386,39 @@ const Region* find_global(uintptr_t a) {
     return &r;
 }
 
+inline const Region* find_global(uintptr_t a) {
+    const Region* last = launch.last;
+    if (last && a - last->lo < last->hi - last->lo) return last;
+    return find_global_slow(a);
+}
+
+// The region an access instruction found last, by its code address: an instruction of a loop
+// mostly reaches one array, where the last region found alternates between a loop's arrays.
+struct Site {
+    void* pc;
+    const Region* region;
+};
+Site sites[1024];  // (a plain launch's: emptied at its start)
+uintptr_t own_region = UINTPTR_MAX;  // the region of the worker that runs a plain launch (none: no address's)
+
+inline const Region* find_global_at(uintptr_t a, void* pc) {
+    if (launch.concurrent) return find_global(a);
+    Site& s = sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & 1023];
+    const Region* r = s.region;
+    if (s.pc == pc && a - r->lo < r->hi - r->lo) return r;
+    r = find_global_slow(a);
+    if (r) s.pc = pc, s.region = r;
+    return r;
+}
+
 inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
-    Current* c = active();
+    if (((a ^ own_region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // a plain launch's stacks: first out
+    Current* c = launch.hot ? launch.hot : active();
     if (!c) return;
     if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own: thread-local
     const Region* r = nullptr;
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    if (a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem + launch.slack) {  // (only the arena's own bytes)
+    if (a - arena < launch.arena_span) {  // (only the arena's own bytes)
         sync_shared(c);
         uintptr_t off = a - arena;  // (wraps below the arena: compared as signed)
         for (const Region& s : c->shared) {
@@ -403,7 +431,7 @@ inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* p
         if (launch.concurrent) spin.clear(std::memory_order_release);
         return;
     }
-    r = find_global(a);
+    r = find_global_at(a, pc);
     if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
     if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
     access(c, *r, a, size, write, atomic, pc);
@@ -438,8 +466,8 @@ std::mutex wide;  // 16-byte atomics
 // ---------------------------------------------------------------- the interface
 extern "C" {
 
-// A thread of a checked launch starts (cuforge/cpu_check.h calls this before the kernel's body).
-CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, unsigned t, unsigned n, char* arena,
+// A block of a checked launch starts (cuforge/cpu_check.h calls this before its first thread's body).
+CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table) {
     Current* c = launch.solo ? launch.solo : mine();
     if (c->serial != launch.serial) {
@@ -451,14 +479,14 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, uns
     uintptr_t sp = stack_pointer();
     c->region = sp & ~uintptr_t(CUFORGE_CPU_REGION - 1);
     c->jump = jump;
-    if (sp - c->region < CUFORGE_CPU_HEADER || (sp - c->region - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK_STRIDE >= CUFORGE_CPU_MAX_THREADS)
-        c->plain_thread = t;  // (a thread on a fiber of its own is known by its stack)
+    c->cur = cur;
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {
         c->block = block;
         ++c->gen;
         memset(c->warp_gen, 0, sizeof c->warp_gen);
     }
+    if (c == launch.solo) launch.hot = c, own_region = c->region;  // (from its first block on)
 }
 
 // A __syncwarp over `warp` completed (what 2), or a grid.sync() / cluster.sync() (what 1).
@@ -630,8 +658,11 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     }
     K.solo = K.concurrent ? nullptr : mine();
     K.seq = 0;
+    K.arena_span = CUFORGE_CPU_STATIC_SHARED + L->shared_mem + K.slack;
+    if (!K.concurrent) memset(sites, 0, sizeof sites);
     K.active = true;
     if (L->cooperative) cuforge_cpu_run(entry, L); else cuforge_cpu_run_serial(entry, L);
+    K.hot = nullptr, own_region = UINTPTR_MAX;
     K.active = false;
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];

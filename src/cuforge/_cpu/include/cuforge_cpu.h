@@ -55,8 +55,12 @@ static constexpr int warpSize = 32;
 #ifdef CUFORGE_CPU_CHECK
 extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
 #define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
+// The plain loop's own bookkeeping (the thread it runs, the block's built-ins) is cuforge's, not
+// the kernel's: left uninstrumented, it costs a checked launch no call per access.
+#define CF_RUNTIME __attribute__((no_sanitize_thread))
 #else
 #define CF_CHECK_SYNC(what, warp) ((void)0)
+#define CF_RUNTIME
 #endif
 
 namespace cuforge_cpu {
@@ -671,7 +675,7 @@ inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (
     return {*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(args[I])...};
 }
 
-inline void begin_block(Worker& w, long long b) {
+CF_RUNTIME inline void begin_block(Worker& w, long long b) {
     long long gx = w.L->grid[0], gxy = gx * w.L->grid[1];  // (in 64 bits: a grid's x*y passes 2**32)
     blockIdx.x = unsigned(b % gx);
     blockIdx.y = unsigned(b % gxy / gx);
@@ -680,9 +684,15 @@ inline void begin_block(Worker& w, long long b) {
     w.block_done = false;
 }
 
-template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
+// K called with a launch's parameters (std::apply's own reads of them would be instrumented).
+template <auto K, class P, size_t... I> CF_RUNTIME inline void apply_params(const P& p, std::index_sequence<I...>) {
+    K(std::get<I>(p)...);
+}
+
+template <auto K, bool PLAIN> [[noreturn]] CF_RUNTIME void plain_loop(Worker& w) {
     void** args = w.L->args;
     const auto params = unpack(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
+    const std::make_index_sequence<arity<decltype(K)>::value> each{};
     unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
     // The block and thread that run are stored as they change (volatile), for a fault's report:
     // the compiler would otherwise keep them in registers (the thread only where it is not a
@@ -698,14 +708,14 @@ template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
                 if (PLAIN) {  // no barrier or warp function in the source: a loop the compiler may vectorize
                     for (unsigned x = 0; x < bx; ++x) {
                         threadIdx.x = x;
-                        std::apply(K, params);
+                        apply_params<K>(params, each);
                     }
                     continue;
                 }
                 for (unsigned x = 0; x < bx; ++x, ++t) {
                     threadIdx.x = x;
                     static_cast<volatile unsigned&>(w.cur) = t;
-                    std::apply(K, params);
+                    apply_params<K>(params, each);
                     if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
                 }
             }
