@@ -216,11 +216,8 @@ const char* what_of(const Region& r) {
 }
 
 // ---------------------------------------------------------------- shared memory regions
-void sync_shared(Current* c) {
+__attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigned long long dyn) {
     cuforge_check_shared* t = c->table;
-    unsigned count = t ? __atomic_load_n(&t->count, __ATOMIC_ACQUIRE) : 0;
-    unsigned long long dyn = launch.L->shared_mem;
-    if (count == c->shared_vars && dyn == c->dynamic_bytes && !c->shared.empty()) return;
     c->shared.clear();
     size_t cells = 0;
     for (unsigned i = 0; i < count; ++i) {
@@ -252,6 +249,15 @@ void sync_shared(Current* c) {
     if (c->shared_cells.size() < cells) c->shared_cells.resize(cells + 1024);
     for (Region& r : c->shared) r.cells = c->shared_cells.data() + reinterpret_cast<size_t>(r.cells);
     c->shared_vars = count, c->dynamic_bytes = dyn;
+}
+
+// The block's shared memory regions, as many as its code has reached the declarations of.
+inline void sync_shared(Current* c) {
+    cuforge_check_shared* t = c->table;
+    unsigned count = t ? __atomic_load_n(&t->count, __ATOMIC_ACQUIRE) : 0;
+    unsigned long long dyn = launch.L->shared_mem;
+    if (__builtin_expect(count != c->shared_vars || dyn != c->dynamic_bytes || c->shared.empty(), 0))
+        resync_shared(c, count, dyn);
 }
 
 // ---------------------------------------------------------------- the race rules
@@ -372,18 +378,21 @@ inline Current* active() {
     return c && c->serial == launch.serial && launch.active ? c : nullptr;
 }
 
-__attribute__((noinline)) const Region* find_global_slow(uintptr_t a) {
+// The region of address a, or null; [*from, *to) the addresses that find the same answer.
+__attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t* from = nullptr, uintptr_t* to = nullptr) {
     const std::vector<Region>& rs = launch.regions;
     size_t lo = 0, hi = rs.size();
     while (lo < hi) {  // the last region whose lo <= a
         size_t mid = (lo + hi) / 2;
         if (rs[mid].lo <= a) lo = mid + 1; else hi = mid;
     }
-    if (lo == 0) return nullptr;
-    const Region& r = rs[lo - 1];
-    if (a >= r.hi) return nullptr;
-    if (!launch.concurrent) launch.last = &r;
-    return &r;
+    const Region* r = lo && a < rs[lo - 1].hi ? &rs[lo - 1] : nullptr;
+    if (from) {
+        *from = r ? r->lo : lo ? rs[lo - 1].hi : 0;
+        *to = r ? r->hi : lo < rs.size() ? rs[lo].lo : UINTPTR_MAX;
+    }
+    if (r && !launch.concurrent) launch.last = r;
+    return r;
 }
 
 inline const Region* find_global(uintptr_t a) {
@@ -396,6 +405,7 @@ inline const Region* find_global(uintptr_t a) {
 // mostly reaches one array, where the last region found alternates between a loop's arrays.
 struct Site {
     void* pc;
+    uintptr_t from, to;  // the addresses it found `region` for (null: memory cuforge does not know)
     const Region* region;
 };
 Site sites[1024];  // (a plain launch's: emptied at its start)
@@ -404,11 +414,9 @@ uintptr_t own_region = UINTPTR_MAX;  // the region of the worker that runs a pla
 inline const Region* find_global_at(uintptr_t a, void* pc) {
     if (launch.concurrent) return find_global(a);
     Site& s = sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & 1023];
-    const Region* r = s.region;
-    if (s.pc == pc && a - r->lo < r->hi - r->lo) return r;
-    r = find_global_slow(a);
-    if (r) s.pc = pc, s.region = r;
-    return r;
+    if (s.pc == pc && a - s.from < s.to - s.from) return s.region;
+    s.pc = pc;
+    return s.region = find_global_slow(a, &s.from, &s.to);
 }
 
 inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {

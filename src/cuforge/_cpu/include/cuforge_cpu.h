@@ -55,7 +55,7 @@ static constexpr int warpSize = 32;
 #ifdef CUFORGE_CPU_CHECK
 extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
 #define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
-// The plain loop's own bookkeeping (the thread it runs, the block's built-ins) is cuforge's, not
+// The runtime's own bookkeeping (the plain loop's, the fibers' and barriers') is cuforge's, not
 // the kernel's: left uninstrumented, it costs a checked launch no call per access.
 #define CF_RUNTIME __attribute__((no_sanitize_thread))
 #else
@@ -213,7 +213,7 @@ enum Status { FAILED = 1, FAULTED = 2, ASSERTED = 3 };  // cuforge_cpu_launch.st
     vfail(FAILED, fmt, ap);
 }
 
-inline void set_thread(Worker& w, unsigned t) {
+CF_RUNTIME inline void set_thread(Worker& w, unsigned t) {
     unsigned bx = blockDim.x, by = blockDim.y;
     threadIdx.x = t % bx;
     threadIdx.y = (t / bx) % by;
@@ -270,7 +270,7 @@ void fiber_main(void* worker, unsigned t);
 
 // Give the CPU to the next thread that can run (round robin), or back to the worker when the
 // block is done; returns when this thread may go on.
-inline void park(Worker& w) {
+CF_RUNTIME inline void park(Worker& w) {
     unsigned me = w.cur;
     uint3 mine = threadIdx;
     unsigned next = me;
@@ -298,7 +298,7 @@ inline void park(Worker& w) {
     threadIdx = mine;
 }
 
-inline void enter_fibers(Worker& w) {
+CF_RUNTIME inline void enter_fibers(Worker& w) {
     w.fibers = true;
     for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
     w.exited = w.cur;
@@ -317,7 +317,7 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
 // t exits: may not leave a warp function waiting. A thread that leaves others waiting at a
 // __syncthreads is not refused here: the block's other threads run on, so that when none can,
 // deadlock() names every thread that waits there and every one that exited without reaching it.
-inline void check_exit(Worker& w, unsigned t) {
+CF_RUNTIME inline void check_exit(Worker& w, unsigned t) {
     Warp& wp = w.warps[t / 32];
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
@@ -328,7 +328,7 @@ inline void check_exit(Worker& w, unsigned t) {
     }
 }
 
-inline void exit_thread(Worker& w) {
+CF_RUNTIME inline void exit_thread(Worker& w) {
     unsigned t = w.cur;
     check_exit(w, t);
     w.f[t].state = DONE;
@@ -337,7 +337,7 @@ inline void exit_thread(Worker& w) {
     __builtin_unreachable();
 }
 
-inline void fiber_main(void* worker, unsigned t) {
+CF_RUNTIME inline void fiber_main(void* worker, unsigned t) {
     Worker& w = *static_cast<Worker*>(worker);
     set_thread(w, t);
     w.thread_fn(w.L->args);
@@ -354,7 +354,7 @@ inline void group_wait(Worker& w) {
         fail(CF_BLOCK_FMT ", thread %u: %s", CF_BLOCK_ARGS, w.cur, why);
 }
 
-inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
+CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     if (w.n == 1) {
         if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
