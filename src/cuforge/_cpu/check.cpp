@@ -314,11 +314,11 @@ inline size_t index_of(const Region& r, uintptr_t off) {
     return (e & (e - 1)) == 0 ? off >> __builtin_ctz(e) : off / e;
 }
 
-// The common case, decided without the rules: one element that this same thread alone has
-// touched so far in this launch (or block, for shared memory), no other reader pending: a
-// write, or a read of what it read or wrote before. The rules below decide it the same way.
+// The common case, decided without the rules: one element that no other thread has touched so
+// far in this launch (or block, for shared memory), no other reader pending, read where it is
+// initialised or written. The rules below decide it the same way.
 // true: done.
-inline bool same_thread_again(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
+inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
     uintptr_t off = a - r.base;
     size_t i = index_of(r, off);
     if (index_of(r, off + size - 1) != i) return false;
@@ -326,8 +326,10 @@ inline bool same_thread_again(Current* c, const Region& r, uintptr_t a, unsigned
     bool shared = r.kind == SHARED || r.kind == DYNAMIC;
     unsigned t = thread_of(c);
     uint32_t who = shared ? t + 1 : uint32_t(c->block * launch.n + t + 1);
+    uint32_t gen = shared ? c->gen : launch.serial;
+    if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
     uint8_t f = cell.flags;
-    if (cell.gen != (shared ? c->gen : launch.serial) || (f & R_MANY) || ((f & W_SET) && cell.w != who)) return false;
+    if ((f & R_MANY) || ((f & W_SET) && cell.w != who)) return false;
     if (write) {
         if ((f & R_SET) && cell.r != who) return false;
         cell.w = who, cell.w_bar = uint16_t(*c->bar_gen), cell.w_warp = c->warp_gen[t / 32];
@@ -336,14 +338,15 @@ inline bool same_thread_again(Current* c, const Region& r, uintptr_t a, unsigned
         cell.flags = uint8_t(INIT | W_SET);
         return true;
     }
-    if (!(f & R_SET) || cell.r != who || !(r.init || (f & INIT))) return false;
-    cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
+    if (((f & R_SET) && cell.r != who) || !(r.init || (f & INIT))) return false;
+    cell.r = who, cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
+    if (!(f & R_SET)) cell.r_grid = shared ? 0 : launch.grid_syncs[c->block], cell.flags = uint8_t(f | R_SET);
     return true;
 }
 
 void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
     if (a < r.base || a + size > r.end) out_of_bounds(c, r, a < r.base ? a : a, size, write, pc);
-    if (!r.shadowed || (!atomic && same_thread_again(c, r, a, size, write))) return;
+    if (!r.shadowed || (!atomic && no_other_thread(c, r, a, size, write))) return;
     Me me;
     me.t = thread_of(c);
     me.shared = r.kind == SHARED || r.kind == DYNAMIC;
