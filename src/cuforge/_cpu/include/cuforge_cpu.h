@@ -186,15 +186,37 @@ namespace {
 thread_local uint3 plain_thread_idx, plain_block_idx, plain_block_dim, plain_grid_dim;
 }
 }  // namespace cuforge_cpu
-#define threadIdx (::cuforge_cpu::plain_thread_idx)
-#define blockIdx (::cuforge_cpu::plain_block_idx)
-#define blockDim (::cuforge_cpu::plain_block_dim)
-#define gridDim (::cuforge_cpu::plain_grid_dim)
+#define CF_THREAD_IDX (::cuforge_cpu::plain_thread_idx)
+#define CF_BLOCK_IDX (::cuforge_cpu::plain_block_idx)
+#define CF_BLOCK_DIM (::cuforge_cpu::plain_block_dim)
+#define CF_GRID_DIM (::cuforge_cpu::plain_grid_dim)
 #else
-#define threadIdx (::cuforge_cpu::worker().thread_idx)
-#define blockIdx (::cuforge_cpu::worker().block_idx)
-#define blockDim (::cuforge_cpu::worker().block_dim)
-#define gridDim (::cuforge_cpu::worker().grid_dim)
+#define CF_THREAD_IDX (::cuforge_cpu::worker().thread_idx)
+#define CF_BLOCK_IDX (::cuforge_cpu::worker().block_idx)
+#define CF_BLOCK_DIM (::cuforge_cpu::worker().block_dim)
+#define CF_GRID_DIM (::cuforge_cpu::worker().grid_dim)
+#endif
+#ifdef CUFORGE_CPU_CHECK
+namespace cuforge_cpu {
+// A checked build's built-ins are read in an asm, which the instrumentation does not see: they
+// are cuforge's, not the kernel's memory, and a call to the checker per read was a sixth of a
+// checked saxpy's time. (The asm names its operands' memory: the compiler orders it with the
+// runtime's stores to them as it would a load.)
+inline uint3 quiet(const uint3& v) {
+    unsigned x, y, z;
+    __asm__("movl %3, %0\n\tmovl %4, %1\n\tmovl %5, %2" : "=&r"(x), "=&r"(y), "=&r"(z) : "m"(v.x), "m"(v.y), "m"(v.z));
+    return uint3{x, y, z};
+}
+}  // namespace cuforge_cpu
+#define threadIdx (::cuforge_cpu::quiet(CF_THREAD_IDX))
+#define blockIdx (::cuforge_cpu::quiet(CF_BLOCK_IDX))
+#define blockDim (::cuforge_cpu::quiet(CF_BLOCK_DIM))
+#define gridDim (::cuforge_cpu::quiet(CF_GRID_DIM))
+#else
+#define threadIdx CF_THREAD_IDX
+#define blockIdx CF_BLOCK_IDX
+#define blockDim CF_BLOCK_DIM
+#define gridDim CF_GRID_DIM
 #endif
 namespace cuforge_cpu {
 
@@ -215,9 +237,9 @@ enum Status { FAILED = 1, FAULTED = 2, ASSERTED = 3 };  // cuforge_cpu_launch.st
 
 CF_RUNTIME inline void set_thread(Worker& w, unsigned t) {
     unsigned bx = blockDim.x, by = blockDim.y;
-    threadIdx.x = t % bx;
-    threadIdx.y = (t / bx) % by;
-    threadIdx.z = t / (bx * by);
+    CF_THREAD_IDX.x = t % bx;
+    CF_THREAD_IDX.y = (t / bx) % by;
+    CF_THREAD_IDX.z = t / (bx * by);
     w.cur = t;
 }
 
@@ -295,7 +317,7 @@ CF_RUNTIME inline void park(Worker& w) {
         cuforge_cpu_switch(&w.f[me].sp, w.f[next].sp);
     }
     w.cur = me;
-    threadIdx = mine;
+    CF_THREAD_IDX = mine;
 }
 
 CF_RUNTIME inline void enter_fibers(Worker& w) {
@@ -677,9 +699,9 @@ inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (
 
 CF_RUNTIME inline void begin_block(Worker& w, long long b) {
     long long gx = w.L->grid[0], gxy = gx * w.L->grid[1];  // (in 64 bits: a grid's x*y passes 2**32)
-    blockIdx.x = unsigned(b % gx);
-    blockIdx.y = unsigned(b % gxy / gx);
-    blockIdx.z = unsigned(b / gxy);
+    CF_BLOCK_IDX.x = unsigned(b % gx);
+    CF_BLOCK_IDX.y = unsigned(b % gxy / gx);
+    CF_BLOCK_IDX.z = unsigned(b / gxy);
     w.fibers = false;
     w.block_done = false;
 }
@@ -702,18 +724,18 @@ template <auto K, bool PLAIN> [[noreturn]] CF_RUNTIME void plain_loop(Worker& w)
         begin_block(w, b);
         unsigned t = 0;
         for (unsigned z = 0; z < bz; ++z) {
-            threadIdx.z = z;
+            CF_THREAD_IDX.z = z;
             for (unsigned y = 0; y < by; ++y) {
-                threadIdx.y = y;
+                CF_THREAD_IDX.y = y;
                 if (PLAIN) {  // no barrier or warp function in the source: a loop the compiler may vectorize
                     for (unsigned x = 0; x < bx; ++x) {
-                        threadIdx.x = x;
+                        CF_THREAD_IDX.x = x;
                         apply_params<K>(params, each);
                     }
                     continue;
                 }
                 for (unsigned x = 0; x < bx; ++x, ++t) {
-                    threadIdx.x = x;
+                    CF_THREAD_IDX.x = x;
                     static_cast<volatile unsigned&>(w.cur) = t;
                     apply_params<K>(params, each);
                     if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
