@@ -471,6 +471,7 @@ inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* p
     }
     r = find_global_at(a, pc);
     if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
+    if (!r->shadowed && a >= r->base && a + size <= r->end) return;  // an In array's element: in bounds is all
     if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
     access(c, *r, a, size, write, atomic, pc);
     if (launch.concurrent) spin.clear(std::memory_order_release);
@@ -538,7 +539,7 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
 CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L);
 
 // The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
-const size_t KEEP = size_t(256) << 20;
+const size_t KEEP = size_t(64) << 20;
 
 // `count` cells of the shadow, carved from the kept pool: their offset for now (shadow_reserve
 // makes them pointers once the pool is large enough for the whole launch).
