@@ -314,9 +314,10 @@ inline size_t index_of(const Region& r, uintptr_t off) {
     return (e & (e - 1)) == 0 ? off >> __builtin_ctz(e) : off / e;
 }
 
-// The common case, decided without the rules: one element that no other thread has touched so
+// The common cases, decided without the rules: one element that no other thread has touched so
 // far in this launch (or block, for shared memory), no other reader pending, read where it is
-// initialised or written. The rules below decide it the same way.
+// initialised or written; or one more reader of shared memory that many read. The rules below
+// decide them the same way.
 // true: done.
 inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
     uintptr_t off = a - r.base;
@@ -329,6 +330,15 @@ inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned s
     uint32_t gen = shared ? c->gen : launch.serial;
     if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
     uint8_t f = cell.flags;
+    if (!write && shared && (f & R_MANY) && cell.r != who) {
+        // Shared memory that many threads read in this barrier interval already (a tile's row):
+        // one more read changes nothing, where the rules find the last writer ordered before it
+        // (a barrier between) and the last reader not (none between, nor a __syncwarp in its warp).
+        uint16_t bar = uint16_t(*c->bar_gen);
+        bool writer_before = !(f & W_SET) || cell.w == who || cell.w_bar != bar;
+        bool reader_beside = cell.r_bar == bar && ((cell.r - 1) / 32 != t / 32 || cell.r_warp == c->warp_gen[t / 32]);
+        return writer_before && reader_beside && (f & INIT);
+    }
     if ((f & R_MANY) || ((f & W_SET) && cell.w != who)) return false;
     if (write) {
         if ((f & R_SET) && cell.r != who) return false;
