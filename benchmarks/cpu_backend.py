@@ -11,6 +11,9 @@ On NumPy arrays, on this machine's CPU, in one run:
 - its grid-stride form (64 blocks of 256, each thread sums a grid-stride loop first), against
   ``x.sum()``;
 - an empty launch (empty body, grid 1, block 1), microseconds per call;
+- checked launches (``check=True``: out-of-bounds, uninitialised reads, races) against the same
+  launches unchecked, as "checked / unchecked" time ratios: saxpy over 2^20 float32, the tree
+  reduction over 2^20, and a 256x256 float32 matmul of 16x16 shared-memory tiles;
 - a cached launch in a fresh process: ``python -c`` that imports cuforge, declares saxpy and
   launches it once with its shared object already in the disk cache; the whole process timed
   from outside, and inside it the time from before ``import cuforge`` to after the launch
@@ -117,6 +120,31 @@ class GridStrideReduction:
 
 
 @cf.kernel
+class TiledMatMul:
+    """c <- a @ b for n x n matrices (n a multiple of 16), 16x16 tiles through shared memory."""
+
+    a: cf.In[cf.float32]
+    b: cf.In[cf.float32]
+    c: cf.Out[cf.float32]
+    n: cf.int32
+    block = (16, 16)
+    body = """
+    __shared__ float ta[16][16];
+    __shared__ float tb[16][16];
+    int tx = threadIdx.x, ty = threadIdx.y, row = blockIdx.y * 16 + ty, col = blockIdx.x * 16 + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < n; k0 += 16) {
+        ta[ty][tx] = a[row * n + k0 + tx];
+        tb[ty][tx] = b[(k0 + ty) * n + col];
+        __syncthreads();
+        for (int k = 0; k < 16; ++k) acc += ta[ty][k] * tb[k][tx];
+        __syncthreads();
+    }
+    c[row * n + col] = acc;
+    """
+
+
+@cf.kernel
 class Empty:
     grid = 1
     block = 1
@@ -206,6 +234,39 @@ def cuforge_seconds(rounds: int) -> dict[str, float]:
     return take_turns(timers, rounds)
 
 
+N_CHECKED, N_MATMUL = 1 << 20, 256
+CHECKED = ("saxpy", "tree reduction", "tiled matmul")
+
+
+def checked_seconds(rounds: int) -> dict[str, float]:
+    """Seconds per call of each kernel of CHECKED unchecked and checked ('saxpy checked', ...),
+    both results checked against NumPy first."""
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal(N_CHECKED, dtype=np.float32), rng.standard_normal(N_CHECKED, dtype=np.float32)
+    xr, tree = small_integers(rng, N_CHECKED), np.zeros(N_CHECKED // BLOCK, np.float32)
+    a, b = (rng.standard_normal((N_MATMUL, N_MATMUL), dtype=np.float32) for _ in range(2))
+    c = np.zeros((N_MATMUL, N_MATMUL), np.float32)
+    calls = {
+        "saxpy": lambda check: Saxpy(2.0, x, y, N_CHECKED, device="cpu", check=check),
+        "tree reduction": lambda check: TreeReduction(xr, tree, N_CHECKED, device="cpu", check=check),
+        "tiled matmul": lambda check: TiledMatMul(a, b, c, N_MATMUL, grid=(N_MATMUL // 16, N_MATMUL // 16),
+                                                  device="cpu", check=check),
+    }  # fmt: skip
+    for check in (False, True):
+        y0 = y.copy()
+        calls["saxpy"](check)
+        np.testing.assert_allclose(y, np.float32(2.0) * x + y0, rtol=1e-6, atol=1e-6)
+        tree[:] = -1
+        calls["tree reduction"](check)
+        np.testing.assert_array_equal(tree, xr.astype(np.float64).reshape(-1, BLOCK).sum(axis=1))
+        c[:] = np.nan
+        calls["tiled matmul"](check)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+    timers = {f"{name} {kind}": per_call(lambda f=calls[name], k=kind == "checked": f(k))
+              for name in CHECKED for kind in ("unchecked", "checked")}  # fmt: skip
+    return take_turns(timers, rounds)
+
+
 FRESH = textwrap.dedent(
     f"""
     import time, numpy as np
@@ -291,6 +352,14 @@ def main(quick: bool = False, numba_python: str | None = None) -> dict:
     except Exception as exc:
         fig["cuforge kernels (CPU backend)"] = f"failed: {type(exc).__name__}: {exc}"[:300]
     try:
+        checked = checked_seconds(rounds)
+        for name in CHECKED:
+            plain, slow = checked[f"{name} unchecked"], checked[f"{name} checked"]
+            fig[f"cuforge {name}, unchecked (ms)"], fig[f"cuforge {name}, checked (ms)"] = plain * 1e3, slow * 1e3
+            fig[f"cuforge {name}, checked / unchecked"] = slow / plain
+    except Exception as exc:
+        fig["cuforge checked launches (CPU backend)"] = f"failed: {type(exc).__name__}: {exc}"[:300]
+    try:
         fresh = fresh_processes(processes)
         fig["cuforge cached launch, fresh process (ms, whole process)"] = fresh["whole process"]
         fig["cuforge cached launch, fresh process (ms, import cuforge to launched)"] = fresh["import to launched"]
@@ -329,6 +398,8 @@ def targets(fig: dict) -> dict[str, dict]:
         check(f"cpu {name} >= 1000x numba cudasim (elements/s)",
               _ratio(fig.get(rate(name)), fig.get(f"numba cudasim {name} (M elements/s)")), 1000.0, True)  # fmt: skip
     check("cpu empty launch <= 10 us", fig.get("cuforge empty launch (us)"), 10.0, False)
+    for name in CHECKED:
+        check(f"cpu checked {name} <= 20x unchecked (time ratio)", fig.get(f"cuforge {name}, checked / unchecked"), 20.0, False)
     for kind in ("whole process", "import cuforge to launched"):
         check(f"cpu cached launch, fresh process <= 20 ms ({kind})",
               fig.get(f"cuforge cached launch, fresh process (ms, {kind})"), 20.0, False)  # fmt: skip

@@ -111,3 +111,21 @@ def test_module_variables_set_with_set_global_are_seen_by_a_checked_launch():
     x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
     Scaled(x, y, device="cpu", check=True)
     assert (y == 5).all()
+
+
+def test_a_launch_does_not_inherit_the_last_launch_s_shadow():
+    # The checker keeps its shadow memory from launch to launch (its cells carry their launch):
+    # what one launch wrote is neither initialised for the next (an Out argument starts undefined
+    # each time) nor a race with another block's write in the next.
+    Rotated = cf.kernel(type("WritesRotated", (), {
+        "__annotations__": {"y": cf.Out[cf.float32], "shift": cf.int32, "accumulate": cf.int32},
+        "block": 32,
+        "body": "int i = (blockIdx.x * blockDim.x + threadIdx.x + shift) % 64;\n"
+                "if (accumulate) y[i] += 1.f; else y[i] = 1.f;",
+    }))  # fmt: skip
+    y = np.zeros(64, np.float32)
+    for shift in (0, 32, 0):  # element 0: block 0's, then block 1's, then block 0's again
+        Rotated(y, shift, 0, grid=2, device="cpu", check=True)
+    assert (y == 1).all()
+    with pytest.raises(cf.UninitializedReadError, match=r"uninitialized read: parameter 'y' \(Out\[float32\]\), index "):
+        Rotated(y, 0, 1, grid=2, device="cpu", check=True)

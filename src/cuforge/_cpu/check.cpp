@@ -78,7 +78,7 @@ enum Flags : uint8_t { INIT = 1, W_SET = 2, R_SET = 8, R_MANY = 16 };
 
 // One element's shadow.
 struct Cell {
-    uint32_t gen;         // shared memory: the block serial it belongs to (another one: untouched)
+    uint32_t gen;         // the block serial (shared memory) or launch serial (the rest) it belongs to
     uint32_t w, r;        // the last writer and reader: thread (shared) or launch-wide thread serial, plus 1
     uint16_t w_bar, r_bar;  // their block's barrier generation then
     uint8_t w_warp, r_warp; // their warp's __syncwarp generation then
@@ -109,11 +109,20 @@ struct Launch {
     std::vector<Region> regions;  // sorted by lo
     char* mapping = nullptr;
     size_t mapping_bytes = 0;
-    std::vector<std::pair<void*, size_t>> shadows;
     // per block (the fence rule and grid syncs)
     std::vector<uint8_t> fences, grid_syncs;
     std::vector<uint32_t> fence_seq, atomic_seq;
     std::atomic<uint32_t> seq{0};
+    // A plain launch's blocks run on the calling thread only: its state is found here, not through
+    // a thread-local lookup (a call into the dynamic linker per access from a library dlopen'd)
+    struct Current* solo = nullptr;
+    const Region* last = nullptr;  // the region found last (a plain launch's)
+    Current* hot = nullptr;  // solo while a plain launch runs: what each access reads first
+    unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
+    // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
+    // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
+    char* shadow = nullptr;
+    size_t shadow_bytes = 0, shadow_used = 0;
 };
 Launch launch;
 std::mutex launching;  // one checked launch at a time
@@ -125,7 +134,7 @@ struct Current {
     uintptr_t region = 0;    // the worker's memory region (its header and its fibers' stacks)
     sigjmp_buf* jump = nullptr;
     long long block = -1;
-    unsigned plain_thread = 0;
+    const volatile unsigned* cur = nullptr;  // the worker's running thread (its w.cur)
     unsigned n = 1;
     char* arena = nullptr;
     const unsigned* bar_gen = nullptr;
@@ -140,19 +149,24 @@ struct Current {
 thread_local std::unique_ptr<Current> owned;  // (a cooperative launch's threads end with their blocks)
 thread_local Current* current = nullptr;
 
+// This thread's state, made on its first checked block.
+Current* mine() {
+    Current* c = current;
+    if (!c) {
+        owned.reset(new Current);
+        c = current = owned.get();
+    }
+    return c;
+}
+
 inline uintptr_t stack_pointer() {
     uintptr_t sp;
     __asm__("movq %%rsp, %0" : "=r"(sp));
     return sp;
 }
 
-// The running CUDA thread's index in its block: the fiber whose stack this is, or the plain loop's.
-inline unsigned thread_of(Current* c) {
-    uintptr_t at = stack_pointer() - c->region;
-    if (at < CUFORGE_CPU_HEADER) return c->plain_thread;
-    uintptr_t fiber = (at - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK_STRIDE;
-    return fiber < CUFORGE_CPU_MAX_THREADS ? unsigned(fiber) : c->plain_thread;
-}
+// The running CUDA thread's index in its block: the worker's (on the plain loop as on fibers).
+inline unsigned thread_of(Current* c) { return *c->cur; }
 
 void describe_thread(char* out, size_t size, unsigned long long block, unsigned t) {
     const cuforge_cpu_launch* L = launch.L;
@@ -202,11 +216,8 @@ const char* what_of(const Region& r) {
 }
 
 // ---------------------------------------------------------------- shared memory regions
-void sync_shared(Current* c) {
+__attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigned long long dyn) {
     cuforge_check_shared* t = c->table;
-    unsigned count = t ? __atomic_load_n(&t->count, __ATOMIC_ACQUIRE) : 0;
-    unsigned long long dyn = launch.L->shared_mem;
-    if (count == c->shared_vars && dyn == c->dynamic_bytes && !c->shared.empty()) return;
     c->shared.clear();
     size_t cells = 0;
     for (unsigned i = 0; i < count; ++i) {
@@ -238,6 +249,15 @@ void sync_shared(Current* c) {
     if (c->shared_cells.size() < cells) c->shared_cells.resize(cells + 1024);
     for (Region& r : c->shared) r.cells = c->shared_cells.data() + reinterpret_cast<size_t>(r.cells);
     c->shared_vars = count, c->dynamic_bytes = dyn;
+}
+
+// The block's shared memory regions, as many as its code has reached the declarations of.
+inline void sync_shared(Current* c) {
+    cuforge_check_shared* t = c->table;
+    unsigned count = t ? __atomic_load_n(&t->count, __ATOMIC_ACQUIRE) : 0;
+    unsigned long long dyn = launch.L->shared_mem;
+    if (__builtin_expect(count != c->shared_vars || dyn != c->dynamic_bytes || c->shared.empty(), 0))
+        resync_shared(c, count, dyn);
 }
 
 // ---------------------------------------------------------------- the race rules
@@ -287,9 +307,56 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
            many && other ? " (among other threads)" : "", other_write ? "wrote" : "read", between);
 }
 
+// The element at byte offset `off` of a region (a power of two's division is a shift: a 64-bit
+// division was a tenth of an access's cost).
+inline size_t index_of(const Region& r, uintptr_t off) {
+    unsigned e = r.elem;
+    return (e & (e - 1)) == 0 ? off >> __builtin_ctz(e) : off / e;
+}
+
+// The common cases, decided without the rules: one element that no other thread has touched so
+// far in this launch (or block, for shared memory), no other reader pending, read where it is
+// initialised or written; or one more reader of shared memory that many read. The rules below
+// decide them the same way.
+// true: done.
+inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
+    uintptr_t off = a - r.base;
+    size_t i = index_of(r, off);
+    if (index_of(r, off + size - 1) != i) return false;
+    Cell& cell = r.cells[i];
+    bool shared = r.kind == SHARED || r.kind == DYNAMIC;
+    unsigned t = thread_of(c);
+    uint32_t who = shared ? t + 1 : uint32_t(c->block * launch.n + t + 1);
+    uint32_t gen = shared ? c->gen : launch.serial;
+    if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
+    uint8_t f = cell.flags;
+    if (!write && shared && (f & R_MANY) && cell.r != who) {
+        // Shared memory that many threads read in this barrier interval already (a tile's row):
+        // one more read changes nothing, where the rules find the last writer ordered before it
+        // (a barrier between) and the last reader not (none between, nor a __syncwarp in its warp).
+        uint16_t bar = uint16_t(*c->bar_gen);
+        bool writer_before = !(f & W_SET) || cell.w == who || cell.w_bar != bar;
+        bool reader_beside = cell.r_bar == bar && ((cell.r - 1) / 32 != t / 32 || cell.r_warp == c->warp_gen[t / 32]);
+        return writer_before && reader_beside && (f & INIT);
+    }
+    if ((f & R_MANY) || ((f & W_SET) && cell.w != who)) return false;
+    if (write) {
+        if ((f & R_SET) && cell.r != who) return false;
+        cell.w = who, cell.w_bar = uint16_t(*c->bar_gen), cell.w_warp = c->warp_gen[t / 32];
+        cell.w_grid = shared ? 0 : launch.grid_syncs[c->block];
+        cell.w_fence = shared ? 0 : launch.fences[c->block];
+        cell.flags = uint8_t(INIT | W_SET);
+        return true;
+    }
+    if (((f & R_SET) && cell.r != who) || !(r.init || (f & INIT))) return false;
+    cell.r = who, cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
+    if (!(f & R_SET)) cell.r_grid = shared ? 0 : launch.grid_syncs[c->block], cell.flags = uint8_t(f | R_SET);
+    return true;
+}
+
 void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
     if (a < r.base || a + size > r.end) out_of_bounds(c, r, a < r.base ? a : a, size, write, pc);
-    if (!r.shadowed) return;
+    if (!r.shadowed || (!atomic && no_other_thread(c, r, a, size, write))) return;
     Me me;
     me.t = thread_of(c);
     me.shared = r.kind == SHARED || r.kind == DYNAMIC;
@@ -297,10 +364,11 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
     me.who = me.shared ? me.t + 1 : uint32_t(c->block * launch.n + me.t + 1);
     me.bar = uint16_t(*c->bar_gen);
     me.warp = c->warp_gen[me.t / 32];
-    size_t first = (a - r.base) / r.elem, last = (a + size - 1 - r.base) / r.elem;
+    uint32_t gen = me.shared ? c->gen : launch.serial;
+    size_t first = index_of(r, a - r.base), last = index_of(r, a + size - 1 - r.base);
     for (size_t i = first; i <= last; ++i) {
         Cell& cell = r.cells[i];
-        if (me.shared && cell.gen != c->gen) cell = Cell{c->gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
         if (atomic) {  // an atomic races with nothing (a CAS loop's first plain read is fine): it only initialises
             if (write) cell.flags |= INIT;
             continue;
@@ -346,29 +414,59 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
 }
 
 inline Current* active() {
-    Current* c = current;
+    Current* c = launch.concurrent ? current : launch.solo;
     return c && c->serial == launch.serial && launch.active ? c : nullptr;
 }
 
-const Region* find_global(uintptr_t a) {
+// The region of address a, or null; [*from, *to) the addresses that find the same answer.
+__attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t* from = nullptr, uintptr_t* to = nullptr) {
     const std::vector<Region>& rs = launch.regions;
     size_t lo = 0, hi = rs.size();
     while (lo < hi) {  // the last region whose lo <= a
         size_t mid = (lo + hi) / 2;
         if (rs[mid].lo <= a) lo = mid + 1; else hi = mid;
     }
-    if (lo == 0) return nullptr;
-    const Region& r = rs[lo - 1];
-    return a < r.hi ? &r : nullptr;
+    const Region* r = lo && a < rs[lo - 1].hi ? &rs[lo - 1] : nullptr;
+    if (from) {
+        *from = r ? r->lo : lo ? rs[lo - 1].hi : 0;
+        *to = r ? r->hi : lo < rs.size() ? rs[lo].lo : UINTPTR_MAX;
+    }
+    if (r && !launch.concurrent) launch.last = r;
+    return r;
+}
+
+inline const Region* find_global(uintptr_t a) {
+    const Region* last = launch.last;
+    if (last && a - last->lo < last->hi - last->lo) return last;
+    return find_global_slow(a);
+}
+
+// The region an access instruction found last, by its code address: an instruction of a loop
+// mostly reaches one array, where the last region found alternates between a loop's arrays.
+struct Site {
+    void* pc;
+    uintptr_t from, to;  // the addresses it found `region` for (null: memory cuforge does not know)
+    const Region* region;
+};
+Site sites[1024];  // (a plain launch's: emptied at its start)
+uintptr_t own_region = UINTPTR_MAX;  // the region of the worker that runs a plain launch (none: no address's)
+
+inline const Region* find_global_at(uintptr_t a, void* pc) {
+    if (launch.concurrent) return find_global(a);
+    Site& s = sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & 1023];
+    if (s.pc == pc && a - s.from < s.to - s.from) return s.region;
+    s.pc = pc;
+    return s.region = find_global_slow(a, &s.from, &s.to);
 }
 
 inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
-    Current* c = active();
+    if (((a ^ own_region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // a plain launch's stacks: first out
+    Current* c = launch.hot ? launch.hot : active();
     if (!c) return;
     if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own: thread-local
     const Region* r = nullptr;
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    if (a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem + launch.slack) {  // (only the arena's own bytes)
+    if (a - arena < launch.arena_span) {  // (only the arena's own bytes)
         sync_shared(c);
         uintptr_t off = a - arena;  // (wraps below the arena: compared as signed)
         for (const Region& s : c->shared) {
@@ -381,8 +479,9 @@ inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* p
         if (launch.concurrent) spin.clear(std::memory_order_release);
         return;
     }
-    r = find_global(a);
+    r = find_global_at(a, pc);
     if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
+    if (!r->shadowed && a >= r->base && a + size <= r->end) return;  // an In array's element: in bounds is all
     if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
     access(c, *r, a, size, write, atomic, pc);
     if (launch.concurrent) spin.clear(std::memory_order_release);
@@ -416,14 +515,10 @@ std::mutex wide;  // 16-byte atomics
 // ---------------------------------------------------------------- the interface
 extern "C" {
 
-// A thread of a checked launch starts (cuforge/cpu_check.h calls this before the kernel's body).
-CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, unsigned t, unsigned n, char* arena,
+// A block of a checked launch starts (cuforge/cpu_check.h calls this before its first thread's body).
+CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table) {
-    Current* c = current;
-    if (!c) {
-        owned.reset(new Current);
-        c = current = owned.get();
-    }
+    Current* c = launch.solo ? launch.solo : mine();
     if (c->serial != launch.serial) {
         c->serial = launch.serial;
         c->block = -1;
@@ -433,14 +528,14 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, uns
     uintptr_t sp = stack_pointer();
     c->region = sp & ~uintptr_t(CUFORGE_CPU_REGION - 1);
     c->jump = jump;
-    if (sp - c->region < CUFORGE_CPU_HEADER || (sp - c->region - CUFORGE_CPU_HEADER) / CUFORGE_CPU_STACK_STRIDE >= CUFORGE_CPU_MAX_THREADS)
-        c->plain_thread = t;  // (a thread on a fiber of its own is known by its stack)
+    c->cur = cur;
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {
         c->block = block;
         ++c->gen;
         memset(c->warp_gen, 0, sizeof c->warp_gen);
     }
+    if (c == launch.solo) launch.hot = c, own_region = c->region;  // (from its first block on)
 }
 
 // A __syncwarp over `warp` completed (what 2), or a grid.sync() / cluster.sync() (what 1).
@@ -452,6 +547,53 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
 }
 
 CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L);
+
+// The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
+const size_t KEEP = size_t(64) << 20;
+
+// `count` cells of the shadow, carved from the kept pool: their offset for now (shadow_reserve
+// makes them pointers once the pool is large enough for the whole launch).
+Cell* shadow_cells(size_t count) {
+    Cell* at = reinterpret_cast<Cell*>(launch.shadow_used);
+    launch.shadow_used += count * sizeof(Cell);
+    return at;
+}
+
+// Grow the pool to what the launch's regions carved (fresh pages are zero: a gen of 0 is no
+// launch's) and turn their offsets into cells. false: out of memory.
+bool shadow_reserve() {
+    Launch& K = launch;
+    if (K.shadow_used > K.shadow_bytes) {
+        if (K.shadow) munmap(K.shadow, K.shadow_bytes);
+        size_t bytes = (K.shadow_used + 65535) / 65536 * 65536;
+        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        K.shadow = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
+        K.shadow_bytes = K.shadow ? bytes : 0;
+        if (!K.shadow) return false;
+    }
+    for (Region& r : K.regions)
+        if (r.shadowed) r.cells = reinterpret_cast<Cell*>(K.shadow + reinterpret_cast<uintptr_t>(r.cells));
+    return true;
+}
+
+// The mapping the arrays are copied into, at least `total` bytes (kept from the last launch
+// where it is large enough: its pages are already there). false: out of memory.
+bool mapping_reserve(size_t total) {
+    Launch& K = launch;
+    if (K.mapping && K.mapping_bytes >= total) return true;
+    if (K.mapping) munmap(K.mapping, K.mapping_bytes);
+    void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    K.mapping = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
+    K.mapping_bytes = K.mapping ? total : 0;
+    return K.mapping != nullptr;
+}
+
+// After a launch: what is past KEEP goes back to the system.
+void release_large() {
+    Launch& K = launch;
+    if (K.shadow_bytes > KEEP) munmap(K.shadow, K.shadow_bytes), K.shadow = nullptr, K.shadow_bytes = 0;
+    if (K.mapping_bytes > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0;
+}
 
 // Run a launch checked: copy its arrays, run its blocks (on this thread, one after the other; a
 // cooperative launch's at once), copy back what the kernel may write. 0, or -1 out of memory.
@@ -502,12 +644,8 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         total += (bytes + page - 1) / page * page;
     }
     total += std::max<size_t>(64 * 1024, total ? 0 : 0) + 64 * 1024;
-    K.mapping_bytes = total;
-    K.mapping = static_cast<char*>(mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-    if (K.mapping == MAP_FAILED) {
-        K.mapping = nullptr;
-        return -1;
-    }
+    if (!mapping_reserve(total)) return -1;
+    K.shadow_used = 0;
     for (size_t s = 0; s < spans.size(); ++s)
         memcpy(K.mapping + at[s], reinterpret_cast<void*>(spans[s].first), spans[s].second - spans[s].first);
     for (int i = 0; i < C->narrays; ++i) {
@@ -524,13 +662,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         r.elem = a.elem ? a.elem : 1;
         if (a.bytes % r.elem) r.elem = 1;
         r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0, r.name = a.name;
-        if (r.shadowed) {
-            size_t bytes = (a.bytes / r.elem) * sizeof(Cell);
-            void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (m == MAP_FAILED) return -1;
-            K.shadows.push_back({m, bytes});
-            r.cells = static_cast<Cell*>(m);
-        }
+        if (r.shadowed) r.cells = shadow_cells(a.bytes / r.elem);
         K.regions.push_back(r);
     }
     for (int i = 0; i < C->nvars; ++i) {
@@ -543,12 +675,10 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
             continue;
         }
         r.shadowed = true;
-        void* m = mmap(nullptr, v.bytes * sizeof(Cell), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) return -1;
-        K.shadows.push_back({m, v.bytes * sizeof(Cell)});
-        r.cells = static_cast<Cell*>(m);
+        r.cells = shadow_cells(v.bytes);
         K.regions.push_back(r);
     }
+    if (!shadow_reserve()) return -1;
     std::sort(K.regions.begin(), K.regions.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
     for (size_t i = 0; i < K.regions.size(); ++i) {  // the gaps between objects are split halfway; the outer ones are bounded
         Region& r = K.regions[i];
@@ -570,20 +700,26 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     unsigned long long arena = CUFORGE_CPU_STATIC_SHARED + L->shared_mem;
     K.slack = (arena + 1023) / 1024 * 1024 - arena;
     if (!L->cooperative && cuforge_cpu_arena(arena + 8192)) K.slack = 8192;
-    ++K.serial;
+    K.last = nullptr;
+    if (++K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
+        K.serial = 1;
+        memset(K.shadow, 0, K.shadow_used);
+    }
+    K.solo = K.concurrent ? nullptr : mine();
     K.seq = 0;
+    K.arena_span = CUFORGE_CPU_STATIC_SHARED + L->shared_mem + K.slack;
+    if (!K.concurrent) memset(sites, 0, sizeof sites);
     K.active = true;
     if (L->cooperative) cuforge_cpu_run(entry, L); else cuforge_cpu_run_serial(entry, L);
+    K.hot = nullptr, own_region = UINTPTR_MAX;
     K.active = false;
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] >= 0 && a.intent != 0) memcpy(reinterpret_cast<void*>(a.host), reinterpret_cast<void*>(a.copy), a.bytes);
         if (span_of[i] >= 0) *static_cast<void**>(L->args[a.param]) = reinterpret_cast<void*>(a.host);
     }
-    for (auto& s : K.shadows) munmap(s.first, s.second);
-    K.shadows.clear();
-    munmap(K.mapping, K.mapping_bytes);
-    K.mapping = nullptr;
+    K.solo = nullptr;
+    release_large();
     return 0;
 }
 

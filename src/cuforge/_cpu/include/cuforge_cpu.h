@@ -56,8 +56,12 @@ static constexpr int warpSize = 32;
 #ifdef CUFORGE_CPU_CHECK
 extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
 #define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
+// The runtime's own bookkeeping (the plain loop's, the fibers' and barriers') is cuforge's, not
+// the kernel's: left uninstrumented, it costs a checked launch no call per access.
+#define CF_RUNTIME __attribute__((no_sanitize_thread))
 #else
 #define CF_CHECK_SYNC(what, warp) ((void)0)
+#define CF_RUNTIME
 #endif
 
 namespace cuforge_cpu {
@@ -183,15 +187,37 @@ namespace {
 thread_local uint3 plain_thread_idx, plain_block_idx, plain_block_dim, plain_grid_dim;
 }
 }  // namespace cuforge_cpu
-#define threadIdx (::cuforge_cpu::plain_thread_idx)
-#define blockIdx (::cuforge_cpu::plain_block_idx)
-#define blockDim (::cuforge_cpu::plain_block_dim)
-#define gridDim (::cuforge_cpu::plain_grid_dim)
+#define CF_THREAD_IDX (::cuforge_cpu::plain_thread_idx)
+#define CF_BLOCK_IDX (::cuforge_cpu::plain_block_idx)
+#define CF_BLOCK_DIM (::cuforge_cpu::plain_block_dim)
+#define CF_GRID_DIM (::cuforge_cpu::plain_grid_dim)
 #else
-#define threadIdx (::cuforge_cpu::worker().thread_idx)
-#define blockIdx (::cuforge_cpu::worker().block_idx)
-#define blockDim (::cuforge_cpu::worker().block_dim)
-#define gridDim (::cuforge_cpu::worker().grid_dim)
+#define CF_THREAD_IDX (::cuforge_cpu::worker().thread_idx)
+#define CF_BLOCK_IDX (::cuforge_cpu::worker().block_idx)
+#define CF_BLOCK_DIM (::cuforge_cpu::worker().block_dim)
+#define CF_GRID_DIM (::cuforge_cpu::worker().grid_dim)
+#endif
+#ifdef CUFORGE_CPU_CHECK
+namespace cuforge_cpu {
+// A checked build's built-ins are read in an asm, which the instrumentation does not see: they
+// are cuforge's, not the kernel's memory, and a call to the checker per read was a sixth of a
+// checked saxpy's time. (The asm names its operands' memory: the compiler orders it with the
+// runtime's stores to them as it would a load.)
+inline uint3 quiet(const uint3& v) {
+    unsigned x, y, z;
+    __asm__("movl %3, %0\n\tmovl %4, %1\n\tmovl %5, %2" : "=&r"(x), "=&r"(y), "=&r"(z) : "m"(v.x), "m"(v.y), "m"(v.z));
+    return uint3{x, y, z};
+}
+}  // namespace cuforge_cpu
+#define threadIdx (::cuforge_cpu::quiet(CF_THREAD_IDX))
+#define blockIdx (::cuforge_cpu::quiet(CF_BLOCK_IDX))
+#define blockDim (::cuforge_cpu::quiet(CF_BLOCK_DIM))
+#define gridDim (::cuforge_cpu::quiet(CF_GRID_DIM))
+#else
+#define threadIdx CF_THREAD_IDX
+#define blockIdx CF_BLOCK_IDX
+#define blockDim CF_BLOCK_DIM
+#define gridDim CF_GRID_DIM
 #endif
 namespace cuforge_cpu {
 
@@ -210,11 +236,11 @@ enum Status { FAILED = 1, FAULTED = 2, ASSERTED = 3 };  // cuforge_cpu_launch.st
     vfail(FAILED, fmt, ap);
 }
 
-inline void set_thread(Worker& w, unsigned t) {
+CF_RUNTIME inline void set_thread(Worker& w, unsigned t) {
     unsigned bx = blockDim.x, by = blockDim.y;
-    threadIdx.x = t % bx;
-    threadIdx.y = (t / bx) % by;
-    threadIdx.z = t / (bx * by);
+    CF_THREAD_IDX.x = t % bx;
+    CF_THREAD_IDX.y = (t / bx) % by;
+    CF_THREAD_IDX.z = t / (bx * by);
     w.cur = t;
 }
 
@@ -267,7 +293,7 @@ void fiber_main(void* worker, unsigned t);
 
 // Give the CPU to the next thread that can run (round robin), or back to the worker when the
 // block is done; returns when this thread may go on.
-inline void park(Worker& w) {
+CF_RUNTIME inline void park(Worker& w) {
     unsigned me = w.cur;
     uint3 mine = threadIdx;
     unsigned next = me;
@@ -292,10 +318,10 @@ inline void park(Worker& w) {
         cuforge_cpu_switch(&w.f[me].sp, w.f[next].sp);
     }
     w.cur = me;
-    threadIdx = mine;
+    CF_THREAD_IDX = mine;
 }
 
-inline void enter_fibers(Worker& w) {
+CF_RUNTIME inline void enter_fibers(Worker& w) {
     w.fibers = true;
     for (unsigned t = 0; t < w.n; ++t) w.f[t].state = t < w.cur ? DONE : t == w.cur ? READY : FRESH;
     w.exited = w.cur;
@@ -323,7 +349,7 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
 #else
 #define ACTIVEMASK_HINT ""
 #endif
-inline void check_exit(Worker& w, unsigned t) {
+CF_RUNTIME inline void check_exit(Worker& w, unsigned t) {
     Warp& wp = w.warps[t / 32];
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
@@ -334,7 +360,7 @@ inline void check_exit(Worker& w, unsigned t) {
     }
 }
 
-inline void exit_thread(Worker& w) {
+CF_RUNTIME inline void exit_thread(Worker& w) {
     unsigned t = w.cur;
     check_exit(w, t);
     w.f[t].state = DONE;
@@ -343,7 +369,7 @@ inline void exit_thread(Worker& w) {
     __builtin_unreachable();
 }
 
-inline void fiber_main(void* worker, unsigned t) {
+CF_RUNTIME inline void fiber_main(void* worker, unsigned t) {
     Worker& w = *static_cast<Worker*>(worker);
     set_thread(w, t);
     w.thread_fn(w.L->args);
@@ -360,7 +386,7 @@ inline void group_wait(Worker& w) {
         fail(CF_BLOCK_FMT ", thread %u: %s", CF_BLOCK_ARGS, w.cur, why);
 }
 
-inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
+CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     if (w.n == 1) {
         if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
@@ -693,18 +719,24 @@ inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (
     return {param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...};
 }
 
-inline void begin_block(Worker& w, long long b) {
+CF_RUNTIME inline void begin_block(Worker& w, long long b) {
     long long gx = w.L->grid[0], gxy = gx * w.L->grid[1];  // (in 64 bits: a grid's x*y passes 2**32)
-    blockIdx.x = unsigned(b % gx);
-    blockIdx.y = unsigned(b % gxy / gx);
-    blockIdx.z = unsigned(b / gxy);
+    CF_BLOCK_IDX.x = unsigned(b % gx);
+    CF_BLOCK_IDX.y = unsigned(b % gxy / gx);
+    CF_BLOCK_IDX.z = unsigned(b / gxy);
     w.fibers = false;
     w.block_done = false;
 }
 
-template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
+// K called with a launch's parameters (std::apply's own reads of them would be instrumented).
+template <auto K, class P, size_t... I> CF_RUNTIME inline void apply_params(const P& p, std::index_sequence<I...>) {
+    K(std::get<I>(p)...);
+}
+
+template <auto K, bool PLAIN> [[noreturn]] CF_RUNTIME void plain_loop(Worker& w) {
     void** args = w.L->args;
     const auto params = unpack(K, args, std::make_index_sequence<arity<decltype(K)>::value>{});
+    const std::make_index_sequence<arity<decltype(K)>::value> each{};
     unsigned bx = blockDim.x, by = blockDim.y, bz = blockDim.z;
     // The block and thread that run are stored as they change (volatile), for a fault's report:
     // the compiler would otherwise keep them in registers (the thread only where it is not a
@@ -714,20 +746,20 @@ template <auto K, bool PLAIN> [[noreturn]] void plain_loop(Worker& w) {
         begin_block(w, b);
         unsigned t = 0;
         for (unsigned z = 0; z < bz; ++z) {
-            threadIdx.z = z;
+            CF_THREAD_IDX.z = z;
             for (unsigned y = 0; y < by; ++y) {
-                threadIdx.y = y;
+                CF_THREAD_IDX.y = y;
                 if (PLAIN) {  // no barrier or warp function in the source: a loop the compiler may vectorize
                     for (unsigned x = 0; x < bx; ++x) {
-                        threadIdx.x = x;
-                        std::apply(K, params);
+                        CF_THREAD_IDX.x = x;
+                        apply_params<K>(params, each);
                     }
                     continue;
                 }
                 for (unsigned x = 0; x < bx; ++x, ++t) {
-                    threadIdx.x = x;
+                    CF_THREAD_IDX.x = x;
                     static_cast<volatile unsigned&>(w.cur) = t;
-                    std::apply(K, params);
+                    apply_params<K>(params, each);
                     if (__builtin_expect(w.fibers, 0)) exit_thread(w);  // the block went on fibers
                 }
             }
