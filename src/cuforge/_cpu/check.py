@@ -104,13 +104,21 @@ def run(entry: int, grid: tuple[int, int, int], block: tuple[int, int, int], sha
     return 0, ""
 
 
+# Exported data that is no kernel's module variable: C++'s own (guards, vtables, VTTs, typeinfo,
+# function statics), the standard library's and its ABI's (a toolchain whose sanitizer runtime
+# is linked in statically brings them into the checked library: std::locale's ids, read-only
+# VTTs), the reserved names (__tsan_*, __cxa_*) and cuforge's own
+NOT_MODULE_VARIABLES = ("_ZGV", "_ZTV", "_ZTI", "_ZTS", "_ZTT", "_ZZ", "_ZNSt", "_ZNKSt", "_ZSt", "_ZN9__gnu_cxx",
+                        "_ZN10__cxxabiv1", "__", "cuforge_")  # fmt: skip
+
+
 @functools.lru_cache(maxsize=64)
 def variables(path: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
     """The module variables a kernel library exports, and (offset, bytes) of its static locals
     and their guard variables (cuforge's own, which the checker leaves alone), from ``nm``;
     ((), ()) where binutils are missing."""
     exported, others = _nm(path, "-D"), _nm(path)
-    names = tuple(n for n in exported if not n.startswith(("_ZGV", "_ZTV", "_ZTI", "_ZTS", "_ZZ", "cuforge_")))
+    names = tuple(n for n in exported if not n.startswith(NOT_MODULE_VARIABLES))
     return names, tuple(at for n, at in others.items() if n.startswith(("_ZZ", "_ZGV")) and n not in names)
 
 
