@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 from typing import Any, NamedTuple
 
 from .._cpu import check as _check
@@ -58,6 +59,10 @@ def _variables_of(build: CheckedBuild) -> list[tuple[bytes | None, int, int]]:
     if found is None:
         found = []
         names, others = _check.variables(build.path)
+        # A module variable is one the kernel's source declares: a name the library exports that
+        # no line of the source names (a statically linked runtime's data) is not one
+        text = "\n".join(build.line_sources.values())
+        names = tuple(n for n in names if not n.startswith("_Z") and re.search(rf"\b{re.escape(n)}\b", text))
         base = None
         for name in names:
             at = _check.address_of(build.library, name)
