@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -318,6 +319,25 @@ def test_compile_all_lists_one_item_per_instantiation(pytester):
         ]
     )
     run(pytester, "--cuforge-compile-all", "--cuforge-arch", "sm_90").assert_outcomes(passed=6)
+
+
+def test_compile_all_on_the_cpu_builds_the_cpu_libraries_and_without_a_gpu_names_the_fixes(pytester):
+    pytester.makepyfile(kernels=KERNELS)
+    pytester.makepyfile(test_use="import kernels\n\ndef test_nothing():\n    pass\n")
+    pytester.makeconftest(
+        "import cuforge\n"
+        "def pytest_sessionfinish(session):\n"
+        "    print('cpu_compiles', cuforge.cache_stats().cpu_compiles)\n"
+    )
+    result = run(pytester, "--cuforge-compile-all", "--cuforge-device=cpu", "-s")
+    result.assert_outcomes(passed=6)
+    compiles = int(re.search(r"cpu_compiles (\d+)", result.stdout.str()).group(1))
+    assert compiles >= 2  # (a family's instantiations share one library; the runtime's is one more on a new cache)
+    if gpu_missing_reason() is None:
+        return
+    result = run(pytester, "--cuforge-compile-all", "--cuforge-device=auto")
+    result.assert_outcomes(passed=1, failed=5)
+    result.stdout.fnmatch_lines(["*pass --cuforge-arch=sm_90 to compile for a GPU without one, or --cuforge-device=cpu*"])
 
 
 def test_compile_all_fails_with_the_nvrtc_message(pytester):

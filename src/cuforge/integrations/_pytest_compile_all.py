@@ -75,12 +75,20 @@ class CompileItem(pytest.Item):
             return str(arch)
         from .._compile.targets import default_arch
         from .._kernel.kernel import current_cc
+        from ..errors import CuforgeError
 
-        return default_arch(f"compile {self.kernel.name_expression}", current_cc)  # the GPU's, else CUFORGE_ARCH
+        try:
+            return default_arch(f"compile {self.kernel.name_expression}", current_cc)  # the GPU's, else CUFORGE_ARCH
+        except CuforgeError as exc:
+            pytest.fail(f"{exc}. Under pytest: pass --cuforge-arch=sm_90 to compile for a GPU without one, or "
+                        f"--cuforge-device=cpu to build the kernels for the CPU instead", pytrace=False)  # fmt: skip
 
     def runtest(self) -> None:
         from .._kernel.family import Family
 
+        if self.config.getoption("cuforge_device") == "cpu":  # the CPU library, built and cached as a first launch would
+            self.kernel._cpu_entry()
+            return
         arch = self._arch()
         batches = self.config.stash[STATE].batches
         if isinstance(self.family, Family) and id(self.family) not in batches:
