@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import re
 from typing import Any, NamedTuple
 
 from .._cpu import check as _check
@@ -59,10 +58,11 @@ def _variables_of(build: CheckedBuild) -> list[tuple[bytes | None, int, int]]:
     if found is None:
         found = []
         names, others = _check.variables(build.path)
-        # A module variable is one the kernel's source declares: a name the library exports that
-        # no line of the source names (a statically linked runtime's data) is not one
-        text = "\n".join(build.line_sources.values())
-        names = tuple(n for n in names if not n.startswith("_Z") and re.search(rf"\b{re.escape(n)}\b", text))
+        # A module variable is a plain name at namespace scope (`__device__ float table[4]`); a
+        # mangled or reserved one (a leading underscore: the C++ ABI's, a statically linked
+        # runtime's data, as the H200 image's checked libraries carry) is left alone. (A variable
+        # in a namespace is mangled too: it is not checked.)
+        names = tuple(n for n in names if not n.startswith("_"))
         base = None
         for name in names:
             at = _check.address_of(build.library, name)
