@@ -55,17 +55,6 @@ struct cuforge_check_launch {
     unsigned long long pc;  // out: the report's code address, as an offset into its library
     char library[1024];     // out: that library's path
 };
-// A kernel library's __shared__ declarations as its code reaches them (cuforge/cpu_check.h).
-struct cuforge_check_shared {
-    unsigned count;
-    struct {
-        unsigned long long at, bytes, elem;
-        const char* name;
-    } var[64];
-    unsigned long long next;
-    const char* dynamic_name;
-    unsigned long long dynamic_elem;
-};
 }
 
 namespace {

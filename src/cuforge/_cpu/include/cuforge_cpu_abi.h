@@ -59,6 +59,21 @@ CUFORGE_CPU_API int cuforge_cpu_vprintf(const char* format, va_list args);
 
 // A fiber's stack: a guard page at its bottom, then at least STACK bytes for the CUDA thread, and
 // STAGGER bytes more, by which each fiber's top is moved down a different number of cache lines.
+extern "C" {
+// A checked kernel library's __shared__ declarations as its code reaches them: written by the
+// kernel side (cuforge/cpu_check.h), read by the checker (_cpu/check.cpp).
+struct cuforge_check_shared {
+    unsigned count;
+    struct {
+        unsigned long long at, bytes, elem;
+        const char* name;
+    } var[64];
+    unsigned long long next;
+    const char* dynamic_name;
+    unsigned long long dynamic_elem;
+};
+}
+
 #define CUFORGE_CPU_STACK (128 * 1024)
 #define CUFORGE_CPU_STAGGER (64 * 1024)
 #define CUFORGE_CPU_GUARD 4096

@@ -13,16 +13,6 @@
 #define CF_NOCHECK __attribute__((no_sanitize_thread, noinline))
 
 extern "C" {
-struct cuforge_check_shared {
-    unsigned count;
-    struct {
-        unsigned long long at, bytes, elem;
-        const char* name;
-    } var[64];
-    unsigned long long next;
-    const char* dynamic_name;
-    unsigned long long dynamic_elem;
-};
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table);
 }
