@@ -91,22 +91,17 @@ struct Region {
 struct Launch {
     cuforge_cpu_launch* L = nullptr;
     cuforge_check_launch* C = nullptr;
-    bool active = false, concurrent = false;
-    unsigned serial = 0;
+    volatile bool active = false;
+    volatile unsigned serial = 0;
     unsigned n = 1;  // threads per block
     unsigned long long slack = 0;  // bytes of each block's arena past its dynamic shared memory
     std::vector<Region> regions;  // sorted by lo
     char* mapping = nullptr;
     size_t mapping_bytes = 0;
-    // per block (the fence rule and grid syncs)
+    // per block (the fence rule and grid syncs), each written by the worker that runs the block
     std::vector<uint8_t> fences, grid_syncs;
     std::vector<uint32_t> fence_seq, atomic_seq;
     std::atomic<uint32_t> seq{0};
-    // A plain launch's blocks run on the calling thread only: its state is found here, not through
-    // a thread-local lookup (a call into the dynamic linker per access from a library dlopen'd)
-    struct Current* solo = nullptr;
-    const Region* last = nullptr;  // the region found last (a plain launch's)
-    Current* hot = nullptr;  // solo while a plain launch runs: what each access reads first
     unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
     // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
@@ -115,9 +110,26 @@ struct Launch {
 };
 Launch launch;
 std::mutex launching;  // one checked launch at a time
-std::atomic_flag spin = ATOMIC_FLAG_INIT;  // a cooperative launch's blocks run at once: cells under a lock
+
+// The region an access instruction found last, by its code address: an instruction of a loop
+// mostly reaches one array, where the last region found alternates between a loop's arrays.
+struct Site {
+    void* pc;
+    uintptr_t from, to;  // the addresses it found `region` for (null: memory cuforge does not know)
+    const Region* region;
+};
+enum { SITES = 1024 };
 
 // ---------------------------------------------------------------- one worker's state
+// A launch's blocks run at once on the runtime's workers (a cooperative launch's each on a thread
+// of its own). A worker's state is found from the stack pointer: kernel code runs only on a
+// worker's region (cuforge_cpu_abi.h), and by_region maps a region to its worker's state, one
+// load where a thread-local from a library dlopen'd is a call into the dynamic linker.
+//
+// Workers update the shadow of global memory without a lock. Blocks that touch one element at
+// once are a race between blocks (reported), or reads, or atomics (which only mark an element
+// written): a torn update can lose one of two records of a race, never invent a race between
+// accesses that are ordered. A block's shared memory and its shadow are its worker's alone.
 struct Current {
     unsigned serial = 0;     // the launch it belongs to
     uintptr_t region = 0;    // the worker's memory region (its header and its fibers' stacks)
@@ -134,18 +146,41 @@ struct Current {
     std::vector<Region> shared;          // its __shared__ variables, then dynamic shared memory
     std::vector<Cell> shared_cells;
     unsigned long long dynamic_bytes = 0;
+    const Region* last = nullptr;  // the global region found last
+    Site sites[SITES];             // (emptied at the worker's first block of a launch)
 };
-thread_local std::unique_ptr<Current> owned;  // (a cooperative launch's threads end with their blocks)
-thread_local Current* current = nullptr;
+const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
+const size_t REGIONS = size_t(1) << (47 - REGION_SHIFT);  // x86-64's user address space, in regions
+Current* by_region[REGIONS];  // (zero pages, but for the regions of workers that ran checked blocks)
+
+// A thread's state is never freed, since by_region may name it: a thread that ends gives it back.
+std::mutex& spare_lock = *new std::mutex;  // (never destroyed: threads give theirs back as the process ends)
+std::vector<Current*>& spare = *new std::vector<Current*>;
+struct Holder {
+    Current* c = nullptr;
+    ~Holder() {
+        if (!c) return;
+        std::lock_guard<std::mutex> hold(spare_lock);
+        size_t i = c->region >> REGION_SHIFT;
+        if (i < REGIONS && by_region[i] == c) by_region[i] = nullptr;
+        c->serial = 0, c->region = 0;
+        spare.push_back(c);
+    }
+};
+thread_local Holder held;
 
 // This thread's state, made on its first checked block.
 Current* mine() {
-    Current* c = current;
-    if (!c) {
-        owned.reset(new Current);
-        c = current = owned.get();
+    if (!held.c) {
+        std::lock_guard<std::mutex> hold(spare_lock);
+        if (spare.empty()) {
+            held.c = new Current;
+        } else {
+            held.c = spare.back();
+            spare.pop_back();
+        }
     }
-    return c;
+    return held.c;
 }
 
 inline uintptr_t stack_pointer() {
@@ -178,7 +213,6 @@ void describe_thread(char* out, size_t size, unsigned long long block, unsigned 
             snprintf(launch.C->library, sizeof launch.C->library, "%s", info.dli_fname);
         }
     }
-    if (launch.concurrent) spin.clear(std::memory_order_release);
     siglongjmp(*c->jump, 1);
 }
 
@@ -308,7 +342,7 @@ inline size_t index_of(const Region& r, uintptr_t off) {
 // initialised or written; or one more reader of shared memory that many read. The rules below
 // decide them the same way.
 // true: done.
-inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
+__attribute__((always_inline)) inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
     uintptr_t off = a - r.base;
     size_t i = index_of(r, off);
     if (index_of(r, off + size - 1) != i) return false;
@@ -343,9 +377,8 @@ inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned s
     return true;
 }
 
-void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
-    if (a < r.base || a + size > r.end) out_of_bounds(c, r, a < r.base ? a : a, size, write, pc);
-    if (!r.shadowed || (!atomic && no_other_thread(c, r, a, size, write))) return;
+// The race and initialisation rules, for what the common cases (no_other_thread) leave.
+__attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
     Me me;
     me.t = thread_of(c);
     me.shared = r.kind == SHARED || r.kind == DYNAMIC;
@@ -402,13 +435,25 @@ void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
     }
 }
 
-inline Current* active() {
-    Current* c = launch.concurrent ? current : launch.solo;
-    return c && c->serial == launch.serial && launch.active ? c : nullptr;
+// One access to a region: refused outside it, then the common cases, then the rules.
+__attribute__((always_inline)) inline void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
+                                                  bool atomic, void* pc) {
+    if (__builtin_expect(a - r.base > r.end - r.base - size || size > r.end - r.base, 0))
+        out_of_bounds(c, r, a, size, write, pc);
+    if (!r.shadowed || (!atomic && no_other_thread(c, r, a, size, write))) return;
+    rules(c, r, a, size, write, atomic, pc);
 }
 
+// The state of the worker whose stack `sp` is on, while it runs a block of the checked launch.
+inline Current* active_at(uintptr_t sp) {
+    size_t i = sp >> REGION_SHIFT;
+    Current* c = i < REGIONS ? by_region[i] : nullptr;
+    return c && c->serial == launch.serial && launch.active ? c : nullptr;
+}
+inline Current* active() { return active_at(stack_pointer()); }
+
 // The region of address a, or null; [*from, *to) the addresses that find the same answer.
-__attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t* from = nullptr, uintptr_t* to = nullptr) {
+__attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t* from, uintptr_t* to) {
     const std::vector<Region>& rs = launch.regions;
     size_t lo = 0, hi = rs.size();
     while (lo < hi) {  // the last region whose lo <= a
@@ -416,43 +461,33 @@ __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t*
         if (rs[mid].lo <= a) lo = mid + 1; else hi = mid;
     }
     const Region* r = lo && a < rs[lo - 1].hi ? &rs[lo - 1] : nullptr;
-    if (from) {
-        *from = r ? r->lo : lo ? rs[lo - 1].hi : 0;
-        *to = r ? r->hi : lo < rs.size() ? rs[lo].lo : UINTPTR_MAX;
-    }
-    if (r && !launch.concurrent) launch.last = r;
+    *from = r ? r->lo : lo ? rs[lo - 1].hi : 0;
+    *to = r ? r->hi : lo < rs.size() ? rs[lo].lo : UINTPTR_MAX;
     return r;
 }
 
-inline const Region* find_global(uintptr_t a) {
-    const Region* last = launch.last;
+inline const Region* find_global(Current* c, uintptr_t a) {
+    const Region* last = c->last;
     if (last && a - last->lo < last->hi - last->lo) return last;
-    return find_global_slow(a);
+    uintptr_t from, to;
+    const Region* r = find_global_slow(a, &from, &to);
+    if (r) c->last = r;
+    return r;
 }
 
-// The region an access instruction found last, by its code address: an instruction of a loop
-// mostly reaches one array, where the last region found alternates between a loop's arrays.
-struct Site {
-    void* pc;
-    uintptr_t from, to;  // the addresses it found `region` for (null: memory cuforge does not know)
-    const Region* region;
-};
-Site sites[1024];  // (a plain launch's: emptied at its start)
-uintptr_t own_region = UINTPTR_MAX;  // the region of the worker that runs a plain launch (none: no address's)
-
-inline const Region* find_global_at(uintptr_t a, void* pc) {
-    if (launch.concurrent) return find_global(a);
-    Site& s = sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & 1023];
+// The region of the access at code address pc: the one its instruction found last, if a holds.
+inline const Region* find_global_at(Current* c, uintptr_t a, void* pc) {
+    Site& s = c->sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & (SITES - 1)];
     if (s.pc == pc && a - s.from < s.to - s.from) return s.region;
     s.pc = pc;
     return s.region = find_global_slow(a, &s.from, &s.to);
 }
 
 inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
-    if (((a ^ own_region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // a plain launch's stacks: first out
-    Current* c = launch.hot ? launch.hot : active();
+    uintptr_t sp = stack_pointer();
+    if (((a ^ sp) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own stacks: first out
+    Current* c = active_at(sp);
     if (!c) return;
-    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own: thread-local
     const Region* r = nullptr;
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
     if (a - arena < launch.arena_span) {  // (only the arena's own bytes)
@@ -463,17 +498,12 @@ inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* p
         }
         if (!r && !c->shared.empty()) r = &c->shared.back();
         if (!r) return;
-        if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
         access(c, *r, off, size, write, atomic, pc);
-        if (launch.concurrent) spin.clear(std::memory_order_release);
         return;
     }
-    r = find_global_at(a, pc);
+    r = find_global_at(c, a, pc);
     if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
-    if (!r->shadowed && a >= r->base && a + size <= r->end) return;  // an In array's element: in bounds is all
-    if (launch.concurrent) while (spin.test_and_set(std::memory_order_acquire)) {}
     access(c, *r, a, size, write, atomic, pc);
-    if (launch.concurrent) spin.clear(std::memory_order_release);
 }
 
 void misaligned(uintptr_t a, unsigned size, bool write, void* pc) {
@@ -481,7 +511,7 @@ void misaligned(uintptr_t a, unsigned size, bool write, void* pc) {
     if (!c || size <= 1 || a % size == 0) return;
     if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    bool known = a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global(a);
+    bool known = a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global(c, a);
     if (!known) return;
     char who[160];
     describe_thread(who, sizeof who, c->block, thread_of(c));
@@ -507,15 +537,21 @@ extern "C" {
 // A block of a checked launch starts (cuforge/cpu_check.h calls this before its first thread's body).
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table) {
-    Current* c = launch.solo ? launch.solo : mine();
-    if (c->serial != launch.serial) {
+    Current* c = mine();
+    if (c->serial != launch.serial) {  // its first block of this launch
         c->serial = launch.serial;
         c->block = -1;
         c->shared_vars = 0, c->dynamic_bytes = 0;
         c->shared.clear();
+        c->last = nullptr;
+        memset(c->sites, 0, sizeof c->sites);
     }
-    uintptr_t sp = stack_pointer();
-    c->region = sp & ~uintptr_t(CUFORGE_CPU_REGION - 1);
+    c->region = stack_pointer() & ~uintptr_t(CUFORGE_CPU_REGION - 1);
+    size_t i = c->region >> REGION_SHIFT;
+    if (i < REGIONS && by_region[i] != c) {
+        std::lock_guard<std::mutex> hold(spare_lock);  // (against a thread that ends and clears its entry)
+        by_region[i] = c;
+    }
     c->jump = jump;
     c->cur = cur;
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
@@ -524,7 +560,6 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         ++c->gen;
         memset(c->warp_gen, 0, sizeof c->warp_gen);
     }
-    if (c == launch.solo) launch.hot = c, own_region = c->region;  // (from its first block on)
 }
 
 // A __syncwarp over `warp` completed (what 2), or a grid.sync() / cluster.sync() (what 1).
@@ -534,8 +569,6 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
     if (what == 2 && warp < CUFORGE_CPU_MAX_THREADS / 32) ++c->warp_gen[warp];
     if (what == 1) ++launch.grid_syncs[c->block];
 }
-
-CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L);
 
 // The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
 const size_t KEEP = size_t(64) << 20;
@@ -592,7 +625,6 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.L = L, K.C = C;
     K.n = L->block[0] * L->block[1] * L->block[2];
     K.regions.clear();
-    K.concurrent = L->cooperative != 0;
     C->pc = 0, C->library[0] = 0;
     unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
     K.fences.assign(blocks, 0), K.grid_syncs.assign(blocks, 0);
@@ -683,31 +715,22 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         }
         if (r.kind == OTHER) r.lo = r.base, r.hi = r.end;
     }
-    // The arena of the thread that runs a plain launch's blocks is grown past what the block asks
-    // for, so that an index past dynamic shared memory lands in bytes the checker knows are the
-    // arena's (a cooperative launch's threads allocate theirs: its rounding is all there is).
-    unsigned long long arena = CUFORGE_CPU_STATIC_SHARED + L->shared_mem;
-    K.slack = (arena + 1023) / 1024 * 1024 - arena;
-    if (!L->cooperative && cuforge_cpu_arena(arena + 8192)) K.slack = 8192;
-    K.last = nullptr;
-    if (++K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
+    K.slack = CUFORGE_CPU_ARENA_SLACK;  // (every worker's arena has it: an index past dynamic shared memory lands there)
+    K.serial = K.serial + 1;
+    if (K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
         K.serial = 1;
         memset(K.shadow, 0, K.shadow_used);
     }
-    K.solo = K.concurrent ? nullptr : mine();
     K.seq = 0;
     K.arena_span = CUFORGE_CPU_STATIC_SHARED + L->shared_mem + K.slack;
-    if (!K.concurrent) memset(sites, 0, sizeof sites);
     K.active = true;
-    if (L->cooperative) cuforge_cpu_run(entry, L); else cuforge_cpu_run_serial(entry, L);
-    K.hot = nullptr, own_region = UINTPTR_MAX;
+    cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.active = false;
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] >= 0 && a.intent != 0) memcpy(reinterpret_cast<void*>(a.host), reinterpret_cast<void*>(a.copy), a.bytes);
         if (span_of[i] >= 0) *static_cast<void**>(L->args[a.param]) = reinterpret_cast<void*>(a.host);
     }
-    K.solo = nullptr;
     release_large();
     return 0;
 }

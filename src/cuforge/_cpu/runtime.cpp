@@ -505,6 +505,7 @@ char* cuforge_cpu_stacks(unsigned fibers) {
 }
 
 char* cuforge_cpu_arena(unsigned long long bytes) {
+    bytes += CUFORGE_CPU_ARENA_SLACK;
     if (memory.arena_bytes < bytes) {
         free(memory.arena);
         unsigned long long size = (bytes + 1023) / 1024 * 1024;
@@ -648,12 +649,3 @@ void cuforge_cpu_run(cuforge_cpu_entry entry, cuforge_cpu_launch* L) {
 
 }  // extern "C"
 
-extern "C" {
-// A launch's blocks one after the other on the calling thread (a checked launch: check.cpp).
-CUFORGE_CPU_API void cuforge_cpu_run_serial(cuforge_cpu_entry entry, cuforge_cpu_launch* L) {
-    ensure_handlers();
-    Watched watched(L);  // (Ctrl-C and the time limit stop a checked launch too)
-    entry(L, 0, (long long)L->grid[0] * L->grid[1] * L->grid[2]);
-    fflush(stdout);
-}
-}

@@ -81,6 +81,9 @@ struct cuforge_check_shared {
 #define CUFORGE_CPU_MAX_THREADS 1024
 // A block's arena: static __shared__ memory (of every kernel of one library) first, then dynamic.
 #define CUFORGE_CPU_STATIC_SHARED (256ull * 1024)
+// A worker's arena is this much larger than a block asks for: a checked launch's index past the
+// end of dynamic shared memory lands in bytes the checker knows are the arena's.
+#define CUFORGE_CPU_ARENA_SLACK 8192
 // A worker thread's region: aligned to its size, a header (the worker's state) then its
 // MAX_THREADS + 1 fiber stacks, so that code on any of them finds the header from its stack pointer.
 #define CUFORGE_CPU_REGION (1ull << 28)
