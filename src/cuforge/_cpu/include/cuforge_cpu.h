@@ -172,7 +172,7 @@ struct Worker {
 static_assert(sizeof(Worker) <= CUFORGE_CPU_HEADER, "the worker's state must fit its region's header");
 
 // The worker whose fiber stack this code runs on (kernel code runs on nothing else).
-inline Worker& worker() {
+__attribute__((always_inline)) inline Worker& worker() {  // (inlined into the runtime's code and the kernel's alike)
     uintptr_t sp;
     __asm__("movq %%rsp, %0" : "=r"(sp));  // (not volatile: one read serves a whole function)
     return *reinterpret_cast<Worker*>(sp & ~uintptr_t(CUFORGE_CPU_REGION - 1));
@@ -712,11 +712,19 @@ template <auto K> void call_kernel(void** args) {
     guarded([args] { invoke_with<K>(K, args, std::make_index_sequence<arity<decltype(K)>::value>{}); });
 }
 // The parameters copied out once (for the plain loop: locals the compiler knows no store reaches,
-// so that it can keep them in registers and vectorize the loop over the threads).
+// so that it can keep them in registers and vectorize the loop over the threads). Not a
+// std::tuple: in a checked build the runtime's loop is uninstrumented and std::get is not, and
+// GCC inlines neither into the other, which made each thread a call per parameter.
+template <size_t I, class T> struct ParamLeaf {
+    T value;
+};
+template <class S, class... T> struct Params;
+template <size_t... I, class... T> struct Params<std::index_sequence<I...>, T...> : ParamLeaf<I, T>... {};
+template <size_t I, class T> __attribute__((always_inline)) inline const T& param_at(const ParamLeaf<I, T>& leaf) { return leaf.value; }
 template <class... A, size_t... I>
-inline std::tuple<std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
-                                                                            std::index_sequence<I...>) {
-    return {param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...};
+inline Params<std::index_sequence<I...>, std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
+                                                                                               std::index_sequence<I...>) {
+    return {{param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])}...};
 }
 
 CF_RUNTIME inline void begin_block(Worker& w, long long b) {
@@ -730,7 +738,7 @@ CF_RUNTIME inline void begin_block(Worker& w, long long b) {
 
 // K called with a launch's parameters (std::apply's own reads of them would be instrumented).
 template <auto K, class P, size_t... I> CF_RUNTIME inline void apply_params(const P& p, std::index_sequence<I...>) {
-    K(std::get<I>(p)...);
+    K(param_at<I>(p)...);
 }
 
 template <auto K, bool PLAIN> [[noreturn]] CF_RUNTIME void plain_loop(Worker& w) {
