@@ -1,11 +1,16 @@
-"""CUDA vectors passed by value on the CPU: the Mandelbrot kernel's ``const uchar4 colors`` and
-a ``double4_32a`` (32 bytes aligned to 32, which the launch's parameter buffer is not)."""
+"""CUDA vectors passed by value (the Mandelbrot kernel's ``const uchar4 colors``, and a
+``double4_32a``: 32 bytes aligned to 32, which the CPU's parameter buffer is not), launched on
+the GPU where one is usable, else on the CPU backend (the plugin's ``launches`` marker), each
+lane checked against NumPy."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import cuforge as cf
+
+pytestmark = pytest.mark.launches
 
 
 @cf.kernel
@@ -30,6 +35,6 @@ def test_a_vector_by_value_reaches_every_lane_from_a_tuple_or_a_numpy_array():
     for colors, weights in [((3, 50, 200, 255), (0.5, -1.25, 1e300, 7.0)),
                             (np.array([9, 8, 7, 6], np.uint8), np.array([1.0, 2.0, 3.0, 4.0]))]:  # fmt: skip
         out = np.zeros(n)
-        Palette(out, colors, 2.0, weights, n, device="cpu")
+        Palette(out, colors, 2.0, weights, n)
         want = 2.0 * np.asarray(colors, np.float64)[lanes] + np.asarray(weights)[lanes]
         np.testing.assert_array_equal(out, want)
