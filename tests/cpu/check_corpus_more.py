@@ -1900,6 +1900,148 @@ CORRECT_MORE: dict[str, Correct] = {
 }  # fmt: skip
 
 
+# ---------------------------------------------------------------- a second round
+
+
+@cf.kernel
+class BroadcastThenOverwrite:
+    """Every thread reads the block's pivot s[0]; thread 5 then overwrites it in the same barrier
+    interval (a write-after-read race with many readers)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    __shared__ float s[64];
+    int t = threadIdx.x, i = blockIdx.x * 64 + t;
+    s[t] = x[i];
+    __syncthreads();
+    float pivot = s[0];
+    if (t == 5) s[0] = 0.f;
+    y[i] = x[i] - pivot;
+    """
+
+
+@cf.kernel
+class ShuffleFromOutsideMask:
+    """A reduction over the lanes with data whose mask is right (a ballot of i < n) but whose
+    __shfl_down_sync reads lanes outside that mask: their values are undefined."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int32
+    block = 32
+    body = """
+    int i = blockIdx.x * 32 + threadIdx.x;
+    unsigned m = __ballot_sync(0xffffffff, i < n);
+    if (i < n) {
+        float v = x[i];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(m, v, o);
+        if (threadIdx.x == 0) y[blockIdx.x] = v;
+    }
+    """
+
+
+@cf.kernel
+class MisalignedDouble:
+    """Reads doubles from a float array at an odd float offset."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float64]
+    block = 32
+    body = """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = reinterpret_cast<const double*>(x + 1)[i];
+    """
+
+
+@cf.kernel
+class SyncwarpForSyncthreads:
+    """Four warps store their sums; a __syncwarp (not __syncthreads) before warp 0 reads all four."""
+
+    x: cf.In[cf.float32]
+    out: cf.Out[cf.float32]
+    block = 128
+    body = """
+    __shared__ float ws[4];
+    int t = threadIdx.x;
+    float v = x[blockIdx.x * 128 + t];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+    if ((t & 31) == 0) ws[t / 32] = v;
+    __syncwarp();
+    if (t == 0) out[blockIdx.x] = ws[0] + ws[1] + ws[2] + ws[3];
+    """
+
+
+@cf.kernel
+class ManySyncwarps:
+    """A warp-synchronous loop of 128 steps, two __syncwarp()s each, between lane 0's store of the
+    base and the other lanes' read of it."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 32
+    body = """
+    __shared__ float base;
+    __shared__ float buf[32];
+    int lane = threadIdx.x, i = blockIdx.x * 32 + lane;
+    if (lane == 0) base = x[blockIdx.x * 32];
+    float acc = 0.f;
+    for (int k = 0; k < 128; ++k) {
+        buf[lane] = x[i] * (float)(k & 3);
+        __syncwarp();
+        acc += buf[lane ^ 1];
+        __syncwarp();
+    }
+    y[i] = acc + base;
+    """
+
+
+@cf.kernel
+class CoopPingPong:
+    """A cooperative kernel of three phases over one scratch array: write, grid.sync, read a
+    neighbour's, grid.sync, overwrite, grid.sync, read again."""
+
+    x: cf.In[cf.float32]
+    tmp: cf.Array[cf.float32]
+    y: cf.Out[cf.float32]
+    cooperative = True
+    grid = 4
+    block = 32
+    preamble = COOP
+    body = """
+    cg::grid_group g = cg::this_grid();
+    int i = blockIdx.x * blockDim.x + threadIdx.x, n = gridDim.x * blockDim.x;
+    tmp[i] = x[i];
+    g.sync();
+    float a = tmp[(i + 32) % n];
+    g.sync();
+    tmp[i] = 2.f * a;
+    g.sync();
+    y[i] = tmp[(i + n - 32) % n];
+    """
+
+
+BUGGY_MORE.update({
+    "pivot overwritten while read": Buggy(BroadcastThenOverwrite, _xy(128), cf.RaceError, 6, r"__shared__ variable 's', index 0"),
+    "shuffle reads lanes outside its mask": Buggy(ShuffleFromOutsideMask, _xyn(40, 2, grid=2), cf.WarpMisuseError, 0,
+                                                  r"__shfl_down_sync"),
+    "misaligned double load": Buggy(MisalignedDouble, lambda: ((_rand(130), np.zeros(32, np.float64)), {"grid": 1}),
+                                    cf.MisalignedAccessError, 2, r"misaligned read of 8 bytes"),
+    "__syncwarp where __syncthreads is needed": Buggy(SyncwarpForSyncthreads, _xy(256, 2, grid=2), cf.RaceError, 7,
+                                                      r"__shared__ variable 'ws'"),
+})  # fmt: skip
+
+CORRECT_MORE.update({
+    "256 __syncwarp()s between a store and a read": Correct(
+        ManySyncwarps, lambda: ((_rand(64), np.zeros(64, np.float32)), {"grid": 2}),
+        lambda a: [(a[1], 192 * a[0].reshape(2, 16, 2)[:, :, ::-1].ravel() + np.repeat(a[0][::32], 32))]),
+    "cooperative ping-pong over one array": Correct(
+        CoopPingPong, lambda: ((_rand(128), np.zeros(128, np.float32), np.zeros(128, np.float32)), {}),
+        lambda a: [(a[2], 2 * a[0])]),
+})  # fmt: skip
+
+
 # What the checker gets wrong today (name -> why): the tests of these cases are strict xfails.
 _ATOMIC_INITIALISES = (
     "an atomic read-modify-write of an element no one wrote is taken as initialising it "
@@ -1927,11 +2069,20 @@ MISSED: dict[str, str] = {
         "lanes_of(w, warp)), so a full mask in a 48-thread block's second warp is accepted and the shuffle "
         "reads lanes that do not exist"
     ),
+    "shuffle reads lanes outside its mask": (
+        "a shuffle's source lane is not checked against the mask (cuforge_cpu.h warp_op() checks only that "
+        "the calling lane is in it and that the mask's lanes arrive): lanes near the branch's edge read the "
+        "value of a lane outside the mask, undefined on a GPU"
+    ),
 }
 FLAGGED: dict[str, str] = {
     "flag set by atomicExch, polled by atomics": (
         "shared memory is ordered only by __syncthreads/__syncwarp (check.cpp ordered()): a release "
         "(__threadfence_block, atomic store) / acquire (atomic load, __threadfence_block) pair between warps is "
         "not, and the consumer's read of the producer's data is reported as a race"
+    ),
+    "256 __syncwarp()s between a store and a read": (
+        "a warp's __syncwarp generation is 8 bits (check.cpp Cell::w_warp, Current::warp_gen): after exactly "
+        "256 __syncwarp()s the store's generation equals the read's, and ordered() finds no __syncwarp between"
     ),
 }
