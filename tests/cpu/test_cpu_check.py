@@ -13,9 +13,8 @@ from cuforge import _config
 from .check_corpus import BUGGY, CORRECT, Saxpy, TileCopyEdge
 
 
-@pytest.mark.parametrize("name", list(BUGGY))
-def test_buggy_kernel_is_reported_with_its_kind_and_line(name):
-    case = BUGGY[name]
+def check_buggy(case):
+    """A buggy case's checked launch raises its error, naming its kernel, line, block and thread."""
     args, launch = case.args()
     with pytest.raises(case.error, match=case.match) as info:
         case.kernel(*args, device="cpu", check=True, **launch)
@@ -26,9 +25,8 @@ def test_buggy_kernel_is_reported_with_its_kind_and_line(name):
     assert "block (" in message and ("thread" in message or "lane" in message)
 
 
-@pytest.mark.parametrize("name", list(CORRECT))
-def test_correct_kernel_is_not_flagged_and_matches_unchecked(name):
-    case = CORRECT[name]
+def check_correct(case):
+    """A correct case's checked launch is not flagged and computes what NumPy and an unchecked one do."""
     checked, launch = case.args()
     plain, _ = case.args()
     case.kernel(*plain, device="cpu", check=False, **launch)
@@ -36,6 +34,16 @@ def test_correct_kernel_is_not_flagged_and_matches_unchecked(name):
     for (got, want), (unchecked, _) in zip(case.expected(checked), case.expected(plain)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(got, unchecked, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(BUGGY))
+def test_buggy_kernel_is_reported_with_its_kind_and_line(name):
+    check_buggy(BUGGY[name])
+
+
+@pytest.mark.parametrize("name", list(CORRECT))
+def test_correct_kernel_is_not_flagged_and_matches_unchecked(name):
+    check_correct(CORRECT[name])
 
 
 def test_the_tile_edge_bug_shows_only_for_a_height_not_divisible_by_the_tile():
