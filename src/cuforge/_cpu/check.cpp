@@ -63,17 +63,28 @@ enum { CHECKED = 4 };  // cuforge_cpu_launch.status of a report (check.py: CHECK
 enum Kind { OOB = 1, UNINIT = 2, RACE = 3, MISALIGNED = 4 };
 const char* const KIND_NAMES[] = {"", "out-of-bounds", "uninitialized read", "data race", "misaligned access"};
 
-enum Flags : uint8_t { INIT = 1, W_SET = 2, R_SET = 8, R_MANY = 16 };
+// R_ATOMIC: the reader's fields hold the last atomic writer (R_CAS: by a compare-and-swap), and
+// the writer's the last plain write, which atomics leave in place. W_VOLATILE: that write was volatile.
+enum Flags : uint8_t { INIT = 1, W_SET = 2, W_VOLATILE = 4, R_SET = 8, R_MANY = 16, R_ATOMIC = 32, R_CAS = 64 };
+
+// What an access is besides a plain load or store: an atomic (which of its parts), or volatile.
+// Atomics never race with atomics, nor with volatile accesses (both are strong operations in
+// PTX's memory model), nor with a plain read that follows a compare-and-swap (a CAS loop's first
+// read, which its CAS checks: the Programming Guide's pattern); with other plain accesses they
+// do, and an atomic that reads (all but a store or an exchange) reads an element uninitialised.
+enum Access : unsigned { PLAIN = 0, A_READS = 1, A_WRITES = 2, A_CAS = 4, VOLATILE = 8 };
 
 // One element's shadow.
 struct Cell {
     uint32_t gen;         // the block serial (shared memory) or launch serial (the rest) it belongs to
     uint32_t w, r;        // the last writer and reader: thread (shared) or launch-wide thread serial, plus 1
     uint16_t w_bar, r_bar;  // their block's barrier generation then
-    uint8_t w_warp, r_warp; // their warp's __syncwarp generation then
+    uint16_t w_warp, r_warp;  // their warp's __syncwarp generation then (a loop of 256 syncs must not come round to it)
     uint8_t w_fence, w_grid, r_grid;  // the writer block's fence count, the grid.sync count (cooperative)
     uint8_t flags;
 };
+
+static_assert(sizeof(Cell) == 24, "a shadow cell is 24 bytes");
 
 enum RegionKind { ARG, VAR, SHARED, DYNAMIC, OTHER };
 struct Region {
@@ -141,7 +152,7 @@ struct Current {
     const unsigned* bar_gen = nullptr;
     cuforge_check_shared* table = nullptr;
     uint32_t gen = 0;  // block serial on this worker
-    uint8_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
+    uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     unsigned shared_vars = 0;            // the table's declarations with regions below
     std::vector<Region> shared;          // its __shared__ variables, then dynamic shared memory
     std::vector<Cell> shared_cells;
@@ -289,7 +300,7 @@ struct Me {
     unsigned t;       // thread in block
     unsigned block;
     uint16_t bar;
-    uint8_t warp;
+    uint16_t warp;
     bool shared;
 };
 
@@ -297,7 +308,7 @@ inline bool same_block(const Me& me, uint32_t who) { return me.shared || (who - 
 inline unsigned thread_in_block(const Me& me, uint32_t who) { return me.shared ? who - 1 : (who - 1) % launch.n; }
 
 // Whether an earlier access by `who` (barrier generation bar, warp generation warp) is ordered before mine.
-inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, uint8_t warp, uint8_t grid, uint8_t fence,
+inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, uint16_t warp, uint8_t grid, uint8_t fence,
                     bool was_write) {
     if (who == me.who) return true;
     if (same_block(me, who)) {
@@ -313,7 +324,7 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
 }
 
 [[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
-                       bool many, void* pc) {
+                       bool many, void* pc, bool mine_atomic = false, bool other_atomic = false) {
     char mine[160], theirs[160];
     describe_thread(mine, sizeof mine, c->block, me.t);
     unsigned ob = me.shared || !other ? me.block : (other - 1) / launch.n;
@@ -326,8 +337,9 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
                                                   : "in different blocks, which run concurrently on a GPU";
     report(c, pc, "data race on %s, index %lld (extent %llu): %s %s it, and %s%s %s it %s; reported whether or not "
            "the result came out right (order them with __syncthreads(), __syncwarp() or atomics); at @LINE@", what_of(r), index,
-           (unsigned long long)((r.end - r.base) / r.elem), mine, write ? "writes" : "reads", theirs,
-           many && other ? " (among other threads)" : "", other_write ? "wrote" : "read", between);
+           (unsigned long long)((r.end - r.base) / r.elem), mine, mine_atomic ? "atomically updates" : write ? "writes" : "reads",
+           theirs, many && other ? " (among other threads)" : "", other_atomic ? "atomically updated" : other_write ? "wrote" : "read",
+           between);
 }
 
 // The element at byte offset `off` of a region (a power of two's division is a shift: a 64-bit
@@ -373,12 +385,24 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, const Reg
     }
     if (((f & R_SET) && cell.r != who) || !(r.init || (f & INIT))) return false;
     cell.r = who, cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
-    if (!(f & R_SET)) cell.r_grid = shared ? 0 : launch.grid_syncs[c->block], cell.flags = uint8_t(f | R_SET);
+    if (!(f & R_SET)) cell.r_grid = shared ? 0 : launch.grid_syncs[c->block];
+    cell.flags = uint8_t((f | R_SET) & ~(R_ATOMIC | R_CAS));  // (its own atomic before: now a plain reader)
     return true;
 }
 
+[[noreturn]] void uninitialized(Current* c, const Me& me, const Region& r, size_t i, void* pc, bool atomic) {
+    char who[160];
+    describe_thread(who, sizeof who, c->block, me.t);
+    report(c, pc, "uninitialized read: %s, index %zu (extent %llu), is read by %s%s before %s; %s; at @LINE@", what_of(r), i,
+           (unsigned long long)((r.end - r.base) / r.elem), who, atomic ? " (an atomic read-modify-write reads it)" : "",
+           me.shared ? "any thread of the block wrote it" : "the kernel wrote it",
+           me.shared ? "shared memory starts undefined in each block: write it (and __syncthreads()) first"
+                     : "an Out[...] argument starts undefined on a GPU: write it first, or declare it "
+                       "Array[...] to read what the caller passed");
+}
+
 // The race and initialisation rules, for what the common cases (no_other_thread) leave.
-__attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
+__attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
     Me me;
     me.t = thread_of(c);
     me.shared = r.kind == SHARED || r.kind == DYNAMIC;
@@ -391,25 +415,38 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
     for (size_t i = first; i <= last; ++i) {
         Cell& cell = r.cells[i];
         if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
-        if (atomic) {  // an atomic races with nothing (a CAS loop's first plain read is fine): it only initialises
-            if (write) cell.flags |= INIT;
+        bool init = r.init || (cell.flags & INIT);
+        bool written = (cell.flags & W_SET) && cell.w != me.who;
+        bool read = (cell.flags & R_SET) && cell.r != me.who, by_atomic = cell.flags & R_ATOMIC;
+        if (kind & (A_READS | A_WRITES)) {  // an atomic
+            if ((kind & A_READS) && !init) uninitialized(c, me, r, i, pc, true);
+            if (written && !(cell.flags & W_VOLATILE) &&
+                !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
+                race(c, me, r, a, true, cell.w, true, false, pc, true, false);
+            if (!(kind & A_WRITES)) continue;
+            if (!by_atomic && !(kind & A_CAS) && (cell.flags & R_SET)) {  // against plain reads (a CAS loop's come first)
+                if (read && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+                    race(c, me, r, a, true, cell.r, false, cell.flags & R_MANY, pc, true, false);
+                if (!read && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
+                    race(c, me, r, a, true, 0, false, true, pc, true, false);
+            }
+            // The last atomic writer takes the reader's fields (it forgets the reads before it, as a write
+            // does); the last plain write stays, for the atomics of other blocks to be checked against.
+            cell.r = me.who, cell.r_bar = me.bar, cell.r_warp = me.warp;
+            cell.r_grid = me.shared ? 0 : launch.grid_syncs[me.block];
+            cell.flags = uint8_t((cell.flags & (W_SET | W_VOLATILE)) | INIT | R_SET | R_ATOMIC | ((kind & A_CAS) ? R_CAS : 0));
             continue;
         }
-        bool init = r.init || (cell.flags & INIT);
-        if ((cell.flags & W_SET) &&
-            !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
+        if (written && !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
             race(c, me, r, a, write, cell.w, true, false, pc);
+        if (by_atomic) {  // after an atomic: a race unless ordered, volatile, or a read after a CAS
+            bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS));
+            if (read && !excused && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+                race(c, me, r, a, write, cell.r, true, false, pc, false, true);
+            cell.flags = uint8_t(cell.flags & ~(R_SET | R_MANY | R_ATOMIC | R_CAS));  // (it is ordered before this access)
+        }
         if (!write) {
-            if (!init) {
-                char who[160];
-                describe_thread(who, sizeof who, c->block, me.t);
-                report(c, pc, "uninitialized read: %s, index %zu (extent %llu), is read by %s before %s; "
-                       "%s; at @LINE@", what_of(r), i, (unsigned long long)((r.end - r.base) / r.elem), who,
-                       me.shared ? "any thread of the block wrote it" : "the kernel wrote it",
-                       me.shared ? "shared memory starts undefined in each block: write it (and __syncthreads()) first"
-                                 : "an Out[...] argument starts undefined on a GPU: write it first, or declare it "
-                                   "Array[...] to read what the caller passed");
-            }
+            if (!init) uninitialized(c, me, r, i, pc, false);
             if ((cell.flags & R_SET) && cell.r == me.who) {  // the same reader again: others stay known in their interval
                 if (cell.r_bar != me.bar || cell.r_warp != me.warp) cell.flags &= uint8_t(~R_MANY);
                 cell.r_bar = me.bar, cell.r_warp = me.warp;
@@ -423,25 +460,25 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             continue;
         }
         if (cell.flags & R_SET) {
-            if (cell.r != me.who && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+            if (read && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
                 race(c, me, r, a, write, cell.r, false, cell.flags & R_MANY, pc);
-            if (cell.r == me.who && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
+            if (!read && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
                 race(c, me, r, a, write, 0, false, true, pc);
         }
         cell.w = me.who, cell.w_bar = me.bar, cell.w_warp = me.warp;
         cell.w_grid = me.shared ? 0 : launch.grid_syncs[me.block];
         cell.w_fence = me.shared ? 0 : launch.fences[me.block];
-        cell.flags = uint8_t(INIT | W_SET);  // a write forgets the reads before it
+        cell.flags = uint8_t(INIT | W_SET | ((kind & VOLATILE) ? W_VOLATILE : 0));  // a write forgets the reads before it
     }
 }
 
 // One access to a region: refused outside it, then the common cases, then the rules.
 __attribute__((always_inline)) inline void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
-                                                  bool atomic, void* pc) {
+                                                  unsigned kind, void* pc) {
     if (__builtin_expect(a - r.base > r.end - r.base - size || size > r.end - r.base, 0))
         out_of_bounds(c, r, a, size, write, pc);
-    if (!r.shadowed || (!atomic && no_other_thread(c, r, a, size, write))) return;
-    rules(c, r, a, size, write, atomic, pc);
+    if (!r.shadowed || (kind == PLAIN && no_other_thread(c, r, a, size, write))) return;
+    rules(c, r, a, size, write, kind, pc);
 }
 
 // The state of the worker whose stack `sp` is on, while it runs a block of the checked launch.
@@ -483,7 +520,7 @@ inline const Region* find_global_at(Current* c, uintptr_t a, void* pc) {
     return s.region = find_global_slow(a, &s.from, &s.to);
 }
 
-__attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, bool write, bool atomic, void* pc) {
+__attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
     uintptr_t sp = stack_pointer();
     if (((a ^ sp) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own stacks: first out
     Current* c = active_at(sp);
@@ -498,12 +535,12 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
         }
         if (!r && !c->shared.empty()) r = &c->shared.back();
         if (!r) return;
-        access(c, *r, off, size, write, atomic, pc);
+        access(c, *r, off, size, write, kind, pc);
         return;
     }
     r = find_global_at(c, a, pc);
     if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
-    access(c, *r, a, size, write, atomic, pc);
+    access(c, *r, a, size, write, kind, pc);
 }
 
 __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool write, void* pc) {
@@ -520,11 +557,11 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
            write ? "write" : "read", size, reinterpret_cast<void*>(a), size, who);
 }
 
-void atomic_event(void* pc, uintptr_t a, unsigned size, bool write) {
+void atomic_event(void* pc, uintptr_t a, unsigned size, unsigned kind) {
     Current* c = active();
     if (!c) return;
     launch.atomic_seq[c->block] = ++launch.seq;
-    observe(a, size, write, true, pc);
+    observe(a, size, (kind & A_WRITES) != 0, kind, pc);
 }
 
 std::mutex wide;  // 16-byte atomics
@@ -790,10 +827,10 @@ void __tsan_func_exit() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 void __tsan_read_range(void* a, unsigned long size) {
-    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), false, false, __builtin_return_address(0));
+    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), false, PLAIN, __builtin_return_address(0));
 }
 void __tsan_write_range(void* a, unsigned long size) {
-    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), true, false, __builtin_return_address(0));
+    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), true, PLAIN, __builtin_return_address(0));
 }
 
 // An access of N bytes the compiler takes to be aligned to N (a float, a float4): one that is not
@@ -801,14 +838,14 @@ void __tsan_write_range(void* a, unsigned long size) {
 #define CF_ACCESS(N)                                                                                                  \
     void __tsan_read##N(void* a) {                                                                                    \
         if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, false, __builtin_return_address(0)); \
-        observe(reinterpret_cast<uintptr_t>(a), N, false, false, __builtin_return_address(0));                        \
+        observe(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, __builtin_return_address(0));                        \
     }                                                                                                                 \
     void __tsan_write##N(void* a) {                                                                                   \
         if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, true, __builtin_return_address(0)); \
-        observe(reinterpret_cast<uintptr_t>(a), N, true, false, __builtin_return_address(0));                         \
+        observe(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, __builtin_return_address(0));                         \
     }                                                                                                                 \
-    void __tsan_volatile_read##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, false, false, __builtin_return_address(0)); } \
-    void __tsan_volatile_write##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, true, false, __builtin_return_address(0)); }
+    void __tsan_volatile_read##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, false, VOLATILE, __builtin_return_address(0)); } \
+    void __tsan_volatile_write##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, true, VOLATILE, __builtin_return_address(0)); }
 CF_ACCESS(1)
 CF_ACCESS(2)
 CF_ACCESS(4)
@@ -821,12 +858,12 @@ CF_ACCESS(16)
     void __tsan_unaligned_read##N(void* a) {                                                 \
         void* pc = __builtin_return_address(0);                                              \
         if (N >= 8) misaligned(reinterpret_cast<uintptr_t>(a), N, false, pc);                \
-        observe(reinterpret_cast<uintptr_t>(a), N, false, false, pc);                        \
+        observe(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, pc);                        \
     }                                                                                        \
     void __tsan_unaligned_write##N(void* a) {                                                \
         void* pc = __builtin_return_address(0);                                              \
         if (N >= 8) misaligned(reinterpret_cast<uintptr_t>(a), N, true, pc);                 \
-        observe(reinterpret_cast<uintptr_t>(a), N, true, false, pc);                         \
+        observe(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, pc);                         \
     }
 CF_UNALIGNED(2)
 CF_UNALIGNED(4)
@@ -847,51 +884,51 @@ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); 
 // atomic access first.
 #define CF_ATOMICS(N, T)                                                                                              \
     T __tsan_atomic##N##_load(const volatile T* a, int) {                                                             \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, false);                       \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS);                    \
         return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                  \
     }                                                                                                                 \
     void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                                          \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_WRITES);                   \
         __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                     \
     }                                                                                                                 \
     T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                                                          \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_WRITES);                   \
         return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                           \
     }                                                                                                                 \
     T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                                                         \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                            \
     }                                                                                                                 \
     T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                                                         \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                            \
     }                                                                                                                 \
     T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                                                         \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                            \
     }                                                                                                                 \
     T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                                                          \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                             \
     }                                                                                                                 \
     T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                                                         \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                            \
     }                                                                                                                 \
     T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int) {                                                        \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                           \
     }                                                                                                                 \
     int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {                              \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
         return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
     }                                                                                                                 \
     int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                                \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
         return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
     }                                                                                                                 \
     T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                                    \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, true);                        \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
         __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                             \
         return c;                                                                                                     \
     }
@@ -902,34 +939,34 @@ CF_ATOMICS(64, long)
 #undef CF_ATOMICS
 
 // 16-byte atomics under a lock (no cmpxchg16b without -mcx16 here).
-#define CF_WIDE(OP, EXPR)                                                                                             \
+#define CF_WIDE(OP, EXPR, KIND)                                                                                       \
     __int128 __tsan_atomic128_##OP(volatile __int128* a, __int128 v, int) {                                          \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, true);                           \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, KIND);                     \
         std::lock_guard<std::mutex> hold(wide);                                                                       \
         __int128 old = *a;                                                                                            \
         *a = EXPR;                                                                                                    \
         return old;                                                                                                   \
     }
-CF_WIDE(exchange, v)
-CF_WIDE(fetch_add, old + v)
-CF_WIDE(fetch_sub, old - v)
-CF_WIDE(fetch_and, old & v)
-CF_WIDE(fetch_or, old | v)
-CF_WIDE(fetch_xor, old ^ v)
-CF_WIDE(fetch_nand, ~(old & v))
+CF_WIDE(exchange, v, A_WRITES)
+CF_WIDE(fetch_add, old + v, A_READS | A_WRITES)
+CF_WIDE(fetch_sub, old - v, A_READS | A_WRITES)
+CF_WIDE(fetch_and, old & v, A_READS | A_WRITES)
+CF_WIDE(fetch_or, old | v, A_READS | A_WRITES)
+CF_WIDE(fetch_xor, old ^ v, A_READS | A_WRITES)
+CF_WIDE(fetch_nand, ~(old & v), A_READS | A_WRITES)
 #undef CF_WIDE
 __int128 __tsan_atomic128_load(const volatile __int128* a, int) {
-    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, false);
+    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, A_READS);
     std::lock_guard<std::mutex> hold(wide);
     return *a;
 }
 void __tsan_atomic128_store(volatile __int128* a, __int128 v, int) {
-    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, true);
+    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, A_WRITES);
     std::lock_guard<std::mutex> hold(wide);
     *a = v;
 }
 int __tsan_atomic128_compare_exchange_strong(volatile __int128* a, __int128* c, __int128 v, int, int) {
-    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, true);
+    atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, A_READS | A_WRITES | A_CAS);
     std::lock_guard<std::mutex> hold(wide);
     if (*a == *c) {
         *a = v;

@@ -386,6 +386,20 @@ inline void group_wait(Worker& w) {
         fail(CF_BLOCK_FMT ", thread %u: %s", CF_BLOCK_ARGS, w.cur, why);
 }
 
+#ifdef CUFORGE_CPU_CHECK
+// A checked launch: threads of one block meet at two different __syncthreads (one in each arm of
+// a branch), which the runtime would take for one barrier, as a GPU's hardware may.
+[[noreturn]] inline void two_barriers(Worker& w, const char* file, unsigned line) {
+    char waiting[400];
+    describe(waiting, sizeof waiting, w, in_state, WAIT_BAR);
+    fail(CF_BLOCK_FMT ": thread %u reached the __syncthreads at %s, line %u while %s%s%s %s at the __syncthreads at %s, "
+         "line %u; every thread of a block must reach the same __syncthreads (one in each arm of a branch is two "
+         "barriers, and on a GPU their meeting is undefined): move it after the branch", CF_BLOCK_ARGS, w.cur, file, line,
+         several(waiting) ? "threads [" : "thread ", waiting, several(waiting) ? "]" : "", several(waiting) ? "wait" : "waits",
+         w.bar_file, w.bar_line);
+}
+#endif
+
 CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     if (w.n == 1) {
@@ -398,6 +412,9 @@ CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nu
     }
     unsigned g = w.bar_gen & 1;
     if (w.bar_arrived == 0) w.bar_acc[g] = 0, w.bar_file = file, w.bar_line = line;
+#ifdef CUFORGE_CPU_CHECK
+    else if (file && w.bar_file && (line != w.bar_line || strcmp(file, w.bar_file) != 0)) two_barriers(w, file, line);
+#endif
     w.bar_acc[g] += predicate != 0;
     if (++w.bar_arrived == w.n) {
         if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
