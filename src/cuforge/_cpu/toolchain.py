@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shlex
 import sys
 from dataclasses import dataclass
 from typing import Literal
@@ -52,6 +51,8 @@ def find_compiler() -> Compiler:
 
 def _find(cxx: str, path: str) -> Compiler:
     if cxx.strip():
+        import shlex  # (only where CXX is set: a warm start without it does not load it)
+
         try:
             argv = shlex.split(cxx)
         except ValueError as exc:  # (an unclosed quote, a trailing backslash)
@@ -98,6 +99,8 @@ def _describe(argv: tuple[str, ...], *, cxx: str = "") -> Compiler:
     try:
         version = _remembered_version(argv)
     except (OSError, ValueError) as exc:  # (subprocess's errors are OSErrors and SubprocessErrors: see _version)
+        import shlex
+
         what = f"CXX={cxx!r}" if cxx else shlex.join(argv)
         raise CompilerNotFoundError(
             f"running kernels on the CPU needs a C++17 compiler, and {what} did not answer --version ({exc}). {FIX}"
@@ -195,8 +198,9 @@ def _probes_stack(compiler: Compiler) -> bool:
 def host_cpu() -> str:
     """This machine's processor as ``-march=native`` sees it: its model and feature flags
     (a digest), so that a library built for one CPU is never loaded on another."""
-    import hashlib
     import platform
+
+    from .._digest import hexdigest
 
     text = platform.machine()
     try:
@@ -205,4 +209,4 @@ def host_cpu() -> str:
     except OSError:
         info = platform.processor()
     keep = [line for line in info.splitlines() if line.split(":")[0].strip() in ("vendor_id", "model name", "flags")]
-    return text + ":" + hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]
+    return text + ":" + hexdigest("\n".join(keep).encode())[:16]
