@@ -12,9 +12,9 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import Literal
 
+from .._frozen import Frozen
 from ..errors import CompilerNotFoundError
 
 __all__ = ["Compiler", "compile_flags", "find_compiler"]
@@ -27,13 +27,28 @@ FIX = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Compiler:
+class Compiler(Frozen):
     """A host C++ compiler: the command that runs it, its family, and its ``--version`` line."""
 
+    __slots__ = ("argv", "kind", "version")
     argv: tuple[str, ...]
     kind: Literal["gcc", "clang", "zig"]
     version: str
+
+    def __init__(self, argv: tuple[str, ...], kind: Literal["gcc", "clang", "zig"], version: str) -> None:
+        for name, value in (("argv", argv), ("kind", kind), ("version", version)):
+            object.__setattr__(self, name, value)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Compiler:
+            return NotImplemented
+        return (self.argv, self.kind, self.version) == (other.argv, other.kind, other.version)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.argv, self.kind, self.version))
+
+    def __repr__(self) -> str:
+        return f"Compiler(argv={self.argv!r}, kind={self.kind!r}, version={self.version!r})"
 
 
 _found: dict[tuple[str, str], Compiler] = {}
@@ -198,15 +213,20 @@ def _probes_stack(compiler: Compiler) -> bool:
 def host_cpu() -> str:
     """This machine's processor as ``-march=native`` sees it: its model and feature flags
     (a digest), so that a library built for one CPU is never loaded on another."""
-    import platform
-
     from .._digest import hexdigest
 
-    text = platform.machine()
+    if hasattr(os, "uname"):  # what platform.machine() reads on POSIX, without importing platform
+        text = os.uname().machine
+    else:
+        import platform
+
+        text = platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             info = f.read().split("\n\n", 1)[0]
     except OSError:
+        import platform
+
         info = platform.processor()
     keep = [line for line in info.splitlines() if line.split(":")[0].strip() in ("vendor_id", "model name", "flags")]
     return text + ":" + hexdigest("\n".join(keep).encode())[:16]

@@ -6,7 +6,6 @@ family share it. Mistakes raise `DeclarationError` here, never at launch.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import keyword
 import os
@@ -211,7 +210,7 @@ def substitute(ann: Any, values: dict[str, Any]) -> Any:
     if isinstance(ann, TypeParam):
         return values[ann.name]
     if isinstance(ann, ArrayType) and isinstance(ann.dtype, TypeParam):
-        return dataclasses.replace(ann, dtype=values[ann.dtype.name])
+        return ArrayType(values[ann.dtype.name], ann.ndim, ann.intent, ann.optional)
     return ann
 
 
