@@ -18,8 +18,12 @@ from .errors import DeclarationError
 __all__ = ["CompileOptions", "define_flags", "to_flags"]
 
 _STDS = ("c++11", "c++14", "c++17", "c++20")
-_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_ARCH = re.compile(r"(sm|compute)_(\d+)([af]?)\Z")
+_ARCH = r"(sm|compute)_(\d+)([af]?)\Z"  # (compiled by re on first use: few processes ask)
+
+
+def is_identifier(name: str) -> bool:
+    """Whether ``name`` is a C identifier (ASCII letters, digits and ``_``, not starting with a digit)."""
+    return name.isascii() and name.isidentifier()
 
 
 def _fail(option: str, expected: str, got: Any) -> DeclarationError:
@@ -127,7 +131,7 @@ def _normalize_defines(defines: Any) -> tuple[tuple[str, str | None], ...]:
     out = []
     for item in items:
         name, value = (item, None) if isinstance(item, str) else item
-        if not isinstance(name, str) or not _DEFINE_NAME.match(name):
+        if not isinstance(name, str) or not is_identifier(name):
             raise _fail("defines", "C identifiers as names", name)
         out.append((name, None if value is None else str(value)))
     return tuple(out)
@@ -144,7 +148,7 @@ def _str_tuple(option: str, values: Any) -> tuple[str, ...]:
 
 def check_arch(arch: Any) -> str:
     """Validate an arch string such as ``"sm_90"`` and return it."""
-    if not isinstance(arch, str) or not _ARCH.match(arch):
+    if not isinstance(arch, str) or not re.match(_ARCH, arch):
         raise DeclarationError(f"arch expects a string like 'sm_90' (or 'compute_90' for PTX), got {arch!r}")
     return arch
 
@@ -152,7 +156,7 @@ def check_arch(arch: Any) -> str:
 def arch_number(arch: str) -> int:
     """The compute capability an arch names, as an int: 90 for ``sm_90``, ``compute_90`` or
     ``sm_90a``."""
-    return int(_ARCH.match(check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
+    return int(re.match(_ARCH, check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
 
 
 def define_flags(options: CompileOptions) -> list[str]:

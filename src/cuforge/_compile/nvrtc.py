@@ -17,7 +17,8 @@ from .stats import counters  # cf.cache_stats(): the one count of NVRTC programs
 from .toolchain import check as _check
 from .toolchain import check_supported, nvrtc_api, nvrtc_version
 
-_LOG_LINE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)")
+# (a string: re compiles it when a log is first read)
+_LOG_LINE = r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)"
 
 
 class CompileResult(NamedTuple):
@@ -135,7 +136,7 @@ def format_failure(kernel: str, flags: tuple[str, ...], log: str, sources: Mappi
     out = [f"{kernel}: NVRTC failed to compile for {arch}:"]
     shown = 0
     for raw in log.splitlines():
-        m = _LOG_LINE.match(raw)
+        m = re.match(_LOG_LINE, raw)
         out.append("  " + raw)
         if not m or m["what"] == "warning" or shown >= 10:
             continue

@@ -218,7 +218,7 @@ def includes(headers: tuple[str, ...]) -> str:
     return "".join(f"#include <{h}>\n" for h in headers)
 
 
-_INCLUDE_PREFIX = re.compile(r"(?:[ \t]*(?:#[ \t]*include\b[^\n]*|//[^\n]*)?\n)*")
+_INCLUDE_PREFIX = r"(?:[ \t]*(?:#[ \t]*include\b[^\n]*|//[^\n]*)?\n)*"  # (a string: re compiles it on first use)
 
 
 def split_includes(preamble: str) -> tuple[str, str, int]:
@@ -227,7 +227,7 @@ def split_includes(preamble: str) -> tuple[str, str, int]:
     The includes go first in the program, before any ``#line``: NVRTC makes no precompiled
     header for a program whose include prefix holds a ``#line`` directive (warning 20283).
     """
-    m = _INCLUDE_PREFIX.match(preamble)
+    m = re.match(_INCLUDE_PREFIX, preamble)
     leading = preamble[: m.end()] if m else ""
     return leading, preamble[len(leading) :], leading.count("\n") + 1
 
