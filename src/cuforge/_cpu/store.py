@@ -33,12 +33,13 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any
 
 from .. import _config
 from .._compile import disk as _disk
 from .._compile.files import digest
 from .._compile.stats import counters
+from .._frozen import Record
 from .._version import __version__
 from ..errors import CompileError, CompilerNotFoundError
 from .toolchain import Compiler, find_compiler
@@ -50,11 +51,15 @@ COMPILE_TIMEOUT_S = 300.0
 LOG_LINES = 40  # of the compiler's messages, in a CompileError's text (all of them are on .log)
 
 
-class Loaded(NamedTuple):
+class Loaded(Record):
     """A shared object loaded in this process."""
 
+    __slots__ = ()
     library: ctypes.CDLL
     sha256: str  # of its bytes: its disk-cache entry is ``so:<sha256>``
+
+    def __new__(cls, library: Any, sha256: Any) -> Any:
+        return tuple.__new__(cls, (library, sha256))
 
     @property
     def file(self) -> str:

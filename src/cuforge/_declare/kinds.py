@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._frozen import Record
 from ..errors import ArgumentError, DeclarationError
 
 KIND_OPTIONS = ("cooperative", "cluster", "non_portable_cluster")
@@ -37,12 +38,16 @@ _GRID_NAME = (
 _COMMENT = r"//[^\n]*|/\*.*?\*/"
 
 
-class LaunchKind(NamedTuple):
+class LaunchKind(Record):
     """How a launch runs: plainly, cooperatively, or in clusters of blocks (made by `kind_of`)."""
 
-    cooperative: bool = False
-    cluster: tuple[int, int, int] | None = None
-    non_portable_cluster: bool = False
+    __slots__ = ()
+    cooperative: bool
+    cluster: tuple[int, int, int] | None
+    non_portable_cluster: bool
+
+    def __new__(cls, cooperative: Any = False, cluster: Any = None, non_portable_cluster: Any = False) -> Any:
+        return tuple.__new__(cls, (cooperative, cluster, non_portable_cluster))
 
     @property
     def plain(self) -> bool:

@@ -12,22 +12,27 @@ import threading
 from typing import Any, NamedTuple
 
 from .._declare.kinds import DEFAULT_SHARED, LaunchKind
+from .._frozen import Record
 from ..errors import ArgumentError
 from . import faults as _faults
 from . import libcuda as _libcuda
 from . import loading as _loading
 
 
-class Loaded(NamedTuple):
+class Loaded(Record):
     """A kernel loaded on one device: what ``Kernel._by_device`` holds. The C launcher reads
     ``handle``, ``max_threads`` and ``max_shared`` by position (0, 2, 3)."""
 
+    __slots__ = ()
     handle: int  # the CUkernel address the launch takes
     compiled: Any  # the CompiledKernel, or the prebuilt Module it came from
     max_threads: int  # threads per block the compiled code allows
     max_shared: int  # dynamic shared memory per block, after the opt-in
     static_shared: int
     device: Any  # _device.DeviceInfo
+
+    def __new__(cls, handle: Any, compiled: Any, max_threads: Any, max_shared: Any, static_shared: Any, device: Any) -> Any:
+        return tuple.__new__(cls, (handle, compiled, max_threads, max_shared, static_shared, device))
 
 
 def load_limits(handle: int, device: Any) -> tuple[int, int, int]:
