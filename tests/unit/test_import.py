@@ -89,35 +89,19 @@ CPU_WARM_PATH = {
 NOT_ON_A_WARM_PATH = ("jinja2", "pathlib", "platformdirs", "hashlib", "_hashlib", "shlex", "glob", "fnmatch", "urllib",
                       "ipaddress", "tempfile", "shutil", "platform", "subprocess", "logging", "cuda", "cupy", "torch")  # fmt: skip
 
-WARM_CPU_LAUNCHES = """
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WARM_CPU_LAUNCHES = f"""
 import sys, numpy as np
 before = set(sys.modules)
 import cuforge as cf
-
-@cf.kernel
-class Saxpy:
-    a: cf.float32
-    x: cf.In[cf.float32]
-    y: cf.Array[cf.float32]
-    n: cf.int64
-    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
-
-@cf.kernel
-class Axpy:
-    T = cf.typeparam(cf.float32, cf.float64)
-    BLOCK = cf.intparam(256, 128)
-    a: T
-    x: cf.In[T]
-    y: cf.Array[T]
-    n: cf.int64
-    block = "BLOCK"
-    body = "long long i = blockIdx.x * (long long){{ BLOCK }} + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
+sys.path.insert(0, {ROOT!r})
+from tests.warm_kernels import Axpy, Saxpy
 
 x = np.ones(512, np.float32); y = np.zeros(512, np.float32)
 Saxpy(np.float32(2.0), x, y, 512, grid=2, block=256, device="cpu")
 Axpy(np.float32(2.0), x, y, 512, device="cpu")
 print(y[0], cf.cache_stats().cpu_compiles)
-print(" ".join(sorted(set(sys.modules) - before)))
+print(" ".join(sorted(m for m in set(sys.modules) - before if not m.startswith("tests"))))
 """
 
 
