@@ -1,4 +1,5 @@
-"""Compile options: a frozen dataclass and the pure function that turns it into NVRTC flags.
+"""Compile options: a frozen value class, which is a dataclass to ``dataclasses``, and the
+pure function that turns it into NVRTC flags.
 
 Building options never touches the GPU or NVRTC; the arch is chosen later, by
 ``compile(arch=...)`` or from the device in use.
@@ -6,13 +7,12 @@ Building options never touches the GPU or NVRTC; the arch is chosen later, by
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from ._frozen import Frozen
 from .errors import DeclarationError
 
 __all__ = ["CompileOptions", "define_flags", "to_flags"]
@@ -30,8 +30,28 @@ def _fail(option: str, expected: str, got: Any) -> DeclarationError:
     return DeclarationError(f"CompileOptions: {option} expects {expected}, got {got!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
-class CompileOptions:
+class _Dataclass:
+    """The class attributes ``dataclasses`` reads (``__dataclass_fields__``,
+    ``__dataclass_params__``), those of a frozen keyword-only dataclass with the owner's
+    fields and defaults (its ``__init__``'s), made when first read: so ``dataclasses.fields``,
+    ``asdict``, ``replace`` and ``is_dataclass`` take the owner as they take a dataclass, and
+    a process that never asks does not generate one (a cost of every fresh process)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        import dataclasses
+
+        defaults = owner.__init__.__kwdefaults__  # type: ignore[misc]
+        twin = dataclasses.make_dataclass(owner.__name__, [(n, Any, dataclasses.field(default=d)) for n, d in defaults.items()],
+                                          frozen=True, kw_only=True)  # fmt: skip
+        for name in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(owner, name, getattr(twin, name))
+        return getattr(owner, self.name)
+
+
+class CompileOptions(Frozen):
     """Options for NVRTC, settable per kernel class and per ``compile()`` call.
 
     Parameters
@@ -74,20 +94,45 @@ class CompileOptions:
     """
 
     __module__ = "cuforge"
+    __match_args__ = ()
+    __dataclass_fields__ = _Dataclass()
+    __dataclass_params__ = _Dataclass()
 
-    std: str = "c++17"
-    fast_math: bool = False
-    ftz: bool | None = None
-    maxrregcount: int | None = None
-    lineinfo: bool = False
-    debug: bool = False
-    lto: bool = False
-    relocatable: bool = False
-    defines: tuple[tuple[str, str | None], ...] = field(default=())
-    include_dirs: tuple[str, ...] = field(default=())
-    extra: tuple[str, ...] = field(default=())
+    std: str
+    fast_math: bool
+    ftz: bool | None
+    maxrregcount: int | None
+    lineinfo: bool
+    debug: bool
+    lto: bool
+    relocatable: bool
+    defines: tuple[tuple[str, str | None], ...]
+    include_dirs: tuple[str, ...]
+    extra: tuple[str, ...]
 
-    def __post_init__(self) -> None:
+    # The fields, their order and their defaults are this signature's.
+    def __init__(self, *, std: str = "c++17", fast_math: bool = False, ftz: bool | None = None,
+                 maxrregcount: int | None = None, lineinfo: bool = False, debug: bool = False, lto: bool = False,
+                 relocatable: bool = False, defines: tuple[tuple[str, str | None], ...] = (), include_dirs: tuple[str, ...] = (),
+                 extra: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.__dict__.update(std=std, fast_math=fast_math, ftz=ftz, maxrregcount=maxrregcount, lineinfo=lineinfo,
+                             debug=debug, lto=lto, relocatable=relocatable, defines=defines, include_dirs=include_dirs,
+                             extra=extra)  # fmt: skip
+        self._check()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if other.__class__ is self.__class__ else NotImplemented  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in _FIELDS)})"
+
+    def _check(self) -> None:
         if self.std not in _STDS:
             raise _fail("std", f"one of {', '.join(_STDS)}", self.std)
         for name in ("fast_math", "lineinfo", "debug", "lto", "relocatable"):
@@ -120,10 +165,12 @@ class CompileOptions:
             For an unknown field or a value that is not valid.
         """
         try:
-            return dataclasses.replace(self, **changes)
+            return type(self)(**{**dict(zip(_FIELDS, self._values())), **changes})
         except TypeError as exc:
-            names = ", ".join(f.name for f in dataclasses.fields(self))
-            raise DeclarationError(f"CompileOptions: {exc}; the fields are {names}") from None
+            raise DeclarationError(f"CompileOptions: {exc}; the fields are {', '.join(_FIELDS)}") from None
+
+
+_FIELDS = tuple(CompileOptions.__init__.__kwdefaults__)  # type: ignore[misc,arg-type]
 
 
 def _normalize_defines(defines: Any) -> tuple[tuple[str, str | None], ...]:
