@@ -43,7 +43,8 @@ def _frozen(message: str) -> AttributeError:
 
 class Record(tuple):  # type: ignore[type-arg]
     """A tuple with named fields: what a NamedTuple gives (unpacking, equality, hashing,
-    ``_replace``, ``_asdict``, its repr, pickling), written once.
+    ``_fields``, ``_field_defaults``, ``_make``, ``_replace``, ``_asdict``, match args, its
+    repr, pickling), written once.
 
     A subclass sets ``__slots__ = ()``, annotates its fields in order, as a NamedTuple's body
     does, and writes the ``__new__`` that takes them (``tuple.__new__(cls, (...))``, with any
@@ -52,14 +53,26 @@ class Record(tuple):  # type: ignore[type-arg]
 
     __slots__ = ()
     _fields: ClassVar[tuple[str, ...]] = ()
+    _field_defaults: ClassVar[dict[str, Any]] = {}
+    __match_args__: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
         # The body's own annotations, in order (cuforge's modules keep them as strings: from
         # __future__ import annotations); inspect.get_annotations would import inspect
         cls._fields = tuple(cls.__dict__.get("__annotations__", {}))  # noqa: RUF063
+        cls.__match_args__ = cls._fields  # type: ignore[misc]  # (set per class, as NamedTuple does)
+        defaults = cls.__new__.__defaults__ or ()
+        cls._field_defaults = dict(zip(cls._fields[len(cls._fields) - len(defaults) :], defaults))
         for index, name in enumerate(cls._fields):
             setattr(cls, name, _tuplegetter(index, f"Alias for field number {index}"))
+
+    @classmethod
+    def _make(cls, iterable: Any) -> Any:
+        values = tuple(iterable)
+        if len(values) != len(cls._fields):
+            raise TypeError(f"Expected {len(cls._fields)} arguments, got {len(values)}")
+        return tuple.__new__(cls, values)
 
     def _replace(self, **changes: Any) -> Any:
         values = [changes.pop(name, value) for name, value in zip(self._fields, self)]

@@ -116,6 +116,8 @@ def uses_grid_sync(source: str) -> bool:
     instructions (EIATTR_COOP_GROUP_INSTR_OFFSETS) for cluster syncs and warp reductions alike.
     Comments are skipped.
     """
+    if "this_grid" not in source and "grid_group" not in source:  # (skipping comments cannot add either)
+        return False
     code = re.sub(_COMMENT, " ", source, flags=re.S)
     if "this_grid" not in code and "grid_group" not in code:
         return False

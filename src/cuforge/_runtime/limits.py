@@ -9,7 +9,7 @@ records what the C launcher compares each call against.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._declare.kinds import DEFAULT_SHARED, LaunchKind
 from .._frozen import Record
@@ -120,7 +120,7 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
                 _non_portable.add((loaded.handle, device.id))
 
 
-class KernelAttributes(NamedTuple):
+class KernelAttributes(Record):
     """What a kernel's compiled code needs and allows on one device (``Kernel.attributes``).
 
     Examples
@@ -141,5 +141,10 @@ class KernelAttributes(NamedTuple):
     max_dynamic_shared_bytes: int  # after cuforge's opt-in: the most shared_mem= a launch may ask
     device: int
 
+    __module__ = "cuforge"
+    __slots__ = ()
 
-KernelAttributes.__module__ = "cuforge"  # (a NamedTuple's body cannot set it)
+    def __new__(cls, registers: int, local_bytes: int, static_shared_bytes: int, max_threads_per_block: int,
+                max_dynamic_shared_bytes: int, device: int) -> Any:  # fmt: skip
+        return tuple.__new__(cls, (registers, local_bytes, static_shared_bytes, max_threads_per_block,
+                                   max_dynamic_shared_bytes, device))  # fmt: skip
