@@ -37,7 +37,7 @@ anyway.
 from __future__ import annotations
 
 import contextlib
-import json
+import json  # (the warm path's one heavier import kept: the records are JSON, read by its parser)
 import os
 import threading
 import time
