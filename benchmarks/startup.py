@@ -21,7 +21,8 @@ and the disk cache filled first. A case's figure is the CPU time its process spe
 NumPy's import (``time.process_time``, every thread of the process): ``import cuforge``,
 then the declaration and first launch of a cached axpy, on the CPU (a plain body, a
 ``{{ BLOCK }}`` family as the README's, the default cache location under a private HOME) and,
-where there is a GPU, on it (alone, after ``import cupy``, after ``import torch``). The scale
+where there is a GPU and CuPy, on it (CuPy's arrays, after ``import cupy``; PyTorch's tensors,
+after ``import torch``, where PyTorch is installed). The scale
 is a whole ``python -c pass`` process's CPU time, measured in the same turns; each ratio is
 against it. OpenBLAS runs one thread: its threads start with NumPy's import and spin on
 the process's CPU time meanwhile, which is NumPy's cost, not the case's.
