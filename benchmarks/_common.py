@@ -59,20 +59,20 @@ def example(name: str) -> Any:
     return module
 
 
+def axpy_class(name: str, t: str, params: str = "", block: str = "blockDim.x") -> str:
+    """The source of an axpy kernel class ``name`` over element type ``t`` (a dtype, or a
+    template parameter that ``params`` declares), for fresh processes to declare: its body
+    reads the block size as ``block`` (``{{ BLOCK }}`` in a family that declares it)."""
+    return (
+        f"\nimport cuforge as cf\n\n@cf.kernel\nclass {name}:\n{params}    a: {t}\n    x: cf.In[{t}]\n"
+        f"    y: cf.Array[{t}]\n    n: cf.int64\n"
+        f'    body = "long long i = blockIdx.x * (long long){block} + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"\n'
+    )
+
+
 # The axpy family the start-up benchmarks declare in fresh processes (warm_start.py,
 # startup.py, launch_kinds.py), and the same kernel as CUDA C++ for CuPy's RawModule.
-AXPY_FAMILY = """
-import cuforge as cf
-
-@cf.kernel
-class Axpy:
-    T = cf.typeparam(cf.float32, cf.float64)
-    a: T
-    x: cf.In[T]
-    y: cf.Array[T]
-    n: cf.int64
-    body = "long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i];"
-"""
+AXPY_FAMILY = axpy_class("Axpy", "T", "    T = cf.typeparam(cf.float32, cf.float64)\n")
 AXPY_CUDA = (
     "template <typename T> __global__ void axpy(T a, const T* __restrict__ x, T* y, long long n)"
     " { long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i] + y[i]; }"

@@ -94,6 +94,11 @@ def targets(r: dict) -> dict:
     own, rawmodule = proc.get("cuforge's own cost over cupy (ms)"), proc.get("RawModule's own cost over cupy (ms)")
     both = own is not None and rawmodule is not None
     at_most("start-up: cuforge's own cost - RawModule's <= 0 ms", own - rawmodule if both else None, 0.0)
+    # Issue #39: process CPU time after NumPy's import, against a whole `python -c pass`
+    ct = start.get("cpu time", {})
+    at_most("start-up: import cuforge <= 1.5x python -c pass", ct.get("import cuforge / python -c pass"), 1.5)
+    for case in ("cpu launch, plain body", "cpu launch, {{ }} family", "cpu launch, default cache location"):
+        at_most(f"start-up: {case} <= 1.7x python -c pass", ct.get(f"{case} / python -c pass"), 1.7)
     th = r["threads"]
     for n in (1, 4, 32):
         best = min(th[f"{n} threads: {peer} (us per launch)"] for peer in ("cupy RawKernel", "cuda.core launch"))
@@ -174,7 +179,8 @@ def main(outdir: str) -> dict:
     r["bandwidth"] = bandwidth.main()
     r["family_compile"] = family_compile.main()
     r["compile_speed"] = compile_speed.main()
-    r["startup"] = {"warm start": warm_start.main(), "import": import_time.main(), "processes": startup.main()}
+    r["startup"] = {"warm start": warm_start.main(), "import": import_time.main(), "processes": startup.main(),
+                    "cpu time": startup.cpu_time()}  # fmt: skip
     r["launch_kinds"] = launch_kinds.main()  # reported, not a target: cooperative cost, build vs cache start-up
     r["torch"] = torch_ops.main()  # after the graphs and threads: torch.compile's CUDA graphs stay alive
     r["jax"] = jax_ops.main()  # (JAX takes most of the GPU's memory: after the others)

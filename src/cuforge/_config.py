@@ -51,15 +51,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 __all__ = [
-    "arch", "build_dir", "cache_dir", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "check", "compile_split_seconds",
-    "compile_workers", "cpu_timeout", "cuda_include", "device",
+    "arch", "build_dir", "cache_dir", "cache_path", "cache_enabled", "cache_lock_seconds", "cache_max_bytes", "check",
+    "compile_split_seconds", "compile_workers", "cpu_timeout", "cuda_include", "device",
     "get", "launcher", "on_change", "overrides_of", "pch", "pch_heap_bytes", "restore_overrides", "scope", "set_cache",
     "template_path",
 ]  # fmt: skip
@@ -171,12 +174,34 @@ def cache_dir() -> Path:
     >>> cf.cache_dir().name
     'v2'
     """
+    from pathlib import Path  # (the warm path uses cache_path: pathlib imports urllib and ipaddress)
+
+    return Path(cache_path())
+
+
+def cache_path() -> str:
+    """`cache_dir` as a string, which cuforge's own reads and writes use."""
     configured = str(get("cache_dir"))
     if configured:
-        return Path(os.path.abspath(configured)) / SCHEMA
+        return os.path.join(os.path.abspath(configured), SCHEMA)
+    return os.path.join(_user_cache_dir(), SCHEMA)
+
+
+def _user_cache_dir() -> str:
+    """platformdirs' ``user_cache_dir("cuforge")``. On Linux, with an absolute
+    ``XDG_CACHE_HOME`` or ``HOME``, its answer is spelled here: importing platformdirs
+    (tempfile, shutil, random, compression modules) would cost a warm start more than the
+    launch. Anything else (another system, Android, no usable home) asks platformdirs."""
+    android = os.environ.get("ANDROID_DATA") == "/data" and os.environ.get("ANDROID_ROOT") == "/system"
+    if sys.platform == "linux" and not android:
+        xdg, home = os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("HOME", "")
+        if xdg.startswith("/"):
+            return os.path.join(xdg, "cuforge")
+        if home.startswith("/"):
+            return os.path.join(home.rstrip("/") + "/.cache", "cuforge")
     import platformdirs
 
-    return platformdirs.user_cache_path("cuforge") / SCHEMA
+    return platformdirs.user_cache_dir("cuforge")
 
 
 def _number(name: str) -> float:

@@ -1,4 +1,5 @@
-"""Compile options: a frozen dataclass and the pure function that turns it into NVRTC flags.
+"""Compile options: a frozen value class, which is a dataclass to ``dataclasses``, and the
+pure function that turns it into NVRTC flags.
 
 Building options never touches the GPU or NVRTC; the arch is chosen later, by
 ``compile(arch=...)`` or from the device in use.
@@ -6,28 +7,51 @@ Building options never touches the GPU or NVRTC; the arch is chosen later, by
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from ._frozen import Frozen
 from .errors import DeclarationError
 
 __all__ = ["CompileOptions", "define_flags", "to_flags"]
 
 _STDS = ("c++11", "c++14", "c++17", "c++20")
-_DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_ARCH = re.compile(r"(sm|compute)_(\d+)([af]?)\Z")
+_ARCH = r"(sm|compute)_(\d+)([af]?)\Z"  # (compiled by re on first use: few processes ask)
+
+
+def is_identifier(name: str) -> bool:
+    """Whether ``name`` is a C identifier (ASCII letters, digits and ``_``, not starting with a digit)."""
+    return name.isascii() and name.isidentifier()
 
 
 def _fail(option: str, expected: str, got: Any) -> DeclarationError:
     return DeclarationError(f"CompileOptions: {option} expects {expected}, got {got!r}")
 
 
-@dataclass(frozen=True, kw_only=True)
-class CompileOptions:
+class _Dataclass:
+    """The class attributes ``dataclasses`` reads (``__dataclass_fields__``,
+    ``__dataclass_params__``), those of a frozen keyword-only dataclass with the owner's
+    fields and defaults (its ``__init__``'s), made when first read: so ``dataclasses.fields``,
+    ``asdict``, ``replace`` and ``is_dataclass`` take the owner as they take a dataclass, and
+    a process that never asks does not generate one (a cost of every fresh process)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        import dataclasses
+
+        defaults = owner.__init__.__kwdefaults__  # type: ignore[misc]
+        twin = dataclasses.make_dataclass(owner.__name__, [(n, Any, dataclasses.field(default=d)) for n, d in defaults.items()],
+                                          frozen=True, kw_only=True)  # fmt: skip
+        for name in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(owner, name, getattr(twin, name))
+        return getattr(owner, self.name)
+
+
+class CompileOptions(Frozen):
     """Options for NVRTC, settable per kernel class and per ``compile()`` call.
 
     Parameters
@@ -70,20 +94,45 @@ class CompileOptions:
     """
 
     __module__ = "cuforge"
+    __match_args__ = ()
+    __dataclass_fields__ = _Dataclass()
+    __dataclass_params__ = _Dataclass()
 
-    std: str = "c++17"
-    fast_math: bool = False
-    ftz: bool | None = None
-    maxrregcount: int | None = None
-    lineinfo: bool = False
-    debug: bool = False
-    lto: bool = False
-    relocatable: bool = False
-    defines: tuple[tuple[str, str | None], ...] = field(default=())
-    include_dirs: tuple[str, ...] = field(default=())
-    extra: tuple[str, ...] = field(default=())
+    std: str
+    fast_math: bool
+    ftz: bool | None
+    maxrregcount: int | None
+    lineinfo: bool
+    debug: bool
+    lto: bool
+    relocatable: bool
+    defines: tuple[tuple[str, str | None], ...]
+    include_dirs: tuple[str, ...]
+    extra: tuple[str, ...]
 
-    def __post_init__(self) -> None:
+    # The fields, their order and their defaults are this signature's.
+    def __init__(self, *, std: str = "c++17", fast_math: bool = False, ftz: bool | None = None,
+                 maxrregcount: int | None = None, lineinfo: bool = False, debug: bool = False, lto: bool = False,
+                 relocatable: bool = False, defines: tuple[tuple[str, str | None], ...] = (), include_dirs: tuple[str, ...] = (),
+                 extra: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.__dict__.update(std=std, fast_math=fast_math, ftz=ftz, maxrregcount=maxrregcount, lineinfo=lineinfo,
+                             debug=debug, lto=lto, relocatable=relocatable, defines=defines, include_dirs=include_dirs,
+                             extra=extra)  # fmt: skip
+        self._check()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if other.__class__ is self.__class__ else NotImplemented  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(f'{n}={getattr(self, n)!r}' for n in _FIELDS)})"
+
+    def _check(self) -> None:
         if self.std not in _STDS:
             raise _fail("std", f"one of {', '.join(_STDS)}", self.std)
         for name in ("fast_math", "lineinfo", "debug", "lto", "relocatable"):
@@ -116,10 +165,12 @@ class CompileOptions:
             For an unknown field or a value that is not valid.
         """
         try:
-            return dataclasses.replace(self, **changes)
+            return type(self)(**{**dict(zip(_FIELDS, self._values())), **changes})
         except TypeError as exc:
-            names = ", ".join(f.name for f in dataclasses.fields(self))
-            raise DeclarationError(f"CompileOptions: {exc}; the fields are {names}") from None
+            raise DeclarationError(f"CompileOptions: {exc}; the fields are {', '.join(_FIELDS)}") from None
+
+
+_FIELDS = tuple(CompileOptions.__init__.__kwdefaults__)  # type: ignore[misc,arg-type]
 
 
 def _normalize_defines(defines: Any) -> tuple[tuple[str, str | None], ...]:
@@ -127,7 +178,7 @@ def _normalize_defines(defines: Any) -> tuple[tuple[str, str | None], ...]:
     out = []
     for item in items:
         name, value = (item, None) if isinstance(item, str) else item
-        if not isinstance(name, str) or not _DEFINE_NAME.match(name):
+        if not isinstance(name, str) or not is_identifier(name):
             raise _fail("defines", "C identifiers as names", name)
         out.append((name, None if value is None else str(value)))
     return tuple(out)
@@ -144,7 +195,7 @@ def _str_tuple(option: str, values: Any) -> tuple[str, ...]:
 
 def check_arch(arch: Any) -> str:
     """Validate an arch string such as ``"sm_90"`` and return it."""
-    if not isinstance(arch, str) or not _ARCH.match(arch):
+    if not isinstance(arch, str) or not re.match(_ARCH, arch):
         raise DeclarationError(f"arch expects a string like 'sm_90' (or 'compute_90' for PTX), got {arch!r}")
     return arch
 
@@ -152,7 +203,7 @@ def check_arch(arch: Any) -> str:
 def arch_number(arch: str) -> int:
     """The compute capability an arch names, as an int: 90 for ``sm_90``, ``compute_90`` or
     ``sm_90a``."""
-    return int(_ARCH.match(check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
+    return int(re.match(_ARCH, check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
 
 
 def define_flags(options: CompileOptions) -> list[str]:

@@ -56,3 +56,28 @@ def test_unknown_launcher_setting_is_refused():
         pytest.raises(cf.ConfigError, match=r"CUFORGE_LAUNCHER expects auto, c or bindings, got 'cython'"),
     ):
         _cuda.state.bind_launcher()
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [{"XDG_CACHE_HOME": "/x/cache", "HOME": "/h"}, {"XDG_CACHE_HOME": "", "HOME": "/h/"}, {"XDG_CACHE_HOME": "rel", "HOME": "/h"},
+     {"HOME": "/"}, {"XDG_CACHE_HOME": "/x//c/"}, {"HOME": "relative"}, {}],
+)  # fmt: skip
+def test_the_default_cache_folder_is_platformdirs_user_cache_dir(monkeypatch, environ):
+    """Spelled without platformdirs where that is simple (its import costs a warm start more
+    than the launch), the answer stays platformdirs'."""
+    import platformdirs
+
+    for name in ("CUFORGE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    with _config.scope(cache_dir=""):  # (the tests' own cache folder is set through _config)
+        try:
+            expected = os.path.join(platformdirs.user_cache_dir("cuforge"), _config.SCHEMA)
+        except RuntimeError:  # (no home platformdirs can name: neither can cuforge)
+            with pytest.raises(RuntimeError):
+                _config.cache_path()
+            return
+        assert _config.cache_path() == expected
+        assert cf.cache_dir() == type(cf.cache_dir())(expected)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -483,3 +484,16 @@ def test_an_entry_another_user_could_have_planted_is_a_miss(tmp_path, which, spo
 def _looks(path: Path) -> tuple:
     st = os.lstat(path)
     return st.st_uid, st.st_mtime_ns, sorted(os.listdir(path)) if path.is_dir() else path.read_bytes()
+
+
+def test_cache_stats_keeps_the_named_tuple_api():
+    """A hand-written record now (a NamedTuple's generated methods cost every fresh process),
+    read as the NamedTuple it was."""
+    stats = cf.cache_stats()
+    memory_hits, *_, cpu_compiles = stats
+    assert (memory_hits, cpu_compiles) == (stats.memory_hits, stats.cpu_compiles)
+    assert stats._fields[:2] == ("memory_hits", "disk_hits") and stats._field_defaults["cpu_compiles"] == 0
+    assert stats._replace(compiles=7).compiles == 7 and stats._asdict()["disk_hits"] == stats.disk_hits
+    assert cf.CacheStats._make(range(10)) == tuple(range(10)) == cf.CacheStats(*range(10))
+    assert pickle.loads(pickle.dumps(stats)) == stats
+    assert repr(cf.CacheStats(*range(6))).startswith("CacheStats(memory_hits=0, disk_hits=1, compiles=2,")

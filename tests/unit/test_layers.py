@@ -11,7 +11,7 @@ SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 
 # lowest first; a module may import its own layer's modules and those of the layers below
 LAYERS = [
-    ("foundation", ["cuforge.errors", "cuforge.options", "cuforge._config", "cuforge._version"]),
+    ("foundation", ["cuforge.errors", "cuforge.options", "cuforge._config", "cuforge._version", "cuforge._digest", "cuforge._frozen"]),
     ("declare", ["cuforge._declare"]),
     ("compile", ["cuforge._compile"]),
     ("runtime", ["cuforge._runtime", "cuforge._claunch", "cuforge._cpu"]),

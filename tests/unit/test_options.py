@@ -55,3 +55,19 @@ def test_replace_with_unknown_field_names_the_fields():
 def test_bad_arch():
     with pytest.raises(cf.DeclarationError, match=r"arch expects a string like 'sm_90'"):
         to_flags(cf.CompileOptions(), "90")
+
+
+def test_options_are_a_frozen_keyword_only_dataclass_to_dataclasses():
+    """Written by hand (a dataclass's generated methods cost every fresh process), the class
+    still answers ``dataclasses`` as the frozen keyword-only dataclass it was."""
+    import dataclasses
+
+    opts = cf.CompileOptions(std="c++20", defines={"N": 4})
+    assert dataclasses.is_dataclass(cf.CompileOptions) and dataclasses.is_dataclass(opts)
+    assert [(f.name, f.default, f.kw_only) for f in dataclasses.fields(opts)][:2] == [("std", "c++17", True),
+                                                                                       ("fast_math", False, True)]  # fmt: skip
+    assert dataclasses.asdict(opts)["defines"] == (("N", "4"),)
+    assert dataclasses.replace(opts, lineinfo=True) == opts.replace(lineinfo=True) != opts
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'std'"):
+        opts.std = "c++14"  # type: ignore[misc]
+    assert repr(cf.CompileOptions()).startswith("CompileOptions(std='c++17', fast_math=False, ftz=None,")

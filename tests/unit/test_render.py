@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cuforge as cf
 from cuforge import _config
-from cuforge._declare.render import dedent_body
+from cuforge._declare.render import CppBool, Snippet, dedent_body, environment
 
 from ..conftest import ROOT_TEMPLATES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_body_is_dedented_and_placed_under_line_directives(saxpy):
@@ -165,3 +173,55 @@ def test_launch_bounds_over_template_parameters_differ_per_instantiation():
 def test_launch_bounds_mistakes_fail_at_definition(ns, match):
     with pytest.raises(cf.DeclarationError, match=match):
         _bounded(**ns)
+
+
+# Bodies of text and `{{ }}` placeholders, some of which Jinja reads as more than a name: the
+# substitution path and Jinja must give the same text, or both fail.
+_PIECES = st.sampled_from(["x = ", "{{ BLOCK }}", "{{T}}", "{{\tname\n}}", "{{ FLAG }}", "{{ true }}", "{{ range }}",
+                           "{{ MISSING }}", "{{ BLOCK|int }}", "{{- BLOCK }}", "{", "}", "}}", "{{", "{%", "{#", "\r\n",
+                           "\n", " ", ";", "a{", "%}", "#}"])  # fmt: skip
+_CONTEXT = {"BLOCK": 256, "T": "float", "name": "K", "FLAG": CppBool(True)}
+
+
+def _by_jinja(text: str) -> str | None:
+    import jinja2
+
+    if not any(mark in text for mark in ("{{", "{%", "{#")):
+        return text  # (plain C++ is never given to Jinja)
+    try:
+        out = environment().from_string(text).render(_CONTEXT)
+    except jinja2.TemplateError:
+        return None
+    return out if out.endswith("\n") else out + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=12))
+def test_a_body_that_only_substitutes_renders_as_jinja_renders_it(pieces):
+    raw = "".join(pieces)
+    try:
+        ours: str | None = Snippet.parse("K", "body", raw).render(_CONTEXT)
+    except cf.TemplateError:
+        ours = None
+    assert ours == _by_jinja(dedent_body(raw))
+
+
+def test_a_family_substituting_values_renders_without_jinja_and_keys_follow_the_values(tmp_path):
+    """The README's Axpy: each instantiation's source, and so its cache key, has its own
+    value, and Jinja is not imported to render it."""
+    code = (
+        f"import sys\nsys.path.insert(0, {ROOT!r})\nimport cuforge as cf\nfrom tests.warm_kernels import Axpy\n"
+        "from cuforge._compile import identity\n"
+        "for block in (256, 128):\n"
+        "    ck = Axpy[cf.float32, block]\n"
+        "    unit = ck._compile_unit()\n"
+        "    print(f'(long long){block} + threadIdx.x' in unit.source,\n"
+        "          identity.key_of(unit, ('-arch=sm_90',), unit.options))\n"
+        "print('jinja2' in sys.modules)\n"
+    )
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split("\n")
+    (found256, key256), (found128, key128) = lines[0].split(), lines[1].split()
+    assert found256 == found128 == "True"
+    assert key256 != key128
+    assert lines[2] == "False"

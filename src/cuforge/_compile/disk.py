@@ -37,14 +37,13 @@ anyway.
 from __future__ import annotations
 
 import contextlib
-import json
+import json  # (the warm path's one heavier import kept: the records are JSON, read by its parser)
 import os
 import threading
 import time
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _config
 from .._version import __version__
@@ -52,6 +51,9 @@ from .files import FileStore, UntrustedCacheError
 from .files import digest as _digest
 from .nvrtc import CompileResult
 from .stats import counters
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _debug(message: str, *args: Any) -> None:
@@ -92,8 +94,8 @@ class DiskCache:
     """One cache directory (``<root>/entries``, ``tmp``, ``locks``), created owner-only, and
     used only when this user owns it and no one else can write to it."""
 
-    def __init__(self, root: Path, max_bytes: int):
-        self.root = root
+    def __init__(self, root: str, max_bytes: int):
+        self.path = root  # (a string: the warm path has no pathlib)
         self._store = FileStore(root)  # made 0700 where missing; raises UntrustedCacheError
         self.max_bytes = max_bytes  # enforced after writes: a warm start (reads only) walks nothing
         self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
@@ -110,6 +112,13 @@ class DiskCache:
             if self._size > self.max_bytes:
                 self.prune(self.max_bytes)
                 self._size = self.info()["bytes"]
+
+    @property
+    def root(self) -> Path:
+        """The cache's folder, for tools and tests."""
+        from pathlib import Path
+
+        return Path(self.path)
 
     # ------------------------------------------------------------ kernels
 
@@ -181,8 +190,8 @@ class DiskCache:
 
     def _write_failed(self, name: str, exc: OSError) -> None:
         counters.add(disk_errors=1)
-        _debug("cuforge cache: could not write %s in %s: %s", name[:24], self.root, exc)
-        _warn_once("write", f"cuforge: cannot write the compile cache at {self.root} ({exc}); kernels still work, "
+        _debug("cuforge cache: could not write %s in %s: %s", name[:24], self.path, exc)
+        _warn_once("write", f"cuforge: cannot write the compile cache at {self.path} ({exc}); kernels still work, "
                             f"but a new process compiles them again. Free space or set CUFORGE_CACHE_DIR "
                             f"(this warning is given once per process)", stacklevel=5)  # fmt: skip
 
@@ -190,7 +199,7 @@ class DiskCache:
         """Count and log a damaged entry, and remove it so the rewrite can take its place."""
         if not quiet:  # a recheck's damage was counted by the first look
             counters.add(disk_errors=1)
-        _debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.root, why)
+        _debug("cuforge cache: entry %s in %s is unusable (%s); recompiling", name[:24], self.path, why)
         for entry in {name, name if ":" in name else self.meta_name(name)}:
             with contextlib.suppress(KeyError, OSError):
                 del self._store[entry]  # (or an empty folder in its place: unreadable, in the way)
@@ -201,7 +210,7 @@ class DiskCache:
         planted: a miss, or a write not made. Nothing is removed: the user should look."""
         counters.add(disk_errors=1)
         _debug("cuforge cache: refused %s: %s", exc.path, exc)
-        _warn_once(f"untrusted:{exc.path}", f"cuforge: not using {exc.path} in the compile cache at {self.root}: {exc}; "
+        _warn_once(f"untrusted:{exc.path}", f"cuforge: not using {exc.path} in the compile cache at {self.path}: {exc}; "
                                             f"another user could plant code there. Fix: {exc.fix}. Kernels stored there "
                                             f"are compiled again meanwhile", 5, CacheSecurityWarning)  # fmt: skip
 
@@ -243,7 +252,7 @@ class DiskCache:
             if raising:
                 raise
             counters.add(disk_errors=1)
-            _debug("cuforge cache: could not write %s in %s: %s", name, self.root, exc)
+            _debug("cuforge cache: could not write %s in %s: %s", name, self.path, exc)
             return
         if not raising:  # a kernel's metadata is accounted with its code in put()
             self._wrote(len(data))
@@ -340,7 +349,7 @@ class DiskCache:
 
     def info(self) -> dict[str, Any]:
         sizes = [st.st_size for _, _, st in self._store.files()]
-        return {"path": str(self.root), "entries": len(sizes), "bytes": sum(sizes), "max_bytes": self.max_bytes}
+        return {"path": self.path, "entries": len(sizes), "bytes": sum(sizes), "max_bytes": self.max_bytes}
 
     def clear(self) -> None:
         self._store.clear()
@@ -383,11 +392,11 @@ def current() -> DiskCache | None:
     read-only or missing location only costs the persistence, never the kernel)."""
     if not _config.cache_enabled():
         return None
-    root, cap = _config.cache_dir(), _config.cache_max_bytes()
+    root, cap = _config.cache_path(), _config.cache_max_bytes()
     with _opened_lock:
-        if (str(root), cap) not in _opened:
+        if (root, cap) not in _opened:
             try:
-                _opened[str(root), cap] = DiskCache(root, cap)
+                _opened[root, cap] = DiskCache(root, cap)
             except UntrustedCacheError as exc:
                 counters.add(disk_errors=1)
                 warnings.warn(
@@ -397,12 +406,12 @@ def current() -> DiskCache | None:
                     CacheSecurityWarning,
                     stacklevel=3,
                 )
-                _opened[str(root), cap] = None
+                _opened[root, cap] = None
             except OSError as exc:
                 counters.add(disk_errors=1)
                 _debug("cuforge cache: cannot open %s (%s); the disk cache is off for this process", root, exc)
                 _warn_once("open", f"cuforge: cannot open the compile cache at {root} ({exc}); kernels are cached in "
                                    f"memory only in this process. Set CUFORGE_CACHE_DIR to a writable directory, or "
                                    f"CUFORGE_CACHE=0 (this warning is given once per process)")  # fmt: skip
-                _opened[str(root), cap] = None
-        return _opened[str(root), cap]
+                _opened[root, cap] = None
+        return _opened[root, cap]

@@ -4,14 +4,17 @@ only this user can write, every one reached through a checked handle (``trust``)
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .._digest import hexdigest
 from . import trust
 from .trust import UntrustedCacheError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["FileStore", "UntrustedCacheError", "digest"]
 
@@ -19,7 +22,7 @@ _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | trust.NO_LINKS
 
 
 def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return hexdigest(data)
 
 
 class FileStore:
@@ -33,12 +36,13 @@ class FileStore:
     before it is used, so what is read is what was checked, whatever happens to the paths.
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: str):
         self.root = root
-        top = trust.open_root(str(root.parent))  # the configured folder, and every one on the way to it
+        parent, name = os.path.split(root)
+        top = trust.open_root(parent)  # the configured folder, and every one on the way to it
         fix = f"chmod 700 {root} (and chown it to yourself)"
         try:
-            self._root = trust.open_folder(top, root.name, str(root), create=True, fix=fix)
+            self._root = trust.open_folder(top, name, root, create=True, fix=fix)
         finally:
             trust.close(top)
         try:
@@ -66,8 +70,10 @@ class FileStore:
 
     def path_for(self, name: str) -> Path:
         """Where entry ``name`` lies, for messages and tools: the store itself never reads a path."""
+        from pathlib import Path  # (tools and tests only: the warm path has no pathlib)
+
         h = digest(name.encode())
-        return self.root / "entries" / h[:2] / h[2:]
+        return Path(self.root, "entries", h[:2], h[2:])
 
     @contextlib.contextmanager
     def _slot(self, name: str, *, create: bool) -> Iterator[tuple[trust.Folder, str, str]]:

@@ -10,7 +10,7 @@ import re
 
 from .. import _config
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
+_INCLUDE = r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]'  # (a string: re compiles it on first use)
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,7 +65,7 @@ def template_headers(source: str, dirs: tuple[str, ...]) -> dict[str, str]:
     template directories ``dirs``: read here and passed to NVRTC in memory, so their
     contents are part of the key and a header edit recompiles."""
     found: dict[str, str] = {}
-    pending = _INCLUDE.findall(source)
+    pending = re.findall(_INCLUDE, source, re.MULTILINE)
     while pending:
         name = pending.pop()
         if name in found:
@@ -75,6 +75,6 @@ def template_headers(source: str, dirs: tuple[str, ...]) -> dict[str, str]:
             if os.path.isfile(path):
                 with open(path, encoding="utf-8") as fh:
                     found[name] = fh.read()
-                pending += _INCLUDE.findall(found[name])
+                pending += re.findall(_INCLUDE, found[name], re.MULTILINE)
                 break
     return found

@@ -7,14 +7,13 @@ records per entry; `cache_key` adds the exact flags and the machine's `toolchain
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shlex
 import stat
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from .._digest import hexdigest
 from .._version import __version__
 from ..errors import DeclarationError
 from ..options import CompileOptions
@@ -43,6 +42,8 @@ def compile_inputs(
     ``options``; digests of the source, the in-memory ``headers`` and the ``links`` (what
     the kernel is linked with: digests of modules, source strings); and cuforge's version.
     """
+    import shlex  # (on first use: a launch on the CPU keys its builds without it)
+
     kept = [f for f in flags if not f.startswith(("-arch=", "-I"))]
     return {
         "cuforge": __version__,
@@ -108,7 +109,7 @@ def resolve_options(unit: CompileUnit, options: CompileOptions | None, who: str)
 
 
 def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hexdigest(text.encode())
 
 
 _dir_digests: dict[tuple[str, ...], tuple[tuple[Any, ...], str]] = {}
@@ -140,6 +141,8 @@ def include_dirs_digest(dirs: tuple[str, ...]) -> str:
     cached = _dir_digests.get(dirs)
     if cached is not None and cached[0] == signature:
         return cached[1]
+    import hashlib  # (include folders can hold megabytes: OpenSSL's hash)
+
     h = hashlib.sha256()
     for d, rel, _, _ in files:
         h.update(rel.encode() + b"\0" + _file_digest(os.path.join(d, rel)))
@@ -160,6 +163,8 @@ def _file_digest(path: str) -> bytes:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return b"unreadable"
+            import hashlib
+
             h = hashlib.sha256()
             while chunk := fh.read(1 << 20):
                 h.update(chunk)

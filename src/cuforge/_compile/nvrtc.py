@@ -10,27 +10,34 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._frozen import Record
 from ..errors import CompileError
 from .stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 from .toolchain import check as _check
 from .toolchain import check_supported, nvrtc_api, nvrtc_version
 
-_LOG_LINE = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)")
+# (a string: re compiles it when a log is first read)
+_LOG_LINE = r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)"
 
 
-class CompileResult(NamedTuple):
+class CompileResult(Record):
     """What one NVRTC program produced."""
 
+    __slots__ = ()
     code: bytes
     code_type: str  # "cubin" or "ptx" ("ltoir" or a relocatable cubin before the link step)
     lowered: Mapping[str, str]  # name expression -> lowered (mangled) symbol
     log: str
     flags: tuple[str, ...]
     seconds: float
-    nvrtc_version: tuple[int, int] = (0, 0)
-    from_disk: bool = False  # read from the persistent cache rather than compiled now
+    nvrtc_version: tuple[int, int]
+    from_disk: bool  # read from the persistent cache rather than compiled now
+
+    def __new__(cls, code: Any, code_type: Any, lowered: Any, log: Any, flags: Any, seconds: Any,
+                nvrtc_version: Any = (0, 0), from_disk: Any = False) -> Any:
+        return tuple.__new__(cls, (code, code_type, lowered, log, flags, seconds, nvrtc_version, from_disk))
 
 
 def compile_program(
@@ -135,7 +142,7 @@ def format_failure(kernel: str, flags: tuple[str, ...], log: str, sources: Mappi
     out = [f"{kernel}: NVRTC failed to compile for {arch}:"]
     shown = 0
     for raw in log.splitlines():
-        m = _LOG_LINE.match(raw)
+        m = re.match(_LOG_LINE, raw)
         out.append("  " + raw)
         if not m or m["what"] == "warning" or shown >= 10:
             continue

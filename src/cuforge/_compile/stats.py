@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import NamedTuple
+from typing import Any
+
+from .._frozen import Record
 
 
-class CacheStats(NamedTuple):
+class CacheStats(Record):
     """Process-wide cache counters (see [`cuforge.cache_stats`][cuforge.cache_stats]).
 
     Examples
@@ -25,13 +27,19 @@ class CacheStats(NamedTuple):
     compile_seconds: float
     disk_errors: int
     disk_writes: int
-    pch_creations: int = 0  # NVRTC precompiled headers made (see _pch)
-    pch_hits: int = 0  # compiles that used one
-    batch_fallbacks: int = 0  # batches compiled one instantiation at a time, their declarations clashing
-    cpu_compiles: int = 0  # shared objects the host C++ compiler built for the CPU backend
+    pch_creations: int  # NVRTC precompiled headers made (see _pch)
+    pch_hits: int  # compiles that used one
+    batch_fallbacks: int  # batches compiled one instantiation at a time, their declarations clashing
+    cpu_compiles: int  # shared objects the host C++ compiler built for the CPU backend
 
+    __module__ = "cuforge"
+    __slots__ = ()
 
-CacheStats.__module__ = "cuforge"  # (a NamedTuple's body cannot set it)
+    def __new__(cls, memory_hits: int, disk_hits: int, compiles: int, compile_seconds: float, disk_errors: int,
+                disk_writes: int, pch_creations: int = 0, pch_hits: int = 0, batch_fallbacks: int = 0,
+                cpu_compiles: int = 0) -> Any:  # fmt: skip
+        return tuple.__new__(cls, (memory_hits, disk_hits, compiles, compile_seconds, disk_errors, disk_writes,
+                                   pch_creations, pch_hits, batch_fallbacks, cpu_compiles))  # fmt: skip
 
 
 class _Counters:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import glob
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -100,6 +99,8 @@ def nvrtc_wheel_library() -> str | None:
         for sub in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
             if os.path.isfile(os.path.join(root, sub)):
                 return os.path.join(root, sub)
+    import glob  # (only where the known places have none: glob imports fnmatch and its regexes)
+
     for root in roots:
         for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll", "*/bin/*/nvrtc64*.dll"):
             for path in sorted(glob.glob(os.path.join(root, pattern))):

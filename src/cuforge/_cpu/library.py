@@ -9,22 +9,27 @@ import ctypes
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any
 
 from .._compile.headers import cccl_include_dir, cuda_include_dir
 from .._compile.identity import include_dirs_digest
+from .._frozen import Record
 from ..options import CompileOptions, define_flags
 from . import runtime as _runtime
 from . import store as _store
 from . import toolchain as _toolchain
 
 
-class Program(NamedTuple):
+class Program(Record):
     """One program loaded for the CPU: entry addresses by name expression."""
 
+    __slots__ = ()
     library: ctypes.CDLL
     entries: dict[str, int]
     sha256: str  # of the shared object's bytes
+
+    def __new__(cls, library: Any, entries: Any, sha256: Any) -> Any:
+        return tuple.__new__(cls, (library, entries, sha256))
 
     @property
     def path(self) -> str:

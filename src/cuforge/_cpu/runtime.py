@@ -8,13 +8,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import hashlib
 import os
 import struct
 import threading
 from typing import Any, NoReturn
 
 from .. import _config
+from .._digest import sha256
 from ..errors import ConfigError
 from . import store as _store
 from . import toolchain as _toolchain
@@ -49,7 +49,7 @@ INTERRUPTED, TIMED_OUT = 64, 65
 def sources_digest() -> str:
     """A digest of the runtime header and library sources and of the translation: it enters
     every CPU compile's key."""
-    h = hashlib.sha256()
+    h = sha256()
     for root, _, files in sorted(os.walk(INCLUDE)):
         for name in sorted(files):
             with open(os.path.join(root, name), "rb") as f:

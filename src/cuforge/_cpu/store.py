@@ -33,12 +33,13 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any
 
 from .. import _config
 from .._compile import disk as _disk
 from .._compile.files import digest
 from .._compile.stats import counters
+from .._frozen import Record
 from .._version import __version__
 from ..errors import CompileError, CompilerNotFoundError
 from .toolchain import Compiler, find_compiler
@@ -50,11 +51,15 @@ COMPILE_TIMEOUT_S = 300.0
 LOG_LINES = 40  # of the compiler's messages, in a CompileError's text (all of them are on .log)
 
 
-class Loaded(NamedTuple):
+class Loaded(Record):
     """A shared object loaded in this process."""
 
+    __slots__ = ()
     library: ctypes.CDLL
     sha256: str  # of its bytes: its disk-cache entry is ``so:<sha256>``
+
+    def __new__(cls, library: Any, sha256: Any) -> Any:
+        return tuple.__new__(cls, (library, sha256))
 
     @property
     def file(self) -> str:
@@ -89,9 +94,9 @@ Units = str | Sequence[str]  # what a build compiles: one translation unit, or s
 # (file, line) -> the text there and whether the compiler saw that text (else its columns are
 # not this text's), for the lines of files the compiler cannot open
 Excerpts = Callable[[], Mapping[tuple[str, int], tuple[str, bool]]]
-# a message of GCC's or Clang's: "file:line:col: error: ..."
-_MESSAGE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal error|error|warning|note):")
-_EXCERPT = re.compile(r"^\s*\d* \| ")  # the compiler's own excerpt of a line
+# a message of GCC's or Clang's: "file:line:col: error: ..." (strings: re compiles them when a build fails)
+_MESSAGE = r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?:fatal error|error|warning|note):"
+_EXCERPT = r"^\s*\d* \| "  # the compiler's own excerpt of a line
 
 
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
@@ -316,8 +321,8 @@ def _with_excerpts(log: str, lines: Mapping[tuple[str, int], tuple[str, bool]]) 
     log_lines = log.splitlines()
     for i, raw in enumerate(log_lines):
         out.append(raw)
-        m = _MESSAGE.match(raw)
-        if m is None or (i + 1 < len(log_lines) and _EXCERPT.match(log_lines[i + 1])):
+        m = re.match(_MESSAGE, raw)
+        if m is None or (i + 1 < len(log_lines) and re.match(_EXCERPT, log_lines[i + 1])):
             continue
         found = lines.get((m["file"], int(m["line"])))
         if found is not None:

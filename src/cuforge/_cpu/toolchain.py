@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shlex
 import sys
-from dataclasses import dataclass
 from typing import Literal
 
+from .._frozen import Frozen
 from ..errors import CompilerNotFoundError
 
 __all__ = ["Compiler", "compile_flags", "find_compiler"]
@@ -28,13 +27,28 @@ FIX = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Compiler:
+class Compiler(Frozen):
     """A host C++ compiler: the command that runs it, its family, and its ``--version`` line."""
 
+    __slots__ = ("argv", "kind", "version")
     argv: tuple[str, ...]
     kind: Literal["gcc", "clang", "zig"]
     version: str
+
+    def __init__(self, argv: tuple[str, ...], kind: Literal["gcc", "clang", "zig"], version: str) -> None:
+        for name, value in (("argv", argv), ("kind", kind), ("version", version)):
+            object.__setattr__(self, name, value)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Compiler:
+            return NotImplemented
+        return (self.argv, self.kind, self.version) == (other.argv, other.kind, other.version)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.argv, self.kind, self.version))
+
+    def __repr__(self) -> str:
+        return f"Compiler(argv={self.argv!r}, kind={self.kind!r}, version={self.version!r})"
 
 
 _found: dict[tuple[str, str], Compiler] = {}
@@ -52,6 +66,8 @@ def find_compiler() -> Compiler:
 
 def _find(cxx: str, path: str) -> Compiler:
     if cxx.strip():
+        import shlex  # (only where CXX is set: a warm start without it does not load it)
+
         try:
             argv = shlex.split(cxx)
         except ValueError as exc:  # (an unclosed quote, a trailing backslash)
@@ -98,6 +114,8 @@ def _describe(argv: tuple[str, ...], *, cxx: str = "") -> Compiler:
     try:
         version = _remembered_version(argv)
     except (OSError, ValueError) as exc:  # (subprocess's errors are OSErrors and SubprocessErrors: see _version)
+        import shlex
+
         what = f"CXX={cxx!r}" if cxx else shlex.join(argv)
         raise CompilerNotFoundError(
             f"running kernels on the CPU needs a C++17 compiler, and {what} did not answer --version ({exc}). {FIX}"
@@ -195,14 +213,20 @@ def _probes_stack(compiler: Compiler) -> bool:
 def host_cpu() -> str:
     """This machine's processor as ``-march=native`` sees it: its model and feature flags
     (a digest), so that a library built for one CPU is never loaded on another."""
-    import hashlib
-    import platform
+    from .._digest import hexdigest
 
-    text = platform.machine()
+    if hasattr(os, "uname"):  # what platform.machine() reads on POSIX, without importing platform
+        text = os.uname().machine
+    else:
+        import platform
+
+        text = platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             info = f.read().split("\n\n", 1)[0]
     except OSError:
+        import platform
+
         info = platform.processor()
     keep = [line for line in info.splitlines() if line.split(":")[0].strip() in ("vendor_id", "model name", "flags")]
-    return text + ":" + hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]
+    return text + ":" + hexdigest("\n".join(keep).encode())[:16]

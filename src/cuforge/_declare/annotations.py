@@ -4,10 +4,9 @@ rank, intent), resolved when a kernel class is defined."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from .._frozen import Frozen
 from ..errors import DeclarationError
 from .dtypes import DType
 from .params import TypeParam
@@ -18,8 +17,7 @@ __all__ = ["Array", "ArrayType", "In", "Optional", "Out"]
 INTENTS = {"inout": "Array", "in": "In", "out": "Out"}
 
 
-@dataclass(frozen=True)
-class ArrayType:
+class ArrayType(Frozen):
     """A device-array parameter: element dtype, optional fixed rank, and intent.
 
     Built by ``cf.Array[dtype]``, ``cf.In[dtype]`` or ``cf.Out[dtype]``, optionally with a
@@ -38,7 +36,21 @@ class ArrayType:
     dtype: Any  # a DType, or a family's type parameter
     ndim: int | None
     intent: str  # "inout", "in" or "out"
-    optional: bool = False  # None passes a null pointer
+    optional: bool  # None passes a null pointer
+
+    __match_args__ = ("dtype", "ndim", "intent", "optional")
+
+    def __init__(self, dtype: Any, ndim: int | None, intent: str, optional: bool = False) -> None:
+        self.__dict__.update(dtype=dtype, ndim=ndim, intent=intent, optional=optional)
+
+    def _key(self) -> tuple[Any, ...]:
+        return self.dtype, self.ndim, self.intent, self.optional
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if other.__class__ is self.__class__ else NotImplemented  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     @property
     def writes(self) -> bool:
@@ -138,4 +150,4 @@ class Optional:
                 f"Optional[...] takes an array parameter type such as cf.In[cf.float32], got {item!r}; only a "
                 f"pointer can be null, so a scalar cannot be Optional"
             )
-        return dataclasses.replace(item, optional=True)
+        return ArrayType(item.dtype, item.ndim, item.intent, optional=True)

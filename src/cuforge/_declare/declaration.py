@@ -6,17 +6,15 @@ family share it. Mistakes raise `DeclarationError` here, never at launch.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import keyword
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import DeclarationError
-from ..options import CompileOptions
+from ..options import CompileOptions, is_identifier
 from . import instantiations as _inst
 from . import kinds as _kinds
 from . import launch_rules as _launch_rules
@@ -27,7 +25,6 @@ from .dtypes import DType
 from .params import TemplateParam, TypeParam
 from .value_params import ConstParam
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CPP_RESERVED = frozenset(
     "alignas alignof asm auto bool break case catch char class const constexpr const_cast continue "
     "decltype default delete do double dynamic_cast else enum explicit export extern false float for "
@@ -79,11 +76,11 @@ class Declaration:
         self.name = name or ns.get("name") or cls.__name__
         if kind == "module" and "name" not in ns:
             raise DeclarationError(f"{label}: a module= kernel needs name = '<its entry point, or a name in its symbols>'")
-        if not isinstance(self.name, str) or (not _IDENT.match(self.name) and kind not in ("source", "module")):
+        if not isinstance(self.name, str) or (not is_identifier(self.name) and kind not in ("source", "module")):
             raise DeclarationError(f"{label}: name must be a C++ identifier, got {self.name!r}")
         self._read_code(ns)
         for t in self.template_params:
-            if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not _IDENT.match(t.name):
+            if t.name in {p[0] for p in self.params} or t.name in _CPP_RESERVED or not is_identifier(t.name):
                 raise DeclarationError(f"{label}: template parameter {t.name!r} clashes with a parameter or C++ name")
         dirs = ns.get("template_dirs", ())
         dirs = (dirs,) if isinstance(dirs, str) else tuple(str(d) for d in dirs)
@@ -136,7 +133,7 @@ class Declaration:
                     f"{label}: a source= kernel needs name = '<the __global__ function, or a name "
                     f"expression such as saxpy<float>>'"
                 )
-            if self.template_params and not _IDENT.match(self.name):
+            if self.template_params and not is_identifier(self.name):
                 raise DeclarationError(
                     f"{label}: in a source= family, name is the template's name ({self.name!r} is not an identifier); "
                     f"cuforge appends <{', '.join(t.name for t in self.template_params)}>"
@@ -211,7 +208,7 @@ def substitute(ann: Any, values: dict[str, Any]) -> Any:
     if isinstance(ann, TypeParam):
         return values[ann.name]
     if isinstance(ann, ArrayType) and isinstance(ann.dtype, TypeParam):
-        return dataclasses.replace(ann, dtype=values[ann.dtype.name])
+        return ArrayType(values[ann.dtype.name], ann.ndim, ann.intent, ann.optional)
     return ann
 
 
@@ -250,7 +247,7 @@ def _read_params(cls: type, label: str, tparams: tuple[Any, ...], *, generated: 
             raise DeclarationError(
                 f"{label}: parameter name {name!r} is a launch option ({', '.join(LAUNCH_OPTIONS)}); rename it"
             )
-        if not _IDENT.match(name) or keyword.iskeyword(name) or (generated and (name in _CPP_RESERVED or name.startswith("_"))):
+        if not is_identifier(name) or keyword.iskeyword(name) or (generated and (name in _CPP_RESERVED or name.startswith("_"))):
             raise DeclarationError(
                 f"{label}: parameter name {name!r} cannot be used in C++ (a reserved word, CUDA built-in, "
                 f"or leading underscore); rename it"

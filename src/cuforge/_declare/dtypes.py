@@ -9,9 +9,9 @@ resolved when a kernel class is defined, never on the launch path.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._frozen import Frozen
 from ..errors import DeclarationError
 
 if TYPE_CHECKING:
@@ -39,8 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class DType:
+class DType(Frozen):
     """A scalar type a kernel parameter or array element may have.
 
     Instances are singletons compared by identity; use the module constants
@@ -81,8 +80,15 @@ class DType:
     kind: str
     align: int
     pack: str
-    header: str | None = None
-    max_finite: float | None = None
+    header: str | None
+    max_finite: float | None
+
+    __match_args__ = ("name", "cpp", "itemsize", "kind", "align", "pack", "header", "max_finite")
+
+    def __init__(self, name: str, cpp: str, itemsize: int, kind: str, align: int, pack: str, header: str | None = None,
+                 max_finite: float | None = None) -> None:  # fmt: skip
+        self.__dict__.update(name=name, cpp=cpp, itemsize=itemsize, kind=kind, align=align, pack=pack, header=header,
+                             max_finite=max_finite)  # fmt: skip
 
     @property
     def range(self) -> tuple[int, int] | None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._frozen import Record
 from ..errors import ArgumentError, DeclarationError
 
 KIND_OPTIONS = ("cooperative", "cluster", "non_portable_cluster")
@@ -29,19 +30,24 @@ FITS = (0, 0, 0)
 # group (`grid_group g`, a parameter `const grid_group& g`, `auto g = this_grid()`, and `auto`
 # initialised directly: `auto g(this_grid())`, `auto&& g{this_grid()}`): g.sync(), sync(g).
 _THIS_GRID = r"(?:\w+\s*::\s*)*this_grid\s*\(\s*\)"
-_GRID_NAME = re.compile(
+# (strings: re compiles them on first use)
+_GRID_NAME = (
     rf"\bgrid_group\s*(?:const\b\s*)?[&*]{{0,2}}\s*(\w+)"
     rf"|\bauto\s*(?:const\b\s*)?&{{0,2}}\s*(\w+)\s*[=({{]\s*{_THIS_GRID}"
 )
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_COMMENT = r"//[^\n]*|/\*.*?\*/"
 
 
-class LaunchKind(NamedTuple):
+class LaunchKind(Record):
     """How a launch runs: plainly, cooperatively, or in clusters of blocks (made by `kind_of`)."""
 
-    cooperative: bool = False
-    cluster: tuple[int, int, int] | None = None
-    non_portable_cluster: bool = False
+    __slots__ = ()
+    cooperative: bool
+    cluster: tuple[int, int, int] | None
+    non_portable_cluster: bool
+
+    def __new__(cls, cooperative: Any = False, cluster: Any = None, non_portable_cluster: Any = False) -> Any:
+        return tuple.__new__(cls, (cooperative, cluster, non_portable_cluster))
 
     @property
     def plain(self) -> bool:
@@ -110,9 +116,11 @@ def uses_grid_sync(source: str) -> bool:
     instructions (EIATTR_COOP_GROUP_INSTR_OFFSETS) for cluster syncs and warp reductions alike.
     Comments are skipped.
     """
-    code = _COMMENT.sub(" ", source)
+    if "this_grid" not in source and "grid_group" not in source:  # (skipping comments cannot add either)
+        return False
+    code = re.sub(_COMMENT, " ", source, flags=re.S)
     if "this_grid" not in code and "grid_group" not in code:
         return False
-    names = {a or b for a, b in _GRID_NAME.findall(code)}
+    names = {a or b for a, b in re.findall(_GRID_NAME, code)}
     group = "|".join([_THIS_GRID, *(rf"\b{re.escape(n)}\b" for n in sorted(names))])
     return re.search(rf"(?:{group})\s*\.\s*sync\s*\(|\bsync\s*\(\s*(?:{group})\s*\)", code) is not None

@@ -15,7 +15,7 @@ import re
 import textwrap
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .. import _config
 from ..errors import TemplateError
@@ -104,32 +104,67 @@ def dedent_body(body: str) -> str:
 
 
 _JINJA_MARKS = ("{{", "{%", "{#")
+# Names Jinja reads as constants or operators inside ``{{ }}``, never as a template value.
+_JINJA_WORDS = frozenset({"true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if",
+                          "else", "recursive"})  # fmt: skip
 
 
-class Snippet(NamedTuple):
-    """A parsed Jinja snippet (a body or preamble) and the text it came from."""
+def _substitutions(text: str) -> tuple[str, ...] | None:
+    """``text`` as (text, name, text, name, ..., text) when its only Jinja syntax is
+    ``{{ NAME }}`` placeholders, else None (Jinja renders it).
 
-    kernel: str
-    where: str  # "body" or "preamble": also the #line file suffix
-    text: str
-    template: jinja2.Template | None  # None: plain C++ with no Jinja syntax, rendered as is
+    Such a body renders to its text with ``str(value)`` in place of each placeholder, as
+    Jinja's output of a variable does without autoescape; anything else Jinja could read
+    differently (a filter, an attribute, ``{{-``, a comment or a tag, a carriage return,
+    which its lexer turns into a newline) is left to Jinja.
+    """
+    if "{%" in text or "{#" in text or "\r" in text:
+        return None
+    first, *rest = text.split("{{")
+    pieces = [first]
+    for part in rest:
+        inner, sep, after = part.partition("}}")
+        name = inner.strip(" \t\n")
+        if not sep or not (name.isascii() and name.isidentifier()) or name in _JINJA_WORDS:
+            return None
+        pieces += [name, after]
+    return tuple(pieces)
+
+
+class Snippet:
+    """A parsed Jinja snippet (a body or preamble) and the text it came from.
+
+    ``template`` is None for plain C++ (rendered as is) and for a snippet whose only Jinja is
+    ``{{ NAME }}`` placeholders (``pieces``): neither imports Jinja, which a warm start then
+    does not pay for. The rendered text, and so every cache key made from it, is Jinja's.
+    """
+
+    __slots__ = ("kernel", "pieces", "template", "text", "where")
+
+    def __init__(self, kernel: str, where: str, text: str, template: jinja2.Template | None,
+                 pieces: tuple[str, ...] | None = None) -> None:  # fmt: skip
+        self.kernel, self.where, self.text = kernel, where, text  # where: "body" or "preamble", the #line file suffix
+        self.template, self.pieces = template, pieces
 
     @classmethod
     def parse(cls, kernel: str, where: str, raw: str) -> Snippet:
         text = dedent_body(raw)
         if not any(mark in text for mark in _JINJA_MARKS):
-            # Jinja would return it unchanged; skipping it saves importing Jinja and building
-            # its lexer on a warm start.
             return cls(kernel, where, text, None)
-        import jinja2
-
-        try:
-            tmpl = environment().from_string(text)
-        except jinja2.TemplateSyntaxError as exc:
-            raise _error(kernel, where, exc, "<template>", text) from None
-        return cls(kernel, where, text, tmpl)
+        pieces = _substitutions(text)
+        if pieces is not None:
+            return cls(kernel, where, text, None, pieces)
+        return cls(kernel, where, text, _compile(kernel, where, text))
 
     def render(self, context: Mapping[str, Any]) -> str:
+        pieces = self.pieces
+        if pieces is not None:
+            if all(name in context for name in pieces[1::2]):
+                out = "".join(p if i % 2 == 0 else str(context[p]) for i, p in enumerate(pieces))
+                return out if out.endswith("\n") else out + "\n"
+            # a name that is not a template value (a Jinja global, or undefined): Jinja's
+            # reading and its error message
+            self.template, self.pieces = _compile(self.kernel, self.where, self.text), None
         if self.template is None:
             return self.text
         import jinja2
@@ -143,6 +178,15 @@ class Snippet(NamedTuple):
     @property
     def line_file(self) -> str:
         return f"{self.kernel}.{self.where}"
+
+
+def _compile(kernel: str, where: str, text: str) -> jinja2.Template:
+    import jinja2
+
+    try:
+        return environment().from_string(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise _error(kernel, where, exc, "<template>", text) from None
 
 
 def render_file(kernel: str, name: str, dirs: tuple[str, ...], context: Mapping[str, Any]) -> str:
@@ -174,7 +218,7 @@ def includes(headers: tuple[str, ...]) -> str:
     return "".join(f"#include <{h}>\n" for h in headers)
 
 
-_INCLUDE_PREFIX = re.compile(r"(?:[ \t]*(?:#[ \t]*include\b[^\n]*|//[^\n]*)?\n)*")
+_INCLUDE_PREFIX = r"(?:[ \t]*(?:#[ \t]*include\b[^\n]*|//[^\n]*)?\n)*"  # (a string: re compiles it on first use)
 
 
 def split_includes(preamble: str) -> tuple[str, str, int]:
@@ -183,7 +227,7 @@ def split_includes(preamble: str) -> tuple[str, str, int]:
     The includes go first in the program, before any ``#line``: NVRTC makes no precompiled
     header for a program whose include prefix holds a ``#line`` directive (warning 20283).
     """
-    m = _INCLUDE_PREFIX.match(preamble)
+    m = re.match(_INCLUDE_PREFIX, preamble)
     leading = preamble[: m.end()] if m else ""
     return leading, preamble[len(leading) :], leading.count("\n") + 1
 

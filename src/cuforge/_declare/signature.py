@@ -7,20 +7,25 @@ facts its checks need. The C launcher reads the same records (see ``_claunch/``)
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
+from .._frozen import Record
 from .annotations import ArrayType
 from .dtypes import DType
 
 POINTER_SIZE = 8
 
 
-class Param(NamedTuple):
+class Param(Record):
     """One kernel parameter: its name, position and declared type (a DType or ArrayType)."""
 
+    __slots__ = ()
     name: str
     index: int  # type: ignore[assignment]  # (the field shadows tuple.index, as a NamedTuple may)
     type: Any
+
+    def __new__(cls, name: Any, index: Any, type: Any) -> Any:
+        return tuple.__new__(cls, (name, index, type))
 
     @property
     def is_array(self) -> bool:
@@ -59,10 +64,14 @@ class Param(NamedTuple):
         return f"{self.name}: {self.type_name}"
 
 
-class Signature(NamedTuple):
+class Signature(Record):
     """The ordered parameters of a kernel."""
 
+    __slots__ = ()
     params: tuple[Param, ...]
+
+    def __new__(cls, params: Any) -> Any:
+        return tuple.__new__(cls, (params,))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -89,7 +98,7 @@ class Signature(NamedTuple):
         return tuple(out)
 
 
-class ParamSpec(NamedTuple):
+class ParamSpec(Record):
     """Everything a launch needs to know of one resolved parameter, built once per kernel.
 
     ``ckind`` is ``a`` for an array, else the dtype's C kind (``DType.ckind``); ``lo``/``hi``
@@ -98,6 +107,7 @@ class ParamSpec(NamedTuple):
     ``optional``: an array that may be None (a null pointer; ``cf.Optional``).
     """
 
+    __slots__ = ()
     name: str
     index: int  # type: ignore[assignment]  # (shadows tuple.index)
     type: Any  # a DType or an ArrayType
@@ -113,6 +123,11 @@ class ParamSpec(NamedTuple):
     ndim: int
     writes: bool
     optional: bool
+
+    def __new__(cls, name: Any, index: Any, type: Any, dtype: Any, is_array: Any, ckind: Any, pack: Any, offset: Any,
+                size: Any, lo: Any, hi: Any, limit: Any, ndim: Any, writes: Any, optional: Any) -> Any:
+        return tuple.__new__(cls, (name, index, type, dtype, is_array, ckind, pack, offset, size, lo, hi, limit, ndim,
+                                   writes, optional))
 
     @property
     def type_name(self) -> str:

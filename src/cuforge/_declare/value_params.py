@@ -146,8 +146,9 @@ class BoolParam(IntParam):
         return f"cuforge.boolparam({self.values[0]!r})"
 
 
-_CPP_CONSTANT = re.compile(r"-?[0-9]+[uUlL]*\Z|(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*\Z")
-_CPP_TYPE = re.compile(r"(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*( [A-Za-z_]\w*)*\Z")
+# (strings: re compiles them when a constparam is first declared)
+_CPP_CONSTANT = r"-?[0-9]+[uUlL]*\Z|(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*\Z"
+_CPP_TYPE = r"(::)?[A-Za-z_]\w*(::[A-Za-z_]\w*)*( [A-Za-z_]\w*)*\Z"
 
 
 class ConstParam(TemplateParam):
@@ -175,14 +176,14 @@ class ConstParam(TemplateParam):
                 '"cub::BLOCK_SCAN_WARP_SCANS", cpp_type="cub::BlockScanAlgorithm")'
             )
         for v in spellings:
-            if not isinstance(v, str) or not _CPP_CONSTANT.match(v):
+            if not isinstance(v, str) or not re.match(_CPP_CONSTANT, v):
                 raise DeclarationError(
                     f"cf.constparam(...) takes C++ constants as strings: a (qualified) name such as "
                     f"'cub::BLOCK_SCAN_RAKING' or an integer literal; got {v!r}"
                 )
         if len(set(spellings)) != len(spellings):
             raise DeclarationError(f"cf.constparam{spellings!r} lists a value twice")
-        if cpp_type is not None and (not isinstance(cpp_type, str) or not _CPP_TYPE.match(cpp_type)):
+        if cpp_type is not None and (not isinstance(cpp_type, str) or not re.match(_CPP_TYPE, cpp_type)):
             raise DeclarationError(
                 f"cf.constparam(..., cpp_type=...) takes the C++ type of the template parameter, such as "
                 f"'cub::BlockScanAlgorithm' or 'unsigned int'; got {cpp_type!r}"

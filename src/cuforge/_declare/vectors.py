@@ -3,7 +3,6 @@ is ``float4``), with the table of the vector types CUDA (and cuforge's header) d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DeclarationError
@@ -15,7 +14,6 @@ if TYPE_CHECKING:
 __all__ = ["VectorDType", "vector", "vector_named"]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
 class VectorDType(DType):
     """A CUDA vector type as an array's element: ``cf.vector(cf.float32, 4)`` is ``float4``.
 
@@ -34,8 +32,15 @@ class VectorDType(DType):
 
     __module__ = "cuforge"
 
-    element: Any = None
-    lanes: int = 1
+    element: Any
+    lanes: int
+
+    __match_args__ = (*DType.__match_args__, "element", "lanes")
+
+    def __init__(self, name: str, cpp: str, itemsize: int, kind: str, align: int, pack: str, header: str | None = None,
+                 max_finite: float | None = None, element: Any = None, lanes: int = 1) -> None:  # fmt: skip
+        super().__init__(name, cpp, itemsize, kind, align, pack, header, max_finite)
+        self.__dict__.update(element=element, lanes=lanes)
 
     @property
     def numpy(self) -> np.dtype[Any]:

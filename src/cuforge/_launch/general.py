@@ -12,11 +12,12 @@ reads their data (``claunch``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._declare import kinds as _kinds
 from .._declare.launch_rules import BLOCK_LIMIT, CALL_OPTIONS, GRID_LIMIT, SHARED_MEM_MAX, dims, exact_ints
 from .._declare.spelling import describe
+from .._frozen import Record
 from .._runtime import cuda as _cuda
 from .._runtime import limits as _limits
 from .._runtime.arrays import HOST, LIBRARIES, UNKNOWN_DEVICE, ArrayArg
@@ -65,9 +66,10 @@ def default_stream(arrays: list[tuple[int, ArrayArg]], device: int) -> int:
 # ---------------------------------------------------------------- the general path
 
 
-class Checked(NamedTuple):
+class Checked(Record):
     """A call bound and checked, before any CUDA call."""
 
+    __slots__ = ()
     args: tuple[Any, ...]
     values: list[Any]  # what is packed for each parameter (an array's pointer)
     arrays: list[tuple[int, ArrayArg]]  # (parameter index, array) of each array parameter
@@ -77,6 +79,10 @@ class Checked(NamedTuple):
     stream: int | None  # None: the default for the arrays' library (see default_stream)
     kind: _kinds.LaunchKind  # the class's, or what the call's cooperative=/cluster= asked
     device: int | None  # device=: where to launch (None: where the arrays are)
+
+    def __new__(cls, args: Any, values: Any, arrays: Any, grid: Any, block: Any, shared_mem: Any, stream: Any,
+                kind: Any, device: Any) -> Any:
+        return tuple.__new__(cls, (args, values, arrays, grid, block, shared_mem, stream, kind, device))
 
 
 def bind(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -166,7 +172,7 @@ def check_and_pack(plan: LaunchPlan, args: tuple[Any, ...], kwargs: dict[str, An
         return None  # every option was checked all the same
     if kind.cluster is not None:
         grd = _kinds.check_grid(label, kind, grd, grid is None)
-    # tuple.__new__: NamedTuple's own __new__ is a Python function
+    # tuple.__new__: a record's own __new__ is a Python function
     return tuple.__new__(Checked, (args, values, arrays, grd, blk, shared_mem, sh, kind, device))
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .._declare.dtypes import BY_NUMPY, DType, dtype_of
+from .._frozen import Record
 from ..errors import ArgumentTypeError
 from . import faults as _faults
 from . import libcuda as _libcuda
@@ -28,9 +29,10 @@ HOST = -1  # ArrayArg.device of memory on the host (a NumPy array, a CPU tensor)
 UNKNOWN_DEVICE = -2  # device memory whose device CUDA is asked at launch (__cuda_array_interface__)
 
 
-class ArrayArg(NamedTuple):
+class ArrayArg(Record):
     """One array argument, as the checks see it."""
 
+    __slots__ = ()
     ptr: int
     dtype: DType | None  # None: an element type cuforge has no name for
     shape: tuple[int, ...]
@@ -43,8 +45,12 @@ class ArrayArg(NamedTuple):
     # BufferError instead of freeing the memory under the kernel), a DLPack view. Else None.
     held: Any
 
+    def __new__(cls, ptr: Any, dtype: Any, shape: Any, contiguous: Any, device: Any, readonly: Any, origin: Any,
+                held: Any) -> Any:
+        return tuple.__new__(cls, (ptr, dtype, shape, contiguous, device, readonly, origin, held))
 
-# The extractors build ArrayArgs with tuple.__new__: NamedTuple's own __new__ is a Python
+
+# The extractors build ArrayArgs with tuple.__new__: a record's own __new__ is a Python
 # function, and extraction runs on every launch of the general path.
 _new = tuple.__new__
 

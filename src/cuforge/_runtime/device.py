@@ -15,9 +15,10 @@ import ctypes
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import _config
+from .._frozen import Record
 from ..errors import ArgumentError, NoDeviceError
 from . import libcuda as _libcuda
 from .faults import check, error_text, history, launch_count
@@ -25,12 +26,16 @@ from .launch import entry_for
 from .libcuda import claunch as _claunch
 
 
-class DeviceInfo(NamedTuple):
+class DeviceInfo(Record):
+    __slots__ = ()
     id: int
     cc: int  # compute capability as 90 for 9.0
     name: str
-    sm_count: int = 0
-    shared_optin: int = 48 * 1024  # shared memory per block with the opt-in (bytes)
+    sm_count: int
+    shared_optin: int  # shared memory per block with the opt-in (bytes)
+
+    def __new__(cls, id: Any, cc: Any, name: Any, sm_count: Any = 0, shared_optin: Any = 48 * 1024) -> Any:
+        return tuple.__new__(cls, (id, cc, name, sm_count, shared_optin))
 
 
 COMPILE_FIX = "compiling does not: use {}.compile(arch='sm_90')"

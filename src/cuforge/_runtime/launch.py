@@ -15,9 +15,10 @@ import functools
 import os
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .. import _config
+from .._frozen import Record
 from ..errors import LaunchError
 from . import libcuda as _libcuda
 from .faults import check, error_text
@@ -34,18 +35,23 @@ _ATTR_INT_FIELDS = {_ATTR_COOPERATIVE: "cooperative", _ATTR_PROGRAMMATIC_SERIALI
 _RECORD = 72  # bytes of one CUlaunchAttribute: the id, padding, a 64-byte value
 
 
-class LaunchConfig(NamedTuple):
+class LaunchConfig(Record):
     """How one launch runs: its grid and block, dynamic shared memory, and launch kind.
 
     `attributes` turns it into cuLaunchKernelEx's attribute list, `bindings` into
     cuda.bindings' ``CUlaunchConfig``."""
 
+    __slots__ = ()
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    shared_mem: int = 0
-    cooperative: bool = False
-    cluster: tuple[int, int, int] | None = None
-    programmatic_serialization: bool = False
+    shared_mem: int
+    cooperative: bool
+    cluster: tuple[int, int, int] | None
+    programmatic_serialization: bool
+
+    def __new__(cls, grid: Any, block: Any, shared_mem: Any = 0, cooperative: Any = False, cluster: Any = None,
+                programmatic_serialization: Any = False) -> Any:
+        return tuple.__new__(cls, (grid, block, shared_mem, cooperative, cluster, programmatic_serialization))
 
     @classmethod
     def of(cls, grid: tuple[int, int, int], block: tuple[int, int, int], shared_mem: int, kind: LaunchKind) -> LaunchConfig:

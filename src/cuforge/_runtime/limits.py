@@ -9,25 +9,30 @@ records what the C launcher compares each call against.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._declare.kinds import DEFAULT_SHARED, LaunchKind
+from .._frozen import Record
 from ..errors import ArgumentError
 from . import faults as _faults
 from . import libcuda as _libcuda
 from . import loading as _loading
 
 
-class Loaded(NamedTuple):
+class Loaded(Record):
     """A kernel loaded on one device: what ``Kernel._by_device`` holds. The C launcher reads
     ``handle``, ``max_threads`` and ``max_shared`` by position (0, 2, 3)."""
 
+    __slots__ = ()
     handle: int  # the CUkernel address the launch takes
     compiled: Any  # the CompiledKernel, or the prebuilt Module it came from
     max_threads: int  # threads per block the compiled code allows
     max_shared: int  # dynamic shared memory per block, after the opt-in
     static_shared: int
     device: Any  # _device.DeviceInfo
+
+    def __new__(cls, handle: Any, compiled: Any, max_threads: Any, max_shared: Any, static_shared: Any, device: Any) -> Any:
+        return tuple.__new__(cls, (handle, compiled, max_threads, max_shared, static_shared, device))
 
 
 def load_limits(handle: int, device: Any) -> tuple[int, int, int]:
@@ -115,7 +120,7 @@ def check_on_device(label: str, loaded: Loaded, kind: LaunchKind, grid: tuple[in
                 _non_portable.add((loaded.handle, device.id))
 
 
-class KernelAttributes(NamedTuple):
+class KernelAttributes(Record):
     """What a kernel's compiled code needs and allows on one device (``Kernel.attributes``).
 
     Examples
@@ -136,5 +141,10 @@ class KernelAttributes(NamedTuple):
     max_dynamic_shared_bytes: int  # after cuforge's opt-in: the most shared_mem= a launch may ask
     device: int
 
+    __module__ = "cuforge"
+    __slots__ = ()
 
-KernelAttributes.__module__ = "cuforge"  # (a NamedTuple's body cannot set it)
+    def __new__(cls, registers: int, local_bytes: int, static_shared_bytes: int, max_threads_per_block: int,
+                max_dynamic_shared_bytes: int, device: int) -> Any:  # fmt: skip
+        return tuple.__new__(cls, (registers, local_bytes, static_shared_bytes, max_threads_per_block,
+                                   max_dynamic_shared_bytes, device))  # fmt: skip
