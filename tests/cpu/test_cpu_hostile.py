@@ -396,3 +396,22 @@ def test_more_than_48_kib_of_static_shared_in_one_kernel_is_refused_at_launch_ea
             r"shared memory \(an extern __shared__ array sized by shared_mem=, up to 227 KiB per block with the opt-in\)",
             line,
         ), line
+
+
+def test_a_system_without_memory_files_loads_from_the_private_folder(monkeypatch):
+    """Where memfd_create is missing (or maps no code), a library is loaded from the process's
+    private folder: that path took the store's lock a second time and hung the launch."""
+    from cuforge._cpu import store
+
+    monkeypatch.setattr(store, "_memory_file", lambda data, sha: None)
+    Mark = cf.kernel(type("PrivateFolderMark", (), {
+        "__annotations__": {"y": cf.Out[cf.int32]},
+        "body": f"y[threadIdx.x] = {os.getpid() % 1000} + (int)threadIdx.x;",  # (a library this process has not loaded)
+    }))  # fmt: skip
+    y = np.zeros(8, np.int32)
+    done = threading.Event()
+    launch = threading.Thread(target=lambda: (Mark(y, grid=1, block=8, device="cpu"), done.set()), daemon=True)
+    launch.start()
+    launch.join(120)
+    assert done.is_set(), "the launch did not finish: the store's lock was taken twice"
+    np.testing.assert_array_equal(y, os.getpid() % 1000 + np.arange(8))

@@ -199,17 +199,17 @@ def _write(fd: int, data: bytes) -> None:
 
 
 def _private_file(data: bytes, sha: str) -> str:
-    """``data`` written to this process's private folder (0700, removed at exit) under its SHA-256."""
+    """``data`` written to this process's private folder (0700, removed at exit) under its SHA-256.
+    Called from ``_load``, which holds ``_lock`` (a lock it took again would never open)."""
     global _private
     import tempfile
 
-    with _lock:
-        if _private is None:
-            import atexit
-            import shutil
+    if _private is None:
+        import atexit
+        import shutil
 
-            _private = tempfile.mkdtemp(prefix="cuforge-cpu-")
-            atexit.register(shutil.rmtree, _private, True)
+        _private = tempfile.mkdtemp(prefix="cuforge-cpu-")
+        atexit.register(shutil.rmtree, _private, True)
     path = os.path.join(_private, f"so-{sha}.so")
     fd, tmp = tempfile.mkstemp(dir=_private)
     with os.fdopen(fd, "wb") as fh:
