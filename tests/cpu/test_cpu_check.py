@@ -76,6 +76,25 @@ def test_an_out_of_bounds_write_is_refused_before_it_happens_and_the_process_goe
     assert (y == 3).all()
 
 
+@pytest.mark.parametrize("n", [64, 1 << 16])
+def test_an_index_past_an_array_is_that_arrays_whether_the_next_array_is_adjacent_or_far(n):
+    """An index past one array is that array's (refused before it is read), never the next
+    one's, whether the next one starts right after it in the caller's memory or far away."""
+    Reads = cf.kernel(type("ReadsPastEnd", (), {
+        "__annotations__": {"x": cf.In[cf.float32], "y": cf.Array[cf.float32], "z": cf.Out[cf.float32], "n": cf.int32},
+        "block": 64,
+        "body": "int i = blockIdx.x * blockDim.x + threadIdx.x; if (i <= n) z[i] = x[i] + (i < n ? y[i] : 0.f);",
+    }))  # fmt: skip
+    adjacent = np.zeros(2 * n + 16, np.float32)
+    z = np.zeros(n + 1, np.float32)
+    for x, y in ((adjacent[:n], adjacent[n:2 * n]), (np.zeros(n, np.float32), np.zeros(n, np.float32))):
+        y[:] = 5  # (adjacent: x's element n is y's element 0)
+        with pytest.raises(cf.OutOfBoundsError, match=rf"out-of-bounds read of 4 bytes: parameter 'x' \(In\[float32\]\), "
+                                                      rf"index {n}, outside its extent of {n} "):  # fmt: skip
+            Reads(x, y, z, n, grid=-(-(n + 1) // 64), device="cpu", check=True)
+    assert (adjacent[2 * n:] == 0).all()
+
+
 def test_aliased_arguments_share_one_copy():
     x = np.arange(1000, dtype=np.float32)
     Saxpy(1.0, x, x, 1000, device="cpu", check=True)  # y = x + y with y and x one array
