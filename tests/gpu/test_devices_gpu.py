@@ -35,6 +35,16 @@ def _gpus() -> int:
 two_gpus = pytest.mark.skipif(_gpus() < 2, reason=f"needs two CUDA GPUs in one machine; this one has {_gpus()}")
 
 
+@pytest.fixture(autouse=True)
+def _the_threads_device_is_as_it_was():
+    """A launch on device 1 (by its arrays, device=, a graph, an op) leaves this thread's
+    current device where it was: the tests after these run on device 0."""
+    runtime = pytest.importorskip("cuda.bindings.runtime")
+    before = int(runtime.cudaGetDevice()[1])
+    yield
+    assert int(runtime.cudaGetDevice()[1]) == before, "the test left this thread's current CUDA device changed"
+
+
 def _expected(n, a=2.0):
     x = np.arange(n, dtype=np.float32)
     return x, a * x + 1

@@ -5,6 +5,7 @@ handler; shard_map across two GPUs. Skipped where JAX has no GPU."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -114,6 +115,19 @@ def test_xla_command_buffers_replay_the_op_without_calling_the_handler():
     assert counts["graphs"] <= 8, counts  # replayed from the graph: no host work per call
 
 
+@pytest.fixture
+def _context_put_back():
+    """XLA leaves device 1's context current on this thread (freeing a shard's buffers does it
+    too, after the test's body): put back the one that was, so that the later tests' launches
+    go where they did."""
+    driver = pytest.importorskip("cuda.bindings.driver")
+    context = driver.cuCtxGetCurrent()[1]
+    yield
+    gc.collect()
+    driver.cuCtxSetCurrent(context)
+
+
+@pytest.mark.usefixtures("_context_put_back")
 def test_shard_map_over_two_gpus_runs_each_shard_on_its_device():
     if len(gpus()) < 2:
         pytest.skip(f"needs 2 GPUs visible to JAX, found {len(gpus())}")
