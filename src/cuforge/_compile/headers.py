@@ -65,6 +65,8 @@ def template_headers(source: str, dirs: tuple[str, ...]) -> dict[str, str]:
     template directories ``dirs``: read here and passed to NVRTC in memory, so their
     contents are part of the key and a header edit recompiles."""
     found: dict[str, str] = {}
+    if "include" not in source:  # (most bodies: no regex compiled on a warm start)
+        return found
     pending = re.findall(_INCLUDE, source, re.MULTILINE)
     while pending:
         name = pending.pop()

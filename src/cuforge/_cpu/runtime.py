@@ -14,6 +14,8 @@ import threading
 from typing import Any, NoReturn
 
 from .. import _config
+from .._compile import disk as _disk
+from .._compile.files import digest
 from .._digest import sha256
 from ..errors import ConfigError
 from . import store as _store
@@ -48,15 +50,31 @@ INTERRUPTED, TIMED_OUT = 64, 65
 @functools.lru_cache(maxsize=1)
 def sources_digest() -> str:
     """A digest of the runtime header and library sources and of the translation: it enters
-    every CPU compile's key."""
+    every CPU compile's key. Remembered in the disk cache by each file's path, size and
+    modification time, as the compiler's version is (and Python's bytecode by its source's):
+    reading and hashing the sources was a millisecond of every process's first CPU launch."""
+    files = [os.path.join(root, name) for root, _, names in sorted(os.walk(INCLUDE)) for name in sorted(names)]
+    # (translate.py makes a kernel's translation unit)
+    files += [os.path.join(HERE, name) for name in ("runtime.cpp", "runtime.map", "translate.py")]
+    disk = _disk.current()
+    if disk is None:
+        return _sources_digest(files)
+    stats = [(path, st.st_size, st.st_mtime_ns) for path in files for st in (os.stat(path),)]
+    name = "cpu-sources:" + digest(repr(stats).encode())
+    found = disk.get_json(name, quiet=True)
+    if found is not None and isinstance(found.get("digest"), str):
+        return str(found["digest"])
+    result = _sources_digest(files)
+    disk.put_json(name, {"digest": result})
+    return result
+
+
+def _sources_digest(files: list[str]) -> str:
     h = sha256()
-    for root, _, files in sorted(os.walk(INCLUDE)):
-        for name in sorted(files):
-            with open(os.path.join(root, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
-    for name in ("runtime.cpp", "runtime.map", "translate.py"):  # (translate.py makes a kernel's translation unit)
-        with open(os.path.join(HERE, name), "rb") as f:
-            h.update(f.read())
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        h.update((os.path.basename(path).encode() + b"\0" + data) if path.startswith(INCLUDE) else data)
     return h.hexdigest()
 
 
