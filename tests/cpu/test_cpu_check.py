@@ -156,3 +156,82 @@ def test_a_launch_does_not_inherit_the_last_launch_s_shadow():
     assert (y == 1).all()
     with pytest.raises(cf.UninitializedReadError, match=r"uninitialized read: parameter 'y' \(Out\[float32\]\), index "):
         Rotated(y, 0, 1, grid=2, device="cpu", check=True)
+
+
+@cf.kernel
+class SpinLockCounter:
+    """A test-and-test-and-set lock: thread 0 of each block polls the lock with volatile loads,
+    takes it with atomicCAS, and releases it with atomicExch (correct: not flagged)."""
+
+    counter: cf.Array[cf.int32]
+    lock: cf.Array[cf.int32]
+    block = 32
+    body = """
+    if (threadIdx.x == 0) {
+        for (;;) {
+            while (*(volatile int*)lock) {}
+            if (atomicCAS(lock, 0, 1) == 0) break;
+        }
+        *(volatile int*)counter = *(volatile int*)counter + 1;
+        __threadfence();
+        atomicExch(lock, 0);
+    }
+    """
+
+
+@cf.kernel
+class FloatSumReadEarly:
+    """Every block adds into one float with atomicAdd (a CAS loop on the CPU), and block 0 reads
+    the total before the other blocks are done (a race between blocks)."""
+
+    x: cf.In[cf.float32]
+    total: cf.Array[cf.float32]
+    out: cf.Out[cf.float32]
+    block = 64
+    body = """
+    atomicAdd(total, x[blockIdx.x * blockDim.x + threadIdx.x]);
+    __syncthreads();
+    if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = *total;
+    """
+
+
+@cf.kernel
+class LastBlockReadsCount:
+    """Blocks count their elements with an integer atomicAdd, fence, then draw a ticket: the
+    block that draws the last one reads the count (ordered by the fence and the ticket)."""
+
+    x: cf.In[cf.float32]
+    hits: cf.Array[cf.uint32]
+    ticket: cf.Array[cf.uint32]
+    out: cf.Out[cf.uint32]
+    block = 64
+    body = """
+    __shared__ bool last;
+    if (x[blockIdx.x * blockDim.x + threadIdx.x] > 0.5f) atomicAdd(hits, 1u);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x == 0) out[0] = *hits;
+    """
+
+
+def test_a_spin_lock_polled_with_volatile_loads_and_released_with_an_atomic_is_not_a_race():
+    counter, lock = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    SpinLockCounter(counter, lock, grid=8, device="cpu", check=True)
+    assert counter[0] == 8 and lock[0] == 0
+
+
+def test_a_float_atomic_sum_read_before_the_other_blocks_finish_is_a_race():
+    # (either half may come second: blocks run at once)
+    with pytest.raises(cf.RaceError, match=r"data race on parameter 'total' .* atomically update.* in different blocks"):
+        FloatSumReadEarly(np.ones(256, np.float32), np.zeros(1, np.float32), np.zeros(1, np.float32), grid=4,
+                          device="cpu", check=True)  # fmt: skip
+
+
+def test_the_last_block_reads_an_atomic_count_after_the_fence_and_the_ticket():
+    x = np.random.default_rng(3).random(64 * 16, dtype=np.float32)
+    for _ in range(5):  # (blocks run at once: the last atomic on the count comes from any of them)
+        hits, ticket, out = np.zeros(1, np.uint32), np.zeros(1, np.uint32), np.zeros(1, np.uint32)
+        LastBlockReadsCount(x, hits, ticket, out, grid=16, device="cpu", check=True)
+        assert out[0] == hits[0] == (x > 0.5).sum()

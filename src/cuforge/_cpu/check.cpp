@@ -65,7 +65,8 @@ const char* const KIND_NAMES[] = {"", "out-of-bounds", "uninitialized read", "da
 
 // R_ATOMIC: the reader's fields hold the last atomic writer (R_CAS: by a compare-and-swap), and
 // the writer's the last plain write, which atomics leave in place. W_VOLATILE: that write was volatile.
-enum Flags : uint8_t { INIT = 1, W_SET = 2, W_VOLATILE = 4, R_SET = 8, R_MANY = 16, R_ATOMIC = 32, R_CAS = 64 };
+// R_VOLATILE: the last reader's read was volatile (a poll, which atomics do not race with).
+enum Flags : uint8_t { INIT = 1, W_SET = 2, W_VOLATILE = 4, R_SET = 8, R_MANY = 16, R_ATOMIC = 32, R_CAS = 64, R_VOLATILE = 128 };
 
 // What an access is besides a plain load or store: an atomic (which of its parts), or volatile.
 // Atomics never race with atomics, nor with volatile accesses (both are strong operations in
@@ -310,17 +311,27 @@ inline unsigned thread_in_block(const Me& me, uint32_t who) { return me.shared ?
 // Whether an earlier access by `who` (barrier generation bar, warp generation warp) is ordered before mine.
 inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, uint16_t warp, uint8_t grid, uint8_t fence,
                     bool was_write) {
-    if (who == me.who) return true;
+    if (who == me.who || who == 0) return true;  // (0: a record torn by two workers at once, no access)
     if (same_block(me, who)) {
         if (bar != me.bar) return true;  // a __syncthreads between
         unsigned other = thread_in_block(me, who);
         return other / 32 == me.t / 32 && warp != c->warp_gen[me.t / 32];  // a __syncwarp between
     }
     unsigned ob = (who - 1) / launch.n;
+    if (ob >= launch.fences.size()) return true;
     if (launch.L->cooperative && grid != launch.grid_syncs[me.block]) return true;  // a grid.sync() between
     // __threadfence() then an atomic (a last-block reduction): the other block fenced after its write,
     // and this block did an atomic after that fence
     return was_write && launch.fences[ob] != fence && launch.atomic_seq[me.block] > launch.fence_seq[ob];
+}
+
+// Another block's atomic before this plain access, ordered as a last-block reduction orders its
+// result: that block fenced (__threadfence) and this block did an atomic after the fence. (The
+// fence may have come before the other block's atomic: this errs towards no report.)
+inline bool after_fence_and_atomic(const Me& me, uint32_t who) {
+    unsigned ob = (who - 1) / launch.n;
+    return !me.shared && ob < launch.fence_seq.size() && ob != me.block && launch.fence_seq[ob] != 0 &&
+           launch.atomic_seq[me.block] > launch.fence_seq[ob];
 }
 
 [[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
@@ -386,7 +397,7 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, const Reg
     if (((f & R_SET) && cell.r != who) || !(r.init || (f & INIT))) return false;
     cell.r = who, cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
     if (!(f & R_SET)) cell.r_grid = shared ? 0 : launch.grid_syncs[c->block];
-    cell.flags = uint8_t((f | R_SET) & ~(R_ATOMIC | R_CAS));  // (its own atomic before: now a plain reader)
+    cell.flags = uint8_t((f | R_SET) & ~(R_ATOMIC | R_CAS | R_VOLATILE));  // (its own atomic before: now a plain reader)
     return true;
 }
 
@@ -424,7 +435,7 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
                 !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
                 race(c, me, r, a, true, cell.w, true, false, pc, true, false);
             if (!(kind & A_WRITES)) continue;
-            if (!by_atomic && !(kind & A_CAS) && (cell.flags & R_SET)) {  // against plain reads (a CAS loop's come first)
+            if (!by_atomic && !(kind & A_CAS) && (cell.flags & R_SET) && !(cell.flags & R_VOLATILE)) {  // against plain reads (not a poll; a CAS loop's come first)
                 if (read && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
                     race(c, me, r, a, true, cell.r, false, cell.flags & R_MANY, pc, true, false);
                 if (!read && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
@@ -440,10 +451,10 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
         if (written && !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
             race(c, me, r, a, write, cell.w, true, false, pc);
         if (by_atomic) {  // after an atomic: a race unless ordered, volatile, or a read after a CAS
-            bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS));
+            bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, cell.r);
             if (read && !excused && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
                 race(c, me, r, a, write, cell.r, true, false, pc, false, true);
-            cell.flags = uint8_t(cell.flags & ~(R_SET | R_MANY | R_ATOMIC | R_CAS));  // (it is ordered before this access)
+            cell.flags = uint8_t(cell.flags & ~(R_SET | R_MANY | R_ATOMIC | R_CAS | R_VOLATILE));  // (it is ordered before this access)
         }
         if (!write) {
             if (!init) uninitialized(c, me, r, i, pc, false);
@@ -452,10 +463,11 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
                 cell.r_bar = me.bar, cell.r_warp = me.warp;
             } else if ((cell.flags & R_SET) && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false)) {
                 cell.flags |= R_MANY;
+                if (!(kind & VOLATILE)) cell.flags &= uint8_t(~R_VOLATILE);  // (not all of them polls)
             } else {
                 cell.r = me.who, cell.r_bar = me.bar, cell.r_warp = me.warp;
                 cell.r_grid = me.shared ? 0 : launch.grid_syncs[me.block];
-                cell.flags = uint8_t((cell.flags & ~R_MANY) | R_SET);
+                cell.flags = uint8_t((cell.flags & ~(R_MANY | R_VOLATILE)) | R_SET | ((kind & VOLATILE) ? R_VOLATILE : 0));
             }
             continue;
         }
@@ -535,11 +547,13 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
         }
         if (!r && !c->shared.empty()) r = &c->shared.back();
         if (!r) return;
+        if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = ++launch.seq;
         access(c, *r, off, size, write, kind, pc);
         return;
     }
     r = find_global_at(c, a, pc);
     if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
+    if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = ++launch.seq;  // (the fence rule's: kernel memory only)
     access(c, *r, a, size, write, kind, pc);
 }
 
@@ -558,9 +572,6 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
 }
 
 void atomic_event(void* pc, uintptr_t a, unsigned size, unsigned kind) {
-    Current* c = active();
-    if (!c) return;
-    launch.atomic_seq[c->block] = ++launch.seq;
     observe(a, size, (kind & A_WRITES) != 0, kind, pc);
 }
 
@@ -844,8 +855,14 @@ void __tsan_write_range(void* a, unsigned long size) {
         if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, true, __builtin_return_address(0)); \
         observe(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, __builtin_return_address(0));                         \
     }                                                                                                                 \
-    void __tsan_volatile_read##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, false, VOLATILE, __builtin_return_address(0)); } \
-    void __tsan_volatile_write##N(void* a) { observe(reinterpret_cast<uintptr_t>(a), N, true, VOLATILE, __builtin_return_address(0)); }
+    void __tsan_volatile_read##N(void* a) {                                                                           \
+        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, false, __builtin_return_address(0)); \
+        observe(reinterpret_cast<uintptr_t>(a), N, false, VOLATILE, __builtin_return_address(0));                     \
+    }                                                                                                                 \
+    void __tsan_volatile_write##N(void* a) {                                                                          \
+        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, true, __builtin_return_address(0)); \
+        observe(reinterpret_cast<uintptr_t>(a), N, true, VOLATILE, __builtin_return_address(0));                      \
+    }
 CF_ACCESS(1)
 CF_ACCESS(2)
 CF_ACCESS(4)
@@ -882,6 +899,8 @@ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); 
 
 // The atomics themselves (done here: the instrumented code calls these instead), each seen as an
 // atomic access first.
+// (A weak compare-and-swap is cuforge's own update loop, cpu_atomic.h's atomic_update: a float's
+// atomicAdd, atomicMax, atomicInc; a read-modify-write, not a CAS. atomicCAS is the strong one.)
 #define CF_ATOMICS(N, T)                                                                                              \
     T __tsan_atomic##N##_load(const volatile T* a, int) {                                                             \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS);                    \
@@ -924,7 +943,7 @@ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); 
         return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
     }                                                                                                                 \
     int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                                \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
         return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
     }                                                                                                                 \
     T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                                    \

@@ -44,13 +44,15 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     """The flags of a checked build: ThreadSanitizer's instrumentation without its runtime
     (GCC links libtsan only into executables with ``-static-libtsan``; clang and zig's
     clang with ``-fno-sanitize-link-runtime``), so that the instrumented accesses call
-    ``check.cpp``; debug lines for reports; ``-O1``, under which every access stays one
+    ``check.cpp``; volatile accesses told apart (a poll of a flag that atomics set is no race);
+    debug lines for reports; ``-O1``, under which every access stays one
     (GCC's ``-fno-tree-sra`` keeps a vector load, a ``float4``, one access of its size, so that
     its alignment is checked)."""
     base = ("-fsanitize=thread", "-g", "-O1")
     if compiler.kind == "gcc":
-        return (*base, "-fno-tree-sra", "-static-libtsan", "--param", "tsan-instrument-func-entry-exit=0")
-    return (*base, "-fno-sanitize-link-runtime")
+        return (*base, "-fno-tree-sra", "-static-libtsan", "--param", "tsan-instrument-func-entry-exit=0",
+                "--param", "tsan-distinguish-volatile=1")  # fmt: skip
+    return (*base, "-fno-sanitize-link-runtime", "-mllvm", "-tsan-distinguish-volatile=1")
 
 
 _lock = threading.Lock()
