@@ -267,9 +267,10 @@ __attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigne
     if (dyn) {
         Region r{};
         r.base = CUFORGE_CPU_STATIC_SHARED, r.end = r.base + dyn;
-        r.elem = unsigned(t && t->dynamic_elem ? t->dynamic_elem : 1);
+        const char* name = t ? __atomic_load_n(&t->dynamic_name, __ATOMIC_ACQUIRE) : nullptr;  // (then its element size)
+        r.elem = unsigned(name && t->dynamic_elem ? t->dynamic_elem : 1);
         if (dyn % r.elem) r.elem = 1;
-        r.kind = DYNAMIC, r.name = t && t->dynamic_name ? t->dynamic_name : "[]";
+        r.kind = DYNAMIC, r.name = name ? name : "[]";
         r.shadowed = true;
         r.cells = reinterpret_cast<Cell*>(cells);
         cells += dyn / r.elem;

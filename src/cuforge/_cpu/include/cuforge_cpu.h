@@ -63,6 +63,14 @@ extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
 #define CF_CHECK_SYNC(what, warp) ((void)0)
 #define CF_RUNTIME
 #endif
+// Small helpers inlined into the runtime's uninstrumented code and the kernel's instrumented code
+// alike (GCC inlines neither kind into the other, always_inline aside; GCC 12 takes always_inline
+// across the two, and compilers before it are not known to: there they stay calls).
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define CF_ANY_INLINE __attribute__((always_inline)) inline
+#else
+#define CF_ANY_INLINE inline
+#endif
 
 namespace cuforge_cpu {
 
@@ -172,7 +180,7 @@ struct Worker {
 static_assert(sizeof(Worker) <= CUFORGE_CPU_HEADER, "the worker's state must fit its region's header");
 
 // The worker whose fiber stack this code runs on (kernel code runs on nothing else).
-__attribute__((always_inline)) inline Worker& worker() {  // (inlined into the runtime's code and the kernel's alike)
+CF_ANY_INLINE Worker& worker() {
     uintptr_t sp;
     __asm__("movq %%rsp, %0" : "=r"(sp));  // (not volatile: one read serves a whole function)
     return *reinterpret_cast<Worker*>(sp & ~uintptr_t(CUFORGE_CPU_REGION - 1));
@@ -737,7 +745,7 @@ template <size_t I, class T> struct ParamLeaf {
 };
 template <class S, class... T> struct Params;
 template <size_t... I, class... T> struct Params<std::index_sequence<I...>, T...> : ParamLeaf<I, T>... {};
-template <size_t I, class T> __attribute__((always_inline)) inline const T& param_at(const ParamLeaf<I, T>& leaf) { return leaf.value; }
+template <size_t I, class T> CF_ANY_INLINE const T& param_at(const ParamLeaf<I, T>& leaf) { return leaf.value; }
 template <class... A, size_t... I>
 inline Params<std::index_sequence<I...>, std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
                                                                                                std::index_sequence<I...>) {

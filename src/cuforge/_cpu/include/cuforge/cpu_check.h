@@ -46,7 +46,10 @@ CF_NOCHECK inline size_t check_shared_offset(size_t size, size_t align, size_t e
 
 CF_NOCHECK inline void* check_dynamic_shared(const char* name, size_t elem) {
     cuforge_check_shared& t = check_table();
-    if (!t.dynamic_name) t.dynamic_elem = elem, t.dynamic_name = name;
+    if (!__atomic_load_n(&t.dynamic_name, __ATOMIC_ACQUIRE)) {  // (the element size first: the checker reads it after the name)
+        t.dynamic_elem = elem;
+        __atomic_store_n(&t.dynamic_name, name, __ATOMIC_RELEASE);
+    }
     return dynamic_shared();
 }
 
