@@ -139,9 +139,9 @@ enum { SITES = 1024 };
 // load where a thread-local from a library dlopen'd is a call into the dynamic linker.
 //
 // Workers update the shadow of global memory without a lock. Blocks that touch one element at
-// once are a race between blocks (reported), or reads, or atomics (which only mark an element
-// written): a torn update can lose one of two records of a race, never invent a race between
-// accesses that are ordered. A block's shared memory and its shadow are its worker's alone.
+// once are a race between blocks (reported), or reads, or atomics: a torn update can lose one of
+// two records of a race, and a record torn to no thread (w or r of 0) is taken for no access.
+// A block's shared memory and its shadow are its worker's alone.
 struct Current {
     unsigned serial = 0;     // the launch it belongs to
     uintptr_t region = 0;    // the worker's memory region (its header and its fibers' stacks)
@@ -158,7 +158,6 @@ struct Current {
     std::vector<Region> shared;          // its __shared__ variables, then dynamic shared memory
     std::vector<Cell> shared_cells;
     unsigned long long dynamic_bytes = 0;
-    const Region* last = nullptr;  // the global region found last
     Site sites[SITES];             // (emptied at the worker's first block of a launch)
 };
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
@@ -413,6 +412,16 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, const Reg
                        "Array[...] to read what the caller passed");
 }
 
+// A write (plain or atomic) against the reads before it: another thread's not ordered before it,
+// or its own where others read in the same interval.
+inline void after_reads(Current* c, const Me& me, const Region& r, uintptr_t a, const Cell& cell, bool atomic, void* pc) {
+    if (!(cell.flags & R_SET)) return;
+    if (cell.r != me.who && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+        race(c, me, r, a, true, cell.r, false, cell.flags & R_MANY, pc, atomic, false);
+    if (cell.r == me.who && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
+        race(c, me, r, a, true, 0, false, true, pc, atomic, false);
+}
+
 // The race and initialisation rules, for what the common cases (no_other_thread) leave.
 __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
     Me me;
@@ -436,12 +445,8 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
                 !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
                 race(c, me, r, a, true, cell.w, true, false, pc, true, false);
             if (!(kind & A_WRITES)) continue;
-            if (!by_atomic && !(kind & A_CAS) && (cell.flags & R_SET) && !(cell.flags & R_VOLATILE)) {  // against plain reads (not a poll; a CAS loop's come first)
-                if (read && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
-                    race(c, me, r, a, true, cell.r, false, cell.flags & R_MANY, pc, true, false);
-                if (!read && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
-                    race(c, me, r, a, true, 0, false, true, pc, true, false);
-            }
+            if (!by_atomic && !(kind & A_CAS) && !(cell.flags & R_VOLATILE))  // (not a poll; a CAS loop's reads come first)
+                after_reads(c, me, r, a, cell, true, pc);
             // The last atomic writer takes the reader's fields (it forgets the reads before it, as a write
             // does); the last plain write stays, for the atomics of other blocks to be checked against.
             cell.r = me.who, cell.r_bar = me.bar, cell.r_warp = me.warp;
@@ -472,12 +477,7 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             }
             continue;
         }
-        if (cell.flags & R_SET) {
-            if (read && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
-                race(c, me, r, a, write, cell.r, false, cell.flags & R_MANY, pc);
-            if (!read && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
-                race(c, me, r, a, write, 0, false, true, pc);
-        }
+        after_reads(c, me, r, a, cell, false, pc);
         cell.w = me.who, cell.w_bar = me.bar, cell.w_warp = me.warp;
         cell.w_grid = me.shared ? 0 : launch.grid_syncs[me.block];
         cell.w_fence = me.shared ? 0 : launch.fences[me.block];
@@ -513,15 +513,6 @@ __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t*
     const Region* r = lo && a < rs[lo - 1].hi ? &rs[lo - 1] : nullptr;
     *from = r ? r->lo : lo ? rs[lo - 1].hi : 0;
     *to = r ? r->hi : lo < rs.size() ? rs[lo].lo : UINTPTR_MAX;
-    return r;
-}
-
-inline const Region* find_global(Current* c, uintptr_t a) {
-    const Region* last = c->last;
-    if (last && a - last->lo < last->hi - last->lo) return last;
-    uintptr_t from, to;
-    const Region* r = find_global_slow(a, &from, &to);
-    if (r) c->last = r;
     return r;
 }
 
@@ -563,7 +554,8 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
     if (!c || size <= 1 || a % size == 0) return;
     if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    bool known = a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global(c, a);
+    uintptr_t from, to;
+    bool known = a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global_slow(a, &from, &to);
     if (!known) return;
     char who[160];
     describe_thread(who, sizeof who, c->block, thread_of(c));
@@ -592,7 +584,6 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         c->block = -1;
         c->shared_vars = 0, c->dynamic_bytes = 0;
         c->shared.clear();
-        c->last = nullptr;
         memset(c->sites, 0, sizeof c->sites);
     }
     c->region = stack_pointer() & ~uintptr_t(CUFORGE_CPU_REGION - 1);
@@ -711,8 +702,8 @@ bool copy_all(cuforge_cpu_launch* L) {
     return false;
 }
 
-// Run a launch checked: copy its arrays, run its blocks (on this thread, one after the other; a
-// cooperative launch's at once), copy back what the kernel may write. 0, or -1 out of memory.
+// Run a launch checked: copy its arrays, run its blocks (at once, on the pool's workers; a
+// cooperative launch's each on a thread), copy back what the kernel may write. 0, or -1 out of memory.
 CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cuforge_check_launch* C) {
     std::lock_guard<std::mutex> hold(launching);
     Launch& K = launch;
@@ -847,23 +838,15 @@ void __tsan_write_range(void* a, unsigned long size) {
 
 // An access of N bytes the compiler takes to be aligned to N (a float, a float4): one that is not
 // is a misaligned address on a GPU.
+__attribute__((always_inline)) inline void aligned(uintptr_t a, unsigned n, bool write, unsigned kind, void* pc) {
+    if (n > 1 && a % n) misaligned(a, n, write, pc);
+    observe(a, n, write, kind, pc);
+}
 #define CF_ACCESS(N)                                                                                                  \
-    void __tsan_read##N(void* a) {                                                                                    \
-        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, false, __builtin_return_address(0)); \
-        observe(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, __builtin_return_address(0));                        \
-    }                                                                                                                 \
-    void __tsan_write##N(void* a) {                                                                                   \
-        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, true, __builtin_return_address(0)); \
-        observe(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, __builtin_return_address(0));                         \
-    }                                                                                                                 \
-    void __tsan_volatile_read##N(void* a) {                                                                           \
-        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, false, __builtin_return_address(0)); \
-        observe(reinterpret_cast<uintptr_t>(a), N, false, VOLATILE, __builtin_return_address(0));                     \
-    }                                                                                                                 \
-    void __tsan_volatile_write##N(void* a) {                                                                          \
-        if (N > 1 && reinterpret_cast<uintptr_t>(a) % N) misaligned(reinterpret_cast<uintptr_t>(a), N, true, __builtin_return_address(0)); \
-        observe(reinterpret_cast<uintptr_t>(a), N, true, VOLATILE, __builtin_return_address(0));                      \
-    }
+    void __tsan_read##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, __builtin_return_address(0)); } \
+    void __tsan_write##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, __builtin_return_address(0)); } \
+    void __tsan_volatile_read##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, false, VOLATILE, __builtin_return_address(0)); } \
+    void __tsan_volatile_write##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, true, VOLATILE, __builtin_return_address(0)); }
 CF_ACCESS(1)
 CF_ACCESS(2)
 CF_ACCESS(4)
@@ -961,7 +944,7 @@ CF_ATOMICS(64, long)
 // 16-byte atomics under a lock (no cmpxchg16b without -mcx16 here).
 #define CF_WIDE(OP, EXPR, KIND)                                                                                       \
     __int128 __tsan_atomic128_##OP(volatile __int128* a, __int128 v, int) {                                          \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, KIND);                     \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), 16, KIND);                         \
         std::lock_guard<std::mutex> hold(wide);                                                                       \
         __int128 old = *a;                                                                                            \
         *a = EXPR;                                                                                                    \
