@@ -103,8 +103,8 @@ struct Region {
 struct Launch {
     cuforge_cpu_launch* L = nullptr;
     cuforge_check_launch* C = nullptr;
-    volatile bool active = false;
     volatile unsigned serial = 0;
+    volatile unsigned live = 0;  // the serial while the launch runs, else 0 (a worker's hooks check both in one load)
     unsigned n = 1;  // threads per block
     unsigned long long slack = 0;  // bytes of each block's arena past its dynamic shared memory
     std::vector<Region> regions;  // sorted by lo
@@ -124,13 +124,27 @@ Launch launch;
 std::mutex launching;  // one checked launch at a time
 
 // The region an access instruction found last, by its code address: an instruction of a loop
-// mostly reaches one array, where the last region found alternates between a loop's arrays.
-struct Site {
-    void* pc;
-    uintptr_t from, to;  // the addresses it found `region` for (null: memory cuforge does not know)
-    const Region* region;
+// mostly reaches one array, where the last region found alternates between a loop's arrays. A
+// copy of the region, not a pointer to it: one load less on every access's path.
+//
+// A site's answer holds for the addresses a with a - from < span: for a region of the kernel's,
+// those its instruction (of one size) reaches in bounds, so that one comparison both finds the
+// region and checks the bounds (an access outside them takes the slow path, which reports it).
+enum SiteMode : uint8_t {
+    UNCHECKED,  // memory cuforge does not know, or its own
+    BOUNDS,     // a region whose accesses are checked for bounds only (an In argument)
+    WHOLE,      // a shadowed region whose elements are whole powers of two of bytes, the access within one
+    GENERAL,    // a shadowed region, any access (access())
 };
-enum { SITES = 1024 };
+struct alignas(128) Site {
+    void* pc;
+    uintptr_t from, span;
+    SiteMode mode;
+    uint8_t shift;    // WHOLE: the element's size, log 2
+    uint32_t epoch;   // 0: global memory; else the worker's shared regions as they were (Current::epoch)
+    Region region;    // (shared memory's: its addresses are offsets into the arena)
+};
+enum { SITES = 256 };
 
 // ---------------------------------------------------------------- one worker's state
 // A launch's blocks run at once on the runtime's workers (a cooperative launch's each on a thread
@@ -153,8 +167,11 @@ struct Current {
     const unsigned* bar_gen = nullptr;
     cuforge_check_shared* table = nullptr;
     uint32_t gen = 0;  // block serial on this worker
+    uint32_t who0 = 1;  // the block's first thread's launch-wide serial, plus 1
+    uint8_t fences = 0, grid_syncs = 0;  // the block's __threadfence()s and grid.sync()s (launch.fences, launch.grid_syncs)
     uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     unsigned shared_vars = 0;            // the table's declarations with regions below
+    uint32_t epoch = 1;                  // counts the changes of `shared` (the sites that learnt a region of it)
     std::vector<Region> shared;          // its __shared__ variables, then dynamic shared memory
     std::vector<Cell> shared_cells;
     unsigned long long dynamic_bytes = 0;
@@ -284,6 +301,7 @@ __attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigne
     if (c->shared_cells.size() < cells) c->shared_cells.resize(cells + 1024);
     for (Region& r : c->shared) r.cells = c->shared_cells.data() + reinterpret_cast<size_t>(r.cells);
     c->shared_vars = count, c->dynamic_bytes = dyn;
+    if (++c->epoch == 0) c->epoch = 1;
 }
 
 // The block's shared memory regions, as many as its code has reached the declarations of.
@@ -362,18 +380,13 @@ inline size_t index_of(const Region& r, uintptr_t off) {
 
 // The common cases, decided without the rules: one element that no other thread has touched so
 // far in this launch (or block, for shared memory), no other reader pending, read where it is
-// initialised or written; or one more reader of shared memory that many read. The rules below
-// decide them the same way.
+// initialised (`init`: the region's elements start so) or written; or one more reader of shared
+// memory that many read. The rules below decide them the same way.
 // true: done.
-__attribute__((always_inline)) inline bool no_other_thread(Current* c, const Region& r, uintptr_t a, unsigned size, bool write) {
-    uintptr_t off = a - r.base;
-    size_t i = index_of(r, off);
-    if (index_of(r, off + size - 1) != i) return false;
-    Cell& cell = r.cells[i];
-    bool shared = r.kind == SHARED || r.kind == DYNAMIC;
+__attribute__((always_inline)) inline bool no_other_thread(Current* c, Cell& cell, bool shared, bool init, bool write) {
     unsigned t = thread_of(c);
-    uint32_t who = shared ? t + 1 : uint32_t(c->block * launch.n + t + 1);
-    uint32_t gen = shared ? c->gen : launch.serial;
+    uint32_t who = shared ? t + 1 : c->who0 + t;
+    uint32_t gen = shared ? c->gen : c->serial;
     if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
     uint8_t f = cell.flags;
     if (!write && shared && (f & R_MANY) && cell.r != who) {
@@ -389,14 +402,14 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, const Reg
     if (write) {
         if ((f & R_SET) && cell.r != who) return false;
         cell.w = who, cell.w_bar = uint16_t(*c->bar_gen), cell.w_warp = c->warp_gen[t / 32];
-        cell.w_grid = shared ? 0 : launch.grid_syncs[c->block];
-        cell.w_fence = shared ? 0 : launch.fences[c->block];
+        cell.w_grid = shared ? 0 : c->grid_syncs;
+        cell.w_fence = shared ? 0 : c->fences;
         cell.flags = uint8_t(INIT | W_SET);
         return true;
     }
-    if (((f & R_SET) && cell.r != who) || !(r.init || (f & INIT))) return false;
+    if (((f & R_SET) && cell.r != who) || !(init || (f & INIT))) return false;
     cell.r = who, cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
-    if (!(f & R_SET)) cell.r_grid = shared ? 0 : launch.grid_syncs[c->block];
+    if (!(f & R_SET)) cell.r_grid = shared ? 0 : c->grid_syncs;
     cell.flags = uint8_t((f | R_SET) & ~(R_ATOMIC | R_CAS | R_VOLATILE));  // (its own atomic before: now a plain reader)
     return true;
 }
@@ -490,7 +503,13 @@ __attribute__((always_inline)) inline void access(Current* c, const Region& r, u
                                                   unsigned kind, void* pc) {
     if (__builtin_expect(a - r.base > r.end - r.base - size || size > r.end - r.base, 0))
         out_of_bounds(c, r, a, size, write, pc);
-    if (!r.shadowed || (kind == PLAIN && no_other_thread(c, r, a, size, write))) return;
+    if (!r.shadowed) return;
+    if (kind == PLAIN) {
+        uintptr_t off = a - r.base;
+        size_t i = index_of(r, off);
+        if (index_of(r, off + size - 1) == i && no_other_thread(c, r.cells[i], r.kind == SHARED || r.kind == DYNAMIC, r.init, write))
+            return;
+    }
     rules(c, r, a, size, write, kind, pc);
 }
 
@@ -498,7 +517,7 @@ __attribute__((always_inline)) inline void access(Current* c, const Region& r, u
 inline Current* active_at(uintptr_t sp) {
     size_t i = sp >> REGION_SHIFT;
     Current* c = i < REGIONS ? by_region[i] : nullptr;
-    return c && c->serial == launch.serial && launch.active ? c : nullptr;
+    return c && c->serial == launch.live ? c : nullptr;
 }
 inline Current* active() { return active_at(stack_pointer()); }
 
@@ -516,37 +535,94 @@ __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t*
     return r;
 }
 
-// The region of the access at code address pc: the one its instruction found last, if a holds.
-inline const Region* find_global_at(Current* c, uintptr_t a, void* pc) {
-    Site& s = c->sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & (SITES - 1)];
-    if (s.pc == pc && a - s.from < s.to - s.from) return s.region;
-    s.pc = pc;
-    return s.region = find_global_slow(a, &s.from, &s.to);
+inline Site& site_of(Current* c, void* pc) { return c->sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & (SITES - 1)]; }
+
+inline void count_atomic(Current* c, unsigned kind) {  // (the fence rule's: kernel memory only)
+    if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = ++launch.seq;
 }
 
-__attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
-    uintptr_t sp = stack_pointer();
-    if (((a ^ sp) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;  // the worker's own stacks: first out
-    Current* c = active_at(sp);
-    if (!c) return;
+// What a site learns of the region an access of `size` bytes at `a` found (`from`: where the
+// region's offsets start; `epoch`: 0 for global memory, else the worker's shared regions').
+void learn(Site& s, void* pc, const Region& r, uintptr_t from, unsigned size, uint32_t epoch) {
+    s.pc = pc, s.epoch = epoch, s.region = r;
+    uintptr_t bytes = r.end - r.base;
+    unsigned e = r.elem;
+    bool whole = (e & (e - 1)) == 0 && size <= e && r.base % e == 0;
+    s.mode = !r.shadowed ? BOUNDS : whole ? WHOLE : GENERAL;
+    s.shift = uint8_t(__builtin_ctz(e));
+    s.from = from + r.base, s.span = bytes >= size ? bytes - size + 1 : 0;  // (outside them: the slow path, which reports it)
+}
+
+// An access to the block's shared memory (its arena), found and checked in full (`learn`: see observe_global).
+__attribute__((noinline)) void observe_shared(Current* c, uintptr_t a, unsigned size, bool write, unsigned kind, void* pc,
+                                              bool learns) {
+    sync_shared(c);
+    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena), off = a - arena;  // (wraps below the arena: compared as signed)
     const Region* r = nullptr;
-    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    if (a - arena < launch.arena_span) {  // (only the arena's own bytes)
-        sync_shared(c);
-        uintptr_t off = a - arena;  // (wraps below the arena: compared as signed)
-        for (const Region& s : c->shared) {
-            if ((intptr_t)off >= (intptr_t)s.lo && (intptr_t)off < (intptr_t)s.hi) { r = &s; break; }
-        }
-        if (!r && !c->shared.empty()) r = &c->shared.back();
-        if (!r) return;
-        if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = ++launch.seq;
-        access(c, *r, off, size, write, kind, pc);
-        return;
+    for (const Region& s : c->shared) {
+        if ((intptr_t)off >= (intptr_t)s.lo && (intptr_t)off < (intptr_t)s.hi) { r = &s; break; }
     }
-    r = find_global_at(c, a, pc);
-    if (!r || r->kind == OTHER) return;  // memory cuforge does not know, or its own: not checked
-    if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = ++launch.seq;  // (the fence rule's: kernel memory only)
+    if (!r && !c->shared.empty()) r = &c->shared.back();
+    if (!r) return;
+    if (learns) learn(site_of(c, pc), pc, *r, arena, size, c->epoch);
+    count_atomic(c, kind);
+    access(c, *r, off, size, write, kind, pc);
+}
+
+// An access to global memory, found and checked in full (`learn`: and its instruction's site
+// learns the answer, for an instruction of one size). An address in the gap around the region
+// its instruction found last is that region's: one past a module variable's end may be where
+// cuforge's own data begins, but this instruction reached the variable.
+__attribute__((noinline)) void observe_global(Current* c, uintptr_t a, unsigned size, bool write, unsigned kind, void* pc,
+                                              bool learns) {
+    Site& last = site_of(c, pc);
+    if (learns && last.pc == pc && last.epoch == 0 && last.mode != UNCHECKED && a - last.region.lo < last.region.hi - last.region.lo) {
+        count_atomic(c, kind);
+        return access(c, last.region, a, size, write, kind, pc);
+    }
+    uintptr_t from, to;
+    const Region* r = find_global_slow(a, &from, &to);
+    bool known = r && r->kind != OTHER;  // (memory cuforge does not know, or its own: not checked)
+    if (learns && known) learn(last, pc, *r, 0, size, 0);
+    if (learns && !known) last.pc = pc, last.epoch = 0, last.mode = UNCHECKED, last.from = from, last.span = to - from;
+    if (!known) return;
+    count_atomic(c, kind);
     access(c, *r, a, size, write, kind, pc);
+}
+
+// One access of the kernel's code: the hooks below, each with its size, direction and kind
+// known. `sited`: an instruction of one size (a range's size is its call's), whose site may
+// answer it. Every path out of line is a tail call: the common one saves no registers.
+template <bool sited>
+__attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
+    Current* c = active_at(stack_pointer());
+    if (!c) return;
+    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
+    Site& s = site_of(c, pc);
+    if (a - arena < launch.arena_span) {  // shared memory (only the arena's own bytes)
+        if (!sited || __builtin_expect(s.pc != pc || s.epoch != c->epoch || a - s.from >= s.span, 0))
+            return observe_shared(c, a, size, write, kind, pc, sited);
+        if (kind != PLAIN) {
+            count_atomic(c, kind);
+            return access(c, s.region, a - arena, size, write, kind, pc);
+        }
+        if (s.mode == WHOLE && (size == 1 || a % size == 0) &&
+            no_other_thread(c, s.region.cells[(a - s.from) >> s.shift], true, false, write))
+            return;
+        return rules(c, s.region, a - arena, size, write, kind, pc);
+    }
+    if (!sited || __builtin_expect(s.pc != pc || s.epoch != 0 || a - s.from >= s.span, 0))
+        return observe_global(c, a, size, write, kind, pc, sited);
+    if (s.mode == UNCHECKED) return;  // (the worker's own stacks among such memory)
+    if (kind != PLAIN) {
+        count_atomic(c, kind);
+        return access(c, s.region, a, size, write, kind, pc);
+    }
+    if (s.mode == BOUNDS) return;
+    if (s.mode == WHOLE && (size == 1 || a % size == 0) &&
+        no_other_thread(c, s.region.cells[(a - s.from) >> s.shift], false, s.region.init, write))
+        return;
+    return rules(c, s.region, a, size, write, kind, pc);
 }
 
 __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool write, void* pc) {
@@ -564,8 +640,14 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
            write ? "write" : "read", size, reinterpret_cast<void*>(a), size, who);
 }
 
+// A misaligned access: reported where it is the kernel's memory, else observed as any other.
+__attribute__((noinline, cold)) void misaligned_access(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
+    misaligned(a, size, write, pc);
+    observe<false>(a, size, write, kind, pc);
+}
+
 void atomic_event(void* pc, uintptr_t a, unsigned size, unsigned kind) {
-    observe(a, size, (kind & A_WRITES) != 0, kind, pc);
+    observe<true>(a, size, (kind & A_WRITES) != 0, kind, pc);
 }
 
 std::mutex wide;  // 16-byte atomics
@@ -597,6 +679,8 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {
         c->block = block;
+        c->who0 = uint32_t(block * launch.n + 1);
+        c->fences = launch.fences[block], c->grid_syncs = launch.grid_syncs[block];
         ++c->gen;
         memset(c->warp_gen, 0, sizeof c->warp_gen);
     }
@@ -607,7 +691,7 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
     Current* c = active();
     if (!c) return;
     if (what == 2 && warp < CUFORGE_CPU_MAX_THREADS / 32) ++c->warp_gen[warp];
-    if (what == 1) ++launch.grid_syncs[c->block];
+    if (what == 1) launch.grid_syncs[c->block] = ++c->grid_syncs;
 }
 
 // The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
@@ -809,9 +893,9 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     }
     K.seq = 0;
     K.arena_span = CUFORGE_CPU_STATIC_SHARED + L->shared_mem + K.slack;
-    K.active = true;
+    K.live = K.serial;
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
-    K.active = false;
+    K.live = 0;
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] >= 0 && a.intent != 0)
@@ -830,17 +914,17 @@ void __tsan_func_exit() {}
 void __tsan_vptr_update(void**, void*) {}
 void __tsan_vptr_read(void**) {}
 void __tsan_read_range(void* a, unsigned long size) {
-    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), false, PLAIN, __builtin_return_address(0));
+    if (size) observe<false>(reinterpret_cast<uintptr_t>(a), unsigned(size), false, PLAIN, __builtin_return_address(0));
 }
 void __tsan_write_range(void* a, unsigned long size) {
-    if (size) observe(reinterpret_cast<uintptr_t>(a), unsigned(size), true, PLAIN, __builtin_return_address(0));
+    if (size) observe<false>(reinterpret_cast<uintptr_t>(a), unsigned(size), true, PLAIN, __builtin_return_address(0));
 }
 
 // An access of N bytes the compiler takes to be aligned to N (a float, a float4): one that is not
 // is a misaligned address on a GPU.
 __attribute__((always_inline)) inline void aligned(uintptr_t a, unsigned n, bool write, unsigned kind, void* pc) {
-    if (n > 1 && a % n) misaligned(a, n, write, pc);
-    observe(a, n, write, kind, pc);
+    if (n > 1 && a % n) return misaligned_access(a, n, write, kind, pc);
+    observe<true>(a, n, write, kind, pc);
 }
 #define CF_ACCESS(N)                                                                                                  \
     void __tsan_read##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, __builtin_return_address(0)); } \
@@ -858,13 +942,15 @@ CF_ACCESS(16)
 #define CF_UNALIGNED(N)                                                                      \
     void __tsan_unaligned_read##N(void* a) {                                                 \
         void* pc = __builtin_return_address(0);                                              \
-        if (N >= 8) misaligned(reinterpret_cast<uintptr_t>(a), N, false, pc);                \
-        observe(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, pc);                        \
+        if (N >= 8 && reinterpret_cast<uintptr_t>(a) % N)                                     \
+            return misaligned_access(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, pc);  \
+        observe<true>(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, pc);                  \
     }                                                                                        \
     void __tsan_unaligned_write##N(void* a) {                                                \
         void* pc = __builtin_return_address(0);                                              \
-        if (N >= 8) misaligned(reinterpret_cast<uintptr_t>(a), N, true, pc);                 \
-        observe(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, pc);                         \
+        if (N >= 8 && reinterpret_cast<uintptr_t>(a) % N)                                     \
+            return misaligned_access(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, pc);   \
+        observe<true>(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, pc);                   \
     }
 CF_UNALIGNED(2)
 CF_UNALIGNED(4)
@@ -876,7 +962,7 @@ void __tsan_atomic_thread_fence(int) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     Current* c = active();
     if (!c) return;
-    ++launch.fences[c->block];
+    launch.fences[c->block] = ++c->fences;
     launch.fence_seq[c->block] = ++launch.seq;
 }
 void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
