@@ -1812,6 +1812,55 @@ class SpinFlagProducerConsumer:
     """
 
 
+@cf.kernel
+class SpinFlagBeforeData:
+    """SpinFlagProducerConsumer with the flag set before the data: its fence and atomicExch release nothing."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    __shared__ float data[32];
+    __shared__ int ready;
+    int t = threadIdx.x;
+    if (t == 0) ready = 0;
+    __syncthreads();
+    if (t < 32) {
+        if (t == 0) { __threadfence_block(); atomicExch(&ready, 1); }
+        data[t] = 3.f * x[blockIdx.x * 32 + t];
+    } else {
+        while (atomicAdd(&ready, 0) == 0) __nanosleep(10);
+        __threadfence_block();
+        y[blockIdx.x * 32 + t - 32] = data[t - 32];
+    }
+    """
+
+
+@cf.kernel
+class SpinFlagWithoutFence:
+    """SpinFlagProducerConsumer without the producer's __threadfence_block: a relaxed atomicExch orders nothing."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    __shared__ float data[32];
+    __shared__ int ready;
+    int t = threadIdx.x;
+    if (t == 0) ready = 0;
+    __syncthreads();
+    if (t < 32) {
+        data[t] = 3.f * x[blockIdx.x * 32 + t];
+        __syncwarp();
+        if (t == 0) atomicExch(&ready, 1);
+    } else {
+        while (atomicAdd(&ready, 0) == 0) __nanosleep(10);
+        __threadfence_block();
+        y[blockIdx.x * 32 + t - 32] = data[t - 32];
+    }
+    """
+
+
 def _ints(n: int, hi: int, seed: int = 3) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, hi, n).astype(np.int32)
 
@@ -2031,6 +2080,11 @@ BUGGY_MORE.update({
                                     cf.MisalignedAccessError, 2, r"misaligned read of 8 bytes"),
     "__syncwarp where __syncthreads is needed": Buggy(SyncwarpForSyncthreads, _xy(256, 2, grid=2), cf.RaceError, 7,
                                                       r"__shared__ variable 'ws'"),
+    "flag set before the data": Buggy(SpinFlagBeforeData, lambda: ((_rand(64), np.zeros(64, np.float32)), {"grid": 2}),
+                                      cf.RaceError, 12, r"__shared__ variable 'data'"),
+    "flag set by atomicExch without a fence": Buggy(SpinFlagWithoutFence, lambda: ((_rand(64), np.zeros(64, np.float32)),
+                                                                                    {"grid": 2}),
+                                                    cf.RaceError, 13, r"__shared__ variable 'data'"),
 })  # fmt: skip
 
 CORRECT_MORE.update({
@@ -2053,10 +2107,4 @@ MISSED: dict[str, str] = {
     "full mask in a partial warp": _UNDEFINED_LANE,
     "shuffle reads lanes outside its mask": _UNDEFINED_LANE,
 }
-FLAGGED: dict[str, str] = {
-    "flag set by atomicExch, polled by atomics": (
-        "shared memory is ordered only by __syncthreads/__syncwarp (check.cpp ordered()): a release "
-        "(__threadfence_block, atomic store) / acquire (atomic load, __threadfence_block) pair between warps is "
-        "not, and the consumer's read of the producer's data is reported as a race"
-    ),
-}
+FLAGGED: dict[str, str] = {}

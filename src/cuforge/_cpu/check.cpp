@@ -169,6 +169,15 @@ struct Current {
     uint32_t gen = 0;  // block serial on this worker
     uint32_t who0 = 1;  // the block's first thread's launch-wide serial, plus 1
     uint8_t fences = 0, grid_syncs = 0;  // the block's __threadfence()s and grid.sync()s (launch.fences, launch.grid_syncs)
+    // Each thread's fences of this block (the release/acquire rule within a block, released()):
+    // how many, the last one's place in the launch's sequence of fences and atomics and its warp's
+    // __syncwarp generation then; and its last atomic's place. (Cleared at a block's start where
+    // the last block fenced; an atomic's place from an earlier block is below any fence's of this one.)
+    bool fenced = false;
+    uint8_t thread_fences[CUFORGE_CPU_MAX_THREADS] = {};
+    uint16_t fence_warp[CUFORGE_CPU_MAX_THREADS] = {};
+    uint32_t fence_seq[CUFORGE_CPU_MAX_THREADS] = {};
+    uint32_t atomic_seq[CUFORGE_CPU_MAX_THREADS] = {};
     uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     unsigned shared_vars = 0;            // the table's declarations with regions below
     uint32_t epoch = 1;                  // counts the changes of `shared` (the sites that learnt a region of it)
@@ -326,6 +335,21 @@ struct Me {
 inline bool same_block(const Me& me, uint32_t who) { return me.shared || (who - 1) / launch.n == me.block; }
 inline unsigned thread_in_block(const Me& me, uint32_t who) { return me.shared ? who - 1 : (who - 1) % launch.n; }
 
+// Whether thread `other`'s write to shared memory (its warp's generation then `warp`, its own fence
+// count `fence`) was released to me, as a flag set with an atomic after __threadfence_block() and
+// read with an atomic releases the data written before it: a thread fenced after the write (the
+// writer, or a thread of its warp after a __syncwarp that followed it) and I did an atomic after
+// that fence. (That my atomic read that thread's flag is not followed: this errs towards no report.)
+inline bool released(const Current* c, const Me& me, unsigned other, uint16_t warp, uint8_t fence) {
+    uint32_t acquired = c->atomic_seq[me.t];
+    auto before_mine = [&](unsigned p) { return c->fence_seq[p] != 0 && c->fence_seq[p] < acquired; };
+    if (c->thread_fences[other] != fence && before_mine(other)) return true;
+    unsigned first = other / 32 * 32, last = std::min(first + 32, c->n);
+    for (unsigned p = first; p < last; ++p)
+        if (int16_t(c->fence_warp[p] - warp) > 0 && before_mine(p)) return true;
+    return false;
+}
+
 // Whether an earlier access by `who` (barrier generation bar, warp generation warp) is ordered before mine.
 inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, uint16_t warp, uint8_t grid, uint8_t fence,
                     bool was_write) {
@@ -333,7 +357,8 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
     if (same_block(me, who)) {
         if (bar != me.bar) return true;  // a __syncthreads between
         unsigned other = thread_in_block(me, who);
-        return other / 32 == me.t / 32 && warp != c->warp_gen[me.t / 32];  // a __syncwarp between
+        if (other / 32 == me.t / 32 && warp != c->warp_gen[me.t / 32]) return true;  // a __syncwarp between
+        return was_write && me.shared && c->fenced && released(c, me, other, warp, fence);
     }
     unsigned ob = (who - 1) / launch.n;
     if (ob >= launch.fences.size()) return true;
@@ -403,7 +428,7 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, Cell& cel
         if ((f & R_SET) && cell.r != who) return false;
         cell.w = who, cell.w_bar = uint16_t(*c->bar_gen), cell.w_warp = c->warp_gen[t / 32];
         cell.w_grid = shared ? 0 : c->grid_syncs;
-        cell.w_fence = shared ? 0 : c->fences;
+        cell.w_fence = shared ? c->thread_fences[t] : c->fences;
         cell.flags = uint8_t(INIT | W_SET);
         return true;
     }
@@ -493,7 +518,7 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
         after_reads(c, me, r, a, cell, false, pc);
         cell.w = me.who, cell.w_bar = me.bar, cell.w_warp = me.warp;
         cell.w_grid = me.shared ? 0 : launch.grid_syncs[me.block];
-        cell.w_fence = me.shared ? 0 : launch.fences[me.block];
+        cell.w_fence = me.shared ? c->thread_fences[me.t] : c->fences;
         cell.flags = uint8_t(INIT | W_SET | ((kind & VOLATILE) ? W_VOLATILE : 0));  // a write forgets the reads before it
     }
 }
@@ -537,8 +562,8 @@ __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t*
 
 inline Site& site_of(Current* c, void* pc) { return c->sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & (SITES - 1)]; }
 
-inline void count_atomic(Current* c, unsigned kind) {  // (the fence rule's: kernel memory only)
-    if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = ++launch.seq;
+inline void count_atomic(Current* c, unsigned kind) {  // (the fence rules': kernel memory only)
+    if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = c->atomic_seq[thread_of(c)] = ++launch.seq;
 }
 
 // What a site learns of the region an access of `size` bytes at `a` found (`from`: where the
@@ -667,6 +692,7 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         c->shared_vars = 0, c->dynamic_bytes = 0;
         c->shared.clear();
         memset(c->sites, 0, sizeof c->sites);
+        memset(c->atomic_seq, 0, sizeof c->atomic_seq);  // (the last launch's: its sequence started again)
     }
     c->region = stack_pointer() & ~uintptr_t(CUFORGE_CPU_REGION - 1);
     size_t i = c->region >> REGION_SHIFT;
@@ -678,6 +704,11 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
     c->cur = cur;
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {
+        if (c->fenced) {  // (the last block's fences)
+            memset(c->thread_fences, 0, sizeof c->thread_fences), memset(c->fence_warp, 0, sizeof c->fence_warp);
+            memset(c->fence_seq, 0, sizeof c->fence_seq);
+            c->fenced = false;
+        }
         c->block = block;
         c->who0 = uint32_t(block * launch.n + 1);
         c->fences = launch.fences[block], c->grid_syncs = launch.grid_syncs[block];
@@ -962,8 +993,12 @@ void __tsan_atomic_thread_fence(int) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     Current* c = active();
     if (!c) return;
+    unsigned t = thread_of(c);
     launch.fences[c->block] = ++c->fences;
-    launch.fence_seq[c->block] = ++launch.seq;
+    launch.fence_seq[c->block] = c->fence_seq[t] = ++launch.seq;
+    ++c->thread_fences[t];
+    c->fence_warp[t] = c->warp_gen[t / 32];
+    c->fenced = true;
 }
 void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
