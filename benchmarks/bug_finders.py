@@ -1,5 +1,6 @@
-"""Which bugs of cuforge's corpus (tests/cpu/check_corpus.py) each tool finds: cuforge's checked
-CPU launch, and NVIDIA's compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the GPU.
+"""Which bugs of cuforge's corpora (tests/cpu/check_corpus.py, tests/cpu/check_corpus_more.py)
+each tool finds: cuforge's checked CPU launch, and NVIDIA's compute-sanitizer (memcheck,
+racecheck, initcheck, synccheck) on the GPU.
 
     python benchmarks/bug_finders.py [OUT.json]        (on the GPU machine, compute-sanitizer on PATH
                                                         or in /usr/local/cuda/bin)
@@ -13,22 +14,26 @@ from its summary. A table is printed, and the figures written as JSON.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+# each corpus: its module under tests/cpu, and its dictionaries of buggy and correct cases
+CORPORA = {"check_corpus": ("BUGGY", "CORRECT"), "check_corpus_more": ("BUGGY_MORE", "CORRECT_MORE")}
 
 CHILD = """
 import sys
 sys.path.insert(0, {root!r})
 import cupy as cp, numpy as np
-from tests.cpu.check_corpus import BUGGY, CORRECT
+from tests.cpu.{module} import {buggy} as BUGGY, {correct} as CORRECT
 case = {{**BUGGY, **CORRECT}}[{name!r}]
 args, kwargs = case.args()
 kwargs = {{k: v for k, v in kwargs.items() if k not in ("device", "check")}}
@@ -52,14 +57,19 @@ def sanitizer() -> str | None:
     )
 
 
-def on_cpu(name: str) -> str:
-    """The error a checked CPU launch of corpus case ``name`` raises ("" for none)."""
+def cases(module: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The buggy and the correct cases of corpus ``module``."""
     sys.path.insert(0, ROOT)
-    from tests.cpu.check_corpus import BUGGY, CORRECT
+    corpus = importlib.import_module(f"tests.cpu.{module}")
+    buggy, correct = CORPORA[module]
+    return getattr(corpus, buggy), getattr(corpus, correct)
 
+
+def on_cpu(module: str, name: str) -> str:
+    """The error a checked CPU launch of case ``name`` of corpus ``module`` raises ("" for none)."""
     import cuforge as cf
 
-    case = {**BUGGY, **CORRECT}[name]
+    case = {**cases(module)[0], **cases(module)[1]}[name]
     args, kwargs = case.args()
     try:
         case.kernel(*args, **{**kwargs, "device": "cpu", "check": True})
@@ -68,8 +78,8 @@ def on_cpu(name: str) -> str:
     return ""
 
 
-def on_gpu(tool_path: str, tool: str, name: str) -> int:
-    """compute-sanitizer ``tool``'s error count for corpus case ``name`` (-1: it did not run)."""
+def on_gpu(tool_path: str, tool: str, module: str, name: str) -> int:
+    """compute-sanitizer ``tool``'s error count for case ``name`` of corpus ``module`` (-1: it did not run)."""
     argv = [tool_path, "--tool", tool, "--print-limit", "10", "--report-api-errors", "no"]  # (kernels' errors only)
     if tool == "racecheck":
         argv += ["--racecheck-report", "all"]
@@ -78,8 +88,12 @@ def on_gpu(tool_path: str, tool: str, name: str) -> int:
         "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), *sys.path]),
         "CUFORGE_CACHE_DIR": os.environ.get("CUFORGE_CACHE_DIR", "/tmp/cuforge-bug-finders"),
     }
-    out = subprocess.run([*argv, sys.executable, "-c", CHILD.format(root=ROOT, name=name)], capture_output=True,
-                         text=True, timeout=300, env=env)  # fmt: skip
+    buggy, correct = CORPORA[module]
+    child = CHILD.format(root=ROOT, module=module, buggy=buggy, correct=correct, name=name)
+    try:
+        out = subprocess.run([*argv, sys.executable, "-c", child], capture_output=True, text=True, timeout=180, env=env)
+    except subprocess.TimeoutExpired:
+        return -1
     text = out.stdout + out.stderr
     for line in reversed(text.splitlines()):
         if "ERROR SUMMARY:" in line:
@@ -90,22 +104,21 @@ def on_gpu(tool_path: str, tool: str, name: str) -> int:
 
 
 def main(out: str | None = None) -> dict[str, dict[str, object]]:
-    sys.path.insert(0, ROOT)
-    from tests.cpu.check_corpus import BUGGY, CORRECT
-
     tool_path = sanitizer()
-    names = list(BUGGY) + list(CORRECT)
-    results: dict[str, dict[str, object]] = {
-        n: {"buggy": n in BUGGY, "kernel": ({**BUGGY, **CORRECT}[n]).kernel.__name__, "cuforge": on_cpu(n)} for n in names
-    }
+    names = [(m, n) for m in CORPORA for part in cases(m) for n in part]
+    results: dict[str, dict[str, object]] = {}
+    for m, n in names:
+        bugs, goods = cases(m)
+        results[f"{m}: {n}"] = {"buggy": n in bugs, "kernel": {**bugs, **goods}[n].kernel.__name__,
+                                "cuforge": on_cpu(m, n)}  # fmt: skip
     if tool_path is not None:
-        jobs = [(t, n) for n in names for t in TOOLS]
+        jobs = [(t, m, n) for m, n in names for t in TOOLS]
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-            for (t, n), count in zip(jobs, pool.map(lambda job: on_gpu(tool_path, *job), jobs)):
-                results[n][t] = count
-    print(f"{'case':44} {'kernel':24} {'cuforge':24} " + " ".join(f"{t:>9}" for t in TOOLS))
+            for (t, m, n), count in zip(jobs, pool.map(lambda job: on_gpu(tool_path, *job), jobs)):
+                results[f"{m}: {n}"][t] = count
+    print(f"{'case':72} {'kernel':26} {'cuforge':24} " + " ".join(f"{t:>9}" for t in TOOLS))
     for n, r in results.items():
-        print(f"{('BUG ' if r['buggy'] else 'ok  ') + n:44} {r['kernel']!s:24} {r['cuforge'] or '-':24} "
+        print(f"{('BUG ' if r['buggy'] else 'ok  ') + n:72} {r['kernel']!s:26} {r['cuforge'] or '-':24} "
               + " ".join(f"{r.get(t, 'n/a')!s:>9}" for t in TOOLS))  # fmt: skip
     buggy = [r for r in results.values() if r["buggy"]]
     found_cf = sum(bool(r["cuforge"]) for r in buggy)

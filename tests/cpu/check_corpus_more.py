@@ -1063,6 +1063,25 @@ class PartialWarpFullMask:
 
 
 @cf.kernel
+class PartialWarpGuardedReduce:
+    """A full-mask shuffle reduction in a block of 48 threads that adds only the lanes that exist:
+    the lanes past the block are read (their values undefined) and discarded."""
+
+    x: cf.In[cf.float32]
+    out: cf.Out[cf.float32]
+    block = 48
+    body = """
+    int t = threadIdx.x, lane = t & 31, here = min(32, 48 - (t & ~31));
+    float v = x[blockIdx.x * 48 + t];
+    for (int o = 16; o > 0; o >>= 1) {
+        float other = __shfl_down_sync(0xffffffff, v, o);
+        if (lane + o < here) v += other;
+    }
+    if (lane == 0) out[blockIdx.x * 2 + t / 32] = v;
+    """
+
+
+@cf.kernel
 class SyncwarpInHalf:
     """A __syncwarp() (full mask) called only by the low half of the warp inside a branch."""
 
@@ -1255,7 +1274,8 @@ BUGGY_MORE: dict[str, Buggy] = {
     "early return before __syncthreads": Buggy(EarlyReturnBeforeBarrier, _xyn(100), cf.BarrierMisuseError, 0,
                                                r"__syncthreads"),
     "a barrier in each arm of a branch": Buggy(BarriersInBothBranches, _xy(128), cf.BarrierMisuseError, 0, r"__syncthreads"),
-    "full mask in a partial warp": Buggy(PartialWarpFullMask, _xy(96, 4, grid=2), cf.WarpMisuseError, 0, r"__shfl_down_sync"),
+    "full mask in a partial warp": Buggy(PartialWarpFullMask, _xy(96, 4, grid=2), cf.WarpMisuseError, 3,
+                                         r"__shfl_down_sync read lanes .*parameter 'out'"),
     "__syncwarp in half a warp": Buggy(SyncwarpInHalf, _xy(64), cf.WarpMisuseError, 0, r"__syncwarp"),
     "barrier loop with data-dependent trips": Buggy(DataDependentBarrierLoop, _xy(64), cf.BarrierMisuseError, 0,
                                                     r"__syncthreads"),
@@ -2074,8 +2094,8 @@ class CoopPingPong:
 
 BUGGY_MORE.update({
     "pivot overwritten while read": Buggy(BroadcastThenOverwrite, _xy(128), cf.RaceError, 6, r"__shared__ variable 's', index 0"),
-    "shuffle reads lanes outside its mask": Buggy(ShuffleFromOutsideMask, _xyn(40, 2, grid=2), cf.WarpMisuseError, 0,
-                                                  r"__shfl_down_sync"),
+    "shuffle reads lanes outside its mask": Buggy(ShuffleFromOutsideMask, _xyn(40, 2, grid=2), cf.WarpMisuseError, 5,
+                                                  r"__shfl_down_sync read lanes .*parameter 'y'"),
     "misaligned double load": Buggy(MisalignedDouble, lambda: ((_rand(130), np.zeros(32, np.float64)), {"grid": 1}),
                                     cf.MisalignedAccessError, 2, r"misaligned read of 8 bytes"),
     "__syncwarp where __syncthreads is needed": Buggy(SyncwarpForSyncthreads, _xy(256, 2, grid=2), cf.RaceError, 7,
@@ -2094,17 +2114,12 @@ CORRECT_MORE.update({
     "cooperative ping-pong over one array": Correct(
         CoopPingPong, lambda: ((_rand(128), np.zeros(128, np.float32), np.zeros(128, np.float32)), {}),
         lambda a: [(a[2], 2 * a[0])]),
+    "partial-warp reduction discarding the lanes past the block": Correct(
+        PartialWarpGuardedReduce, lambda: ((_rand(96), np.zeros(4, np.float32)), {"grid": 2}),
+        lambda a: [(a[1], np.add.reduceat(a[0], [0, 32, 48, 80]))]),
 })  # fmt: skip
 
 
 # What the checker gets wrong today (name -> why): the tests of these cases are strict xfails.
-_UNDEFINED_LANE = (
-    "a shuffle reads a lane outside its mask or past the block's last thread, whose value is undefined on a "
-    "GPU; the checker follows memory, not the values in registers, and correct code's partial reductions "
-    "shuffle such lanes too and discard what they read, so the shuffle itself is not reported"
-)
-MISSED: dict[str, str] = {
-    "full mask in a partial warp": _UNDEFINED_LANE,
-    "shuffle reads lanes outside its mask": _UNDEFINED_LANE,
-}
+MISSED: dict[str, str] = {}
 FLAGGED: dict[str, str] = {}

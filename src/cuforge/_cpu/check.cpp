@@ -42,6 +42,7 @@ struct cuforge_check_array {
     int intent;                // 0 In, 1 Out, 2 Array
     int param;                 // the parameter's index (its pointer in the launch's args is replaced)
     const char* name;          // "parameter 'y' (Array[float32])"
+    unsigned floating;         // the bytes of its floating-point numbers (4, 8; a complex's parts), or 0
 };
 // One module variable of the kernel's library.
 struct cuforge_check_var {
@@ -54,6 +55,8 @@ struct cuforge_check_launch {
     cuforge_check_var* vars;
     unsigned long long pc;  // out: the report's code address, as an offset into its library
     char library[1024];     // out: that library's path
+    const char* file;       // out: or the report's source file and line, where no code address says it
+    unsigned line;
 };
 }
 
@@ -114,6 +117,16 @@ struct Launch {
     std::vector<uint8_t> fences, grid_syncs;
     std::vector<uint32_t> fence_seq, atomic_seq;
     std::atomic<uint32_t> seq{0};
+    // The shuffles that read an undefined lane (cuforge_check_undefined), each site's first
+    struct Undefined {
+        const char* name;
+        const char* file;
+        unsigned line, src, thread;
+        long long block;
+    };
+    std::mutex undefined_lock;
+    std::vector<Undefined> undefined;
+    std::atomic<unsigned> undefined_count{0};
     unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
     // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
@@ -725,6 +738,25 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
     if (what == 1) launch.grid_syncs[c->block] = ++c->grid_syncs;
 }
 
+// A shuffle at `file`, `line` read lane `src`, whose value is undefined on a GPU: the index of its
+// site, which the marked NaN it returns carries (the first of each site is kept for the report).
+CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src) {
+    Launch& K = launch;
+    unsigned n = K.undefined_count.load(std::memory_order_acquire);
+    for (unsigned i = 0; i < n; ++i)
+        if (K.undefined[i].file == file && K.undefined[i].line == line) return i;
+    Current* c = active();
+    std::lock_guard<std::mutex> hold(K.undefined_lock);
+    n = K.undefined_count.load(std::memory_order_relaxed);
+    for (unsigned i = 0; i < n; ++i)
+        if (K.undefined[i].file == file && K.undefined[i].line == line) return i;
+    if (n == CUFORGE_CHECK_UNDEFINED_SITES) return n - 1;  // (a 65th site is reported as the 64th)
+    if (K.undefined.capacity() < CUFORGE_CHECK_UNDEFINED_SITES) return 0;  // (reserved before the launch)
+    K.undefined.push_back({name, file, line, src, c ? thread_of(c) : 0, c ? c->block : 0});
+    K.undefined_count.store(n + 1, std::memory_order_release);
+    return n;
+}
+
 // The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
 const size_t KEEP = size_t(64) << 20;
 
@@ -817,6 +849,49 @@ bool copy_all(cuforge_cpu_launch* L) {
     return false;
 }
 
+// The site of a marked NaN (CUFORGE_CHECK_UNDEFINED_*) in `bytes` of floating-point numbers of
+// `width` bytes (a float's mark widened to a double too), or -1; *index: its element.
+static long find_mark(const char* at, size_t bytes, unsigned width, size_t* index) {
+    const uint64_t widened = 0x7FF0000000000000ull | uint64_t(CUFORGE_CHECK_UNDEFINED_F32 & 0x7FFFFFu) << 29;
+    for (size_t i = 0; i + width <= bytes; i += width) {
+        if (width == 4) {
+            uint32_t b;
+            memcpy(&b, at + i, 4);
+            if ((b & 0x7FFFFFC0u) != CUFORGE_CHECK_UNDEFINED_F32) continue;
+            *index = i / 4;
+            return long(b & 63);
+        }
+        uint64_t b;
+        memcpy(&b, at + i, 8);
+        b &= ~(1ull << 63);
+        if ((b & ~63ull) == CUFORGE_CHECK_UNDEFINED_F64) return *index = i / 8, long(b & 63);
+        if ((b & ~(63ull << 29)) == widened) return *index = i / 8, long(b >> 29 & 63);
+    }
+    return -1;
+}
+
+// After the blocks: a value a shuffle read from an undefined lane that reached an array the kernel
+// writes is reported, at that shuffle.
+static void find_undefined(cuforge_cpu_launch* L, cuforge_check_launch* C) {
+    for (int i = 0; i < C->narrays; ++i) {
+        const cuforge_check_array& a = C->arrays[i];
+        if (a.intent == 0 || !a.copy || (a.floating != 4 && a.floating != 8)) continue;
+        size_t index;
+        long k = find_mark(reinterpret_cast<const char*>(a.copy), a.bytes, a.floating, &index);
+        if (k < 0 || size_t(k) >= launch.undefined.size()) continue;
+        const Launch::Undefined& u = launch.undefined[size_t(k)];
+        char who[160];
+        describe_thread(who, sizeof who, u.block, u.thread);
+        L->status = CHECKED;
+        snprintf(L->message, sizeof L->message, "warp misuse: %s read lanes outside its mask or past the block's last "
+                 "thread (the first: %s read lane %u of its warp), whose values are undefined on a GPU (here marked "
+                 "NaNs), and such a value reached %s, element %zu; name only lanes that call it in the mask, or discard "
+                 "what is read from the others; at @LINE@", u.name, who, u.src, a.name, index * a.floating / a.elem);
+        C->file = u.file, C->line = u.line;
+        return;
+    }
+}
+
 // Run a launch checked: copy its arrays, run its blocks (at once, on the pool's workers; a
 // cooperative launch's each on a thread), copy back what the kernel may write. 0, or -1 out of memory.
 CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cuforge_check_launch* C) {
@@ -825,7 +900,8 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.L = L, K.C = C;
     K.n = L->block[0] * L->block[1] * L->block[2];
     K.regions.clear();
-    C->pc = 0, C->library[0] = 0;
+    C->pc = 0, C->library[0] = 0, C->file = nullptr, C->line = 0;
+    K.undefined.clear(), K.undefined.reserve(CUFORGE_CHECK_UNDEFINED_SITES), K.undefined_count = 0;
     unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
     K.fences.assign(blocks, 0), K.grid_syncs.assign(blocks, 0);
     K.fence_seq.assign(blocks, 0), K.atomic_seq.assign(blocks, 0);
@@ -927,6 +1003,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.live = K.serial;
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.live = 0;
+    if (K.undefined_count && !L->status) find_undefined(L, C);
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] >= 0 && a.intent != 0)

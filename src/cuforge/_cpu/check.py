@@ -24,7 +24,7 @@ class CheckArray(ctypes.Structure):
 
     _fields_ = [("host", ctypes.c_ulonglong), ("bytes", ctypes.c_ulonglong), ("copy", ctypes.c_ulonglong),
                 ("elem", ctypes.c_uint), ("intent", ctypes.c_int), ("param", ctypes.c_int),
-                ("name", ctypes.c_char_p)]  # fmt: skip
+                ("name", ctypes.c_char_p), ("floating", ctypes.c_uint)]  # fmt: skip
 
 
 class CheckVar(ctypes.Structure):
@@ -37,7 +37,8 @@ class CheckLaunch(ctypes.Structure):
     """``struct cuforge_check_launch`` (check.cpp)."""
 
     _fields_ = [("narrays", ctypes.c_int), ("nvars", ctypes.c_int), ("arrays", ctypes.POINTER(CheckArray)),
-                ("vars", ctypes.POINTER(CheckVar)), ("pc", ctypes.c_ulonglong), ("library", ctypes.c_char * 1024)]  # fmt: skip
+                ("vars", ctypes.POINTER(CheckVar)), ("pc", ctypes.c_ulonglong), ("library", ctypes.c_char * 1024),
+                ("file", ctypes.c_char_p), ("line", ctypes.c_uint)]  # fmt: skip
 
 
 def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
@@ -154,7 +155,7 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
     import subprocess
 
     if path.startswith("/proc/self/"):  # (dladdr's name of a memory file: ours, not addr2line's)
-        path = f"/proc/{os.getpid()}/{path[len('/proc/self/'):]}"
+        path = f"/proc/{os.getpid()}/{path[len('/proc/self/') :]}"
     try:
         out = subprocess.run(["addr2line", "-e", path, "-i", hex(pc)], capture_output=True, text=True, timeout=60,
                              check=False).stdout  # fmt: skip
@@ -165,12 +166,16 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
         line = line.split()[0] if line.split() else ""
         if not file or file == "??" or file.startswith((_runtime.INCLUDE, "/usr/")) or not line.isdigit():
             continue
-        name = next((n for n in line_sources if file == n or file.endswith("/" + n)), os.path.basename(file))
-        text = line_sources.get(name, "").splitlines()
-        n = int(line)
-        shown = f": {text[n - 1].strip()}" if 0 < n <= len(text) else ""
-        return f"{name}, line {n}{shown}"
+        return source_line(file, int(line), line_sources)
     return f"code offset {pc:#x} of {os.path.basename(path)}"
+
+
+def source_line(file: str, n: int, line_sources: dict[str, str]) -> str:
+    """Line ``n`` of the kernel's source ``file`` ("Saxpy.body, line 3: y[i] = ...")."""
+    name = next((s for s in line_sources if file == s or file.endswith("/" + s)), os.path.basename(file))
+    text = line_sources.get(name, "").splitlines()
+    shown = f": {text[n - 1].strip()}" if 0 < n <= len(text) else ""
+    return f"{name}, line {n}{shown}"
 
 
 _warned: set[str] = set()

@@ -33,7 +33,7 @@ __all__ = ["CheckedBuild", "launch"]
 INTENTS = {"in": 0, "out": 1, "inout": 2}
 _KINDS: tuple[tuple[str, type[KernelCheckError]], ...] = (
     ("out-of-bounds", OutOfBoundsError), ("misaligned", MisalignedAccessError),
-    ("uninitialized", UninitializedReadError), ("data race", RaceError),
+    ("uninitialized", UninitializedReadError), ("data race", RaceError), ("warp misuse", WarpMisuseError),
 )  # fmt: skip
 
 
@@ -89,7 +89,11 @@ def launch(plan: LaunchPlan, values: list[Any], arrays: list[tuple[int, Any]], g
         itemsize = spec.dtype.itemsize
         name = f"parameter '{spec.name}' ({spec.type_name})".encode()
         names.append(name)
-        table[j] = _check.CheckArray(arg.ptr, math.prod(arg.shape) * itemsize, 0, itemsize, INTENTS[spec.type.intent], i, name)
+        # the floating-point numbers it holds (a complex's parts, a vector's lanes), where the checker looks for marks
+        element = getattr(spec.dtype, "element", None) or spec.dtype
+        floating = element.itemsize // (2 if element.kind == "c" else 1) if element.kind in "fc" else 0
+        table[j] = _check.CheckArray(arg.ptr, math.prod(arg.shape) * itemsize, 0, itemsize, INTENTS[spec.type.intent], i, name,
+                                     floating)  # fmt: skip
     variables = _variables_of(build)
     vtable = (_check.CheckVar * max(len(variables), 1))(*[_check.CheckVar(a, n, name) for name, a, n in variables])
     check = _check.CheckLaunch(len(arrays), len(variables), table, vtable)
@@ -102,7 +106,10 @@ def launch(plan: LaunchPlan, values: list[Any], arrays: list[tuple[int, Any]], g
             ctypes.memmove(src, dst, n)
     where = f"{plan.label} (grid={grid}, block={block}) on the CPU"
     if status == _check.CHECKED:
-        line = _check.where(check.library.decode() or build.path, int(check.pc), build.line_sources)
+        if check.file:  # (a report made after the blocks, at a source line rather than a code address)
+            line = _check.source_line(check.file.decode(), int(check.line), build.line_sources)
+        else:
+            line = _check.where(check.library.decode() or build.path, int(check.pc), build.line_sources)
         message = message.replace("@LINE@", line)
         cls = next((c for prefix, c in _KINDS if message.startswith(prefix)), KernelCheckError)
         raise cls(f"{where}, checked: {message}")

@@ -139,9 +139,11 @@ struct Warp {
     WarpOp op[32];
     unsigned waiting;  // the lanes parked at a warp function
     unsigned coalescing;  // the lanes in cooperative_groups::coalesced_threads() (cooperative_groups.h)
+    unsigned undefined;   // the lanes whose shuffle read a lane outside its mask or past the block (src: which)
     unsigned long long value[32];
     int arg[32];
     unsigned long long out[32];
+    unsigned char src[32];
 };
 
 struct Fiber {
@@ -463,6 +465,11 @@ inline void warp_compute(Warp& wp, const WarpOp& op, unsigned live) {
         default: break;
         }
         if (op.kind >= W_IDX && op.kind <= W_XOR) {
+            // A lane past the segment reads its own value (PTX's shfl); one inside it that is not in
+            // the mask, or past the block's last thread, reads a value that is undefined on a GPU.
+            bool undefined = ok && j >= 0 && j <= 31 && !(mask >> j & 1);
+            wp.undefined = (wp.undefined & ~(1u << l)) | unsigned(undefined) << l;
+            wp.src[l] = (unsigned char)j;
             if (!ok || j < 0 || j > 31 || !(mask >> j & 1)) j = lane;
             wp.out[l] = wp.value[j];
         }
@@ -548,7 +555,10 @@ inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) 
     return all;
 }
 
-inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width) {
+// A warp function of the calling lane: its result (`undefined`, where given: the lane a shuffle
+// read whose value is undefined on a GPU, else -1).
+inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width,
+                                  int* undefined = nullptr) {
     Worker& w = worker();
     unsigned t = w.cur, lane = t % 32, warp = t / 32;
     if (!(mask >> lane & 1))
@@ -562,8 +572,9 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
     WarpOp mine{kind, mask, width};
     if (need == (1u << lane)) {  // only this lane: no one to wait for
         Warp solo;
-        solo.value[lane] = value, solo.arg[lane] = arg;
+        solo.value[lane] = value, solo.arg[lane] = arg, solo.undefined = 0;
         warp_compute(solo, mine, 1u << lane);
+        if (undefined) *undefined = solo.undefined >> lane & 1 ? solo.src[lane] : -1;
         return solo.out[lane];
     }
     if (!w.fibers) {
@@ -577,6 +588,7 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
         if (kind == W_SYNC) CF_CHECK_SYNC(2, warp);
         wp.waiting &= ~need;
         for (unsigned p = need & ~(1u << lane); p; p &= p - 1) w.f[warp * 32 + __builtin_ctz(p)].state = READY;
+        if (undefined) *undefined = wp.undefined >> lane & 1 ? wp.src[lane] : -1;
         return wp.out[lane];
     }
     wp.op[lane] = mine;
@@ -584,6 +596,7 @@ inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long lo
     wp.waiting |= 1u << lane;
     w.f[t].state = WAIT_WARP;
     park(w);
+    if (undefined) *undefined = wp.undefined >> lane & 1 ? wp.src[lane] : -1;
     return wp.out[lane];
 }
 
@@ -948,17 +961,34 @@ inline unsigned __ballot_sync(unsigned mask, int p) {
 }
 inline int __any_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cuforge_cpu::W_ANY, mask, p != 0, 0, 32)); }
 inline int __all_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cuforge_cpu::W_ALL, mask, p != 0, 0, 32)); }
-template <class T> inline T __shfl_sync(unsigned mask, T v, int lane, int width = warpSize) {
-    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_IDX, mask, cuforge_cpu::to_bits(v), lane, width));
+// A checked build's shuffles say where they are called: a value read from a lane outside the mask
+// (undefined on a GPU) is returned as a marked NaN, for floating-point values, and a launch whose
+// outputs hold one reports the shuffle (cuforge/cpu_check.h).
+#ifdef CUFORGE_CPU_CHECK
+namespace cuforge_cpu {
+template <class T> T shuffled(unsigned long long bits, int undefined, const char* name, const char* file, unsigned line);
 }
-template <class T> inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
-    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_UP, mask, cuforge_cpu::to_bits(v), int(delta), width));
+#define CF_SHFL_AT , const char* cf_file = __builtin_FILE(), unsigned cf_line = __builtin_LINE()
+#define CF_SHFL(KIND, NAME, A)                                                                                     \
+    int undefined;                                                                                                 \
+    unsigned long long bits = cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width, &undefined); \
+    return cuforge_cpu::shuffled<T>(bits, undefined, NAME, cf_file, cf_line)
+#else
+#define CF_SHFL_AT
+#define CF_SHFL(KIND, NAME, A) \
+    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width))
+#endif
+template <class T> inline T __shfl_sync(unsigned mask, T v, int lane, int width = warpSize CF_SHFL_AT) {
+    CF_SHFL(W_IDX, "__shfl_sync", lane);
 }
-template <class T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
-    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_DOWN, mask, cuforge_cpu::to_bits(v), int(delta), width));
+template <class T> inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize CF_SHFL_AT) {
+    CF_SHFL(W_UP, "__shfl_up_sync", int(delta));
 }
-template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize) {
-    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::W_XOR, mask, cuforge_cpu::to_bits(v), lane_mask, width));
+template <class T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize CF_SHFL_AT) {
+    CF_SHFL(W_DOWN, "__shfl_down_sync", int(delta));
+}
+template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize CF_SHFL_AT) {
+    CF_SHFL(W_XOR, "__shfl_xor_sync", lane_mask);
 }
 template <class T> inline unsigned __match_any_sync(unsigned mask, T v) {
     return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ANY, mask, cuforge_cpu::to_bits(v), 0, 32));

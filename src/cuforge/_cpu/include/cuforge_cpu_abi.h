@@ -74,6 +74,13 @@ struct cuforge_check_shared {
 };
 }
 
+// A checked launch's shuffle that read an undefined lane returns, for a float or a double, a
+// quiet NaN marked as such (the shuffle's site, below 64, in its low bits): the checker looks for
+// the mark in what the kernel wrote (a NaN's payload goes through arithmetic).
+#define CUFORGE_CHECK_UNDEFINED_F32 0x7FD5A900u
+#define CUFORGE_CHECK_UNDEFINED_F64 0x7FFAD5A900000000ull
+#define CUFORGE_CHECK_UNDEFINED_SITES 64
+
 #define CUFORGE_CPU_STACK (128 * 1024)
 #define CUFORGE_CPU_STAGGER (64 * 1024)
 #define CUFORGE_CPU_GUARD 4096

@@ -13,6 +13,7 @@
 #define CF_NOCHECK __attribute__((no_sanitize_thread, noinline))
 
 extern "C" {
+CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src);
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table);
 }
@@ -58,6 +59,16 @@ CF_NOCHECK inline void* check_dynamic_shared(const char* name, size_t elem) {
 CF_NOCHECK inline void check_announce(Worker& w) {
     long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
     cuforge_check_thread(&w.jump, block, &w.cur, w.n, w.shared, &w.bar_gen, &check_table());
+}
+
+// A shuffle's result (cuforge_cpu.h's __shfl_*_sync): a float or double read from an undefined
+// lane (`undefined`: that lane, else -1) is the marked NaN of its site; other types read their own
+// lane's value, as an unchecked launch does (their use is not followed).
+template <class T> CF_NOCHECK T shuffled(unsigned long long bits, int undefined, const char* name, const char* file, unsigned line) {
+    constexpr bool f32 = std::is_same<T, float>::value, f64 = std::is_same<T, double>::value;
+    if (undefined < 0 || !(f32 || f64)) return from_bits<T>(bits);
+    unsigned long long site = cuforge_check_undefined(name, file, line, unsigned(undefined));
+    return from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32 | site : CUFORGE_CHECK_UNDEFINED_F64 | site);
 }
 
 // A kernel K run checked: the thread announces itself, then K's (instrumented) body runs.
