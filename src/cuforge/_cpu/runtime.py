@@ -99,13 +99,13 @@ def library() -> ctypes.CDLL:
             if _library is None:
                 limit = _config.cpu_timeout()  # (checked before anything is built)
                 compiler = _toolchain.find_compiler()
-                with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
-                    source = f.read()
-                lib = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
+                # runtime.cpp is one of the sources `sources_digest` covers: the key needs only that
+                # digest, and a warm start neither reads the source nor hashes it again
+                lib = _store.shared_object("cuforge's CPU runtime", headers={}, include_dirs=(INCLUDE,),
                                            flags=(*_toolchain.compile_flags(compiler, debug=False), "-fvisibility=hidden",
                                                   f"-Wl,--version-script={os.path.join(HERE, 'runtime.map')}"),
                                            label="cuforge's CPU runtime", key_extra=(sources_digest(), _toolchain.host_cpu()),
-                                           global_symbols=True).library  # fmt: skip
+                                           build=_runtime_source, global_symbols=True).library  # fmt: skip
                 lib.cuforge_cpu_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch)]
                 lib.cuforge_cpu_run.restype = None
                 lib.cuforge_cpu_threads.argtypes = [ctypes.c_int]
@@ -118,6 +118,11 @@ def library() -> ctypes.CDLL:
                 _config.on_change(functools.partial(_follow_time_limit, lib))
                 _library = lib
     return _library
+
+
+def _runtime_source() -> str:
+    with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
+        return f.read()
 
 
 def _follow_time_limit(lib: ctypes.CDLL) -> None:

@@ -136,16 +136,18 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
         unit = build or (lambda: source)
         if disk is None:
             data = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)[0]
+            sha = digest(data)
         else:
-            data = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler,
-                                                        excerpts)  # fmt: skip
-        found = _objects[key] = _load(data, global_symbols)
+            data, sha = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label,
+                                                             compiler, excerpts)  # fmt: skip
+        found = _objects[key] = _load(data, sha, global_symbols)
         return found
 
 
-def _load(data: bytes, global_symbols: bool) -> Loaded:
-    """``data`` itself loaded (once per process for the same bytes), not a file read again."""
-    sha = digest(data)
+def _load(data: bytes, sha: str, global_symbols: bool) -> Loaded:
+    """``data`` itself loaded (once per process for the same bytes), not a file read again.
+    ``sha`` is the SHA-256 of these very bytes (the cache's read checked it, or a build just
+    made them): hashing them again would cost as much as that check."""
     with _lock:
         lib = _libraries.get(sha)
         if lib is None:
@@ -222,9 +224,9 @@ def _meta_name(key: str) -> str:
     return f"cpu-meta:{key}"
 
 
-def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> bytes | None:
-    """The verified bytes of ``key``'s cached object, or None (damage counted, unless a
-    ``recheck``, and removed)."""
+def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> tuple[bytes, str] | None:
+    """The verified bytes of ``key``'s cached object and their SHA-256, or None (damage
+    counted, unless a ``recheck``, and removed)."""
     meta = disk.get_json(_meta_name(key), quiet=recheck)
     if meta is None:
         return None
@@ -232,14 +234,16 @@ def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> byt
         if not recheck:  # (only a hand-made record reaches here: the key hashes the schema; rewritten below)
             counters.add(disk_errors=1)
         return None
-    return disk.get_bytes(f"so:{meta['so_sha256']}", meta["so_sha256"], quiet=recheck)
+    sha = meta["so_sha256"]
+    data = disk.get_bytes(f"so:{sha}", sha, quiet=recheck)
+    return None if data is None else (data, sha)
 
 
 def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], headers: Mapping[str, str],
                 include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler,
-                excerpts: Excerpts | None) -> bytes:  # fmt: skip
+                excerpts: Excerpts | None) -> tuple[bytes, str]:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
-    store the object (where it cannot be, it is only loaded)."""
+    store the object (where it cannot be, it is only loaded): its bytes and their SHA-256."""
     with disk.locks([key], _config.cache_lock_seconds()):
         found = _from_disk(disk, key, recheck=True)
         if found is not None:
@@ -247,11 +251,11 @@ def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], head
         data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
-            return data
+            return data, sha
         meta = {"schema": SCHEMA, "key": key, "cuforge": __version__, "so_sha256": sha, "label": label,
                 "compiler": [*compiler.argv, compiler.version], "flags": list(flags), "log": log, "seconds": seconds}  # fmt: skip
         disk.put_json(_meta_name(key), meta)  # the object first: a record never points at nothing
-        return data
+        return data, sha
 
 
 def _build(sources: Units, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,
