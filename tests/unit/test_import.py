@@ -87,7 +87,8 @@ CPU_WARM_PATH = {
     "cuforge._kernel.source",
 }  # fmt: skip
 NOT_ON_A_WARM_PATH = ("jinja2", "pathlib", "platformdirs", "hashlib", "_hashlib", "dataclasses", "shlex", "glob", "fnmatch", "urllib",
-                      "ipaddress", "tempfile", "shutil", "platform", "subprocess", "logging", "cuda", "cupy", "torch")  # fmt: skip
+                      "ipaddress", "tempfile", "shutil", "platform", "subprocess", "logging", "threading", "cuda", "cupy",
+                      "torch")  # fmt: skip
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WARM_CPU_LAUNCHES = f"""

@@ -36,10 +36,10 @@ anyway.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import json  # (the warm path's one heavier import kept: the records are JSON, read by its parser)
 import os
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -100,7 +100,7 @@ class DiskCache:
         self.max_bytes = max_bytes  # enforced after writes: a warm start (reads only) walks nothing
         self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
         self._size: int | None = None  # bytes on disk as this process believes; seeded on first write
-        self._size_lock = threading.Lock()
+        self._size_lock = _thread.allocate_lock()
 
     def _wrote(self, nbytes: int) -> None:
         """Account for a write and evict least-recently-read entries past the cap."""
@@ -372,15 +372,15 @@ class DiskCache:
 
 
 _opened: dict[tuple[str, int], DiskCache | None] = {}
-_opened_lock = threading.Lock()
+_opened_lock = _thread.allocate_lock()
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _opened_lock
-    _opened_lock = threading.Lock()
+    _opened_lock = _thread.allocate_lock()
     for cache in _opened.values():
         if cache is not None:
-            cache._size_lock = threading.Lock()
+            cache._size_lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):

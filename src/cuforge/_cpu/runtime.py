@@ -5,12 +5,12 @@ compiler and loaded with its symbols global before any kernel library, which cal
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import ctypes
 import functools
 import os
 import struct
-import threading
 from typing import Any, NoReturn
 
 from .. import _config
@@ -78,13 +78,13 @@ def _sources_digest(files: list[str]) -> str:
     return h.hexdigest()
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _library: ctypes.CDLL | None = None
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _lock
-    _lock = threading.Lock()
+    _lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -140,7 +140,7 @@ def interrupted() -> NoReturn:
     raise KeyboardInterrupt
 
 
-_tls = threading.local()
+_tls = _thread._local()
 _HEAD = struct.Struct("=6IQQ4i")  # grid, block, shared_mem, args, cooperative, cluster: the struct's first fields
 _run: Any = None  # cuforge_cpu_run, once the library is loaded
 

@@ -25,12 +25,12 @@ version.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import ctypes
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -73,8 +73,8 @@ def file_of(library: ctypes.CDLL) -> str:
     return f"/proc/{os.getpid()}/{name[len('/proc/self/'):]}" if name.startswith("/proc/self/") else name
 
 
-_lock = threading.Lock()
-_key_locks: dict[str, threading.Lock] = {}
+_lock = _thread.allocate_lock()
+_key_locks: dict[str, _thread.LockType] = {}
 _objects: dict[str, Loaded] = {}  # key -> what this process built or found
 _libraries: dict[str, ctypes.CDLL] = {}  # SHA-256 -> its library (the same bytes are loaded once)
 _memfds: list[int] = []  # the memory files loaded from, open for the process (see _open)
@@ -83,7 +83,7 @@ _private: str | None = None  # the private folder, where there are no memory fil
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _lock
-    _lock = threading.Lock()
+    _lock = _thread.allocate_lock()
     _key_locks.clear()
 
 
@@ -126,7 +126,7 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
     key = cache_key(source, headers=headers, include_dirs=include_dirs, flags=flags, key_extra=key_extra,
                     compiler=compiler)  # fmt: skip
     with _lock:
-        key_lock = _key_locks.setdefault(key, threading.Lock())
+        key_lock = _key_locks.setdefault(key, _thread.allocate_lock())
     with key_lock:  # (threads of this process: the one that builds, then the others find it)
         found = _objects.get(key)
         if found is not None:
