@@ -86,7 +86,7 @@ CPU_WARM_PATH = {
     "cuforge._kernel.inference", "cuforge._kernel.kernel", "cuforge._kernel.loader", "cuforge._kernel.registry",
     "cuforge._kernel.source",
 }  # fmt: skip
-NOT_ON_A_WARM_PATH = ("jinja2", "pathlib", "platformdirs", "hashlib", "_hashlib", "dataclasses", "shlex", "glob", "fnmatch", "urllib",
+NOT_ON_A_WARM_PATH = ("jinja2", "json", "pathlib", "platformdirs", "hashlib", "_hashlib", "dataclasses", "shlex", "glob", "fnmatch", "urllib",
                       "ipaddress", "tempfile", "shutil", "platform", "subprocess", "logging", "threading", "cuda", "cupy",
                       "torch")  # fmt: skip
 

@@ -61,11 +61,11 @@ def sources_digest() -> str:
         return _sources_digest(files)
     stats = [(path, st.st_size, st.st_mtime_ns) for path in files for st in (os.stat(path),)]
     name = "cpu-sources:" + digest(repr(stats).encode())
-    found = disk.get_json(name, quiet=True)
-    if found is not None and isinstance(found.get("digest"), str):
-        return str(found["digest"])
+    found = disk.get_text(name, quiet=True)
+    if found:
+        return found
     result = _sources_digest(files)
-    disk.put_json(name, {"digest": result})
+    disk.put_text(name, result)
     return result
 
 

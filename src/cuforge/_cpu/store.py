@@ -4,8 +4,9 @@ cubins and loaded once per process.
 With the disk cache on (``_compile.disk``), a build takes two entries of that cache:
 
 - ``so:<sha256>``: the shared object's bytes, content-addressed;
-- ``cpu-meta:<key>``: a checksummed JSON record naming that SHA-256, the compiler, the
-  flags and the compiler's warnings.
+- ``cpu-meta:<key>``: a checksummed text record (`meta_record`) naming the schema, the key
+  and that SHA-256, then, as JSON for people reading the cache, the compiler, the flags
+  and the compiler's warnings. A warm start reads its first three lines and no JSON.
 
 A read checks the record's checksum and the object's SHA-256; a missing, damaged or foreign
 entry is a miss, built again. The directories are the compile cache's (owner-only, reached
@@ -28,7 +29,6 @@ from __future__ import annotations
 import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import ctypes
-import json
 import os
 import re
 import time
@@ -46,7 +46,7 @@ from .toolchain import Compiler, find_compiler
 
 __all__ = ["Loaded", "cache_key", "shared_object"]
 
-SCHEMA = "cpu-so-1"
+SCHEMA = "cpu-so-2"
 COMPILE_TIMEOUT_S = 300.0
 LOG_LINES = 40  # of the compiler's messages, in a CompileError's text (all of them are on .log)
 
@@ -101,10 +101,11 @@ _EXCERPT = r"^\s*\d* \| "  # the compiler's own excerpt of a line
 
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
               key_extra: tuple[str, ...], compiler: Compiler) -> str:  # fmt: skip
-    """The SHA-256 naming one build: every input that can change the shared object."""
-    inputs = [SCHEMA, __version__, source, sorted(headers.items()), list(include_dirs), list(flags), list(key_extra),
-              list(compiler.argv), compiler.version]  # fmt: skip
-    return digest(json.dumps(inputs, ensure_ascii=False, separators=(",", ":")).encode())
+    """The SHA-256 naming one build: every input that can change the shared object (a tuple
+    of strings, whose ``repr`` spells each one unambiguously)."""
+    inputs = (SCHEMA, __version__, source, tuple(sorted(headers.items())), tuple(include_dirs), tuple(flags),
+              tuple(key_extra), tuple(compiler.argv), compiler.version)  # fmt: skip
+    return digest(repr(inputs).encode("utf-8", "surrogatepass"))
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
@@ -224,17 +225,26 @@ def _meta_name(key: str) -> str:
     return f"cpu-meta:{key}"
 
 
+def meta_record(key: str, sha: str, details: Mapping[str, Any]) -> str:
+    """The text of ``key``'s record: the schema, the key and the object's SHA-256, a line
+    each, then ``details`` as JSON (written with a build, never read by a load)."""
+    import json  # (a build's; a load parses the first three lines only)
+
+    return f"{SCHEMA}\n{key}\n{sha}\n" + json.dumps(dict(details), ensure_ascii=False, separators=(",", ":"))
+
+
 def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> tuple[bytes, str] | None:
     """The verified bytes of ``key``'s cached object and their SHA-256, or None (damage
     counted, unless a ``recheck``, and removed)."""
-    meta = disk.get_json(_meta_name(key), quiet=recheck)
+    meta = disk.get_text(_meta_name(key), quiet=recheck)
     if meta is None:
         return None
-    if meta.get("schema") != SCHEMA or meta.get("key") != key or not isinstance(meta.get("so_sha256"), str):
+    lines = meta.split("\n", 3)  # the schema, the key, the object's SHA-256, the details
+    if len(lines) < 3 or lines[0] != SCHEMA or lines[1] != key or not lines[2]:
         if not recheck:  # (only a hand-made record reaches here: the key hashes the schema; rewritten below)
             counters.add(disk_errors=1)
         return None
-    sha = meta["so_sha256"]
+    sha = lines[2]
     data = disk.get_bytes(f"so:{sha}", sha, quiet=recheck)
     return None if data is None else (data, sha)
 
@@ -252,9 +262,9 @@ def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], head
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
             return data, sha
-        meta = {"schema": SCHEMA, "key": key, "cuforge": __version__, "so_sha256": sha, "label": label,
-                "compiler": [*compiler.argv, compiler.version], "flags": list(flags), "log": log, "seconds": seconds}  # fmt: skip
-        disk.put_json(_meta_name(key), meta)  # the object first: a record never points at nothing
+        details = {"cuforge": __version__, "label": label, "compiler": [*compiler.argv, compiler.version],
+                   "flags": list(flags), "log": log, "seconds": seconds}  # fmt: skip
+        disk.put_text(_meta_name(key), meta_record(key, sha, details))  # the object first: a record never points at nothing
         return data, sha
 
 
