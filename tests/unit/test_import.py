@@ -31,7 +31,8 @@ def test_compiling_and_reading_the_disk_cache_import_no_cuda_core(tmp_path):
         "    'cuforge._compile.build', 'cuforge._launch.graph', 'cuforge._launch.capture', 'cuforge._runtime.module',\n"
         "    'cuforge._compile.pch', 'cuforge._compile.parallel', 'cuforge._kernel.autotune', 'cuforge._kernel.inference',\n"
         "    'cuforge._kernel.template', 'cuforge._kernel.pickling', 'cuforge._launch.prepared', 'cuforge._launch.resources',\n"
-        "    'cuforge._cpu', 'cuforge._launch.cpu', 'pathlib', 'platformdirs', '_hashlib', 'glob', 'tempfile')\n"
+        "    'cuforge._cpu', 'cuforge._launch.cpu', 'pathlib', 'platformdirs', '_hashlib', 'glob', 'tempfile', 'threading',\n"
+        "    'importlib.util')\n"
         "    if m in sys.modules))\n"
     )
     env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
