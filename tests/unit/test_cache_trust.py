@@ -79,15 +79,13 @@ def _run(code: str, cache: Path, *, marker: Path | None = None) -> subprocess.Co
 
 
 def _records(cache: Path) -> dict[str, dict]:
-    """The CPU objects' records in a cache, by label."""
+    """The CPU objects' records in a cache, by label: their key, object SHA-256 and details."""
     found = {}
     for f in (cache / _config.SCHEMA / "entries").rglob("*"):
         if f.is_file():
-            try:
-                body = json.loads(f.read_bytes())["body"]
-            except (ValueError, KeyError):
-                continue
-            if body.get("schema") == _store.SCHEMA:
+            lines = f.read_bytes().split(b"\n", 4)  # the checksum, then the record (store.meta_record)
+            if len(lines) == 5 and lines[1].decode(errors="replace") == _store.SCHEMA:
+                body = {"key": lines[2].decode(), "so_sha256": lines[3].decode(), **json.loads(lines[4])}
                 found[body["label"]] = body
     return found
 
@@ -121,8 +119,8 @@ def _forge(record: dict, evil: bytes, near: str) -> tuple[bytes, str, bytes]:
         sha = _sha(data)
         sub, file = _entry(f"so:{sha}")
         if sub == near:
-            body = {**record, "so_sha256": sha}
-            return _disk._canonical({"body": body, "checksum": _sha(_disk._canonical(body))}), file, data
+            details = {k: v for k, v in record.items() if k not in ("key", "so_sha256")}
+            return _disk.text_record(_store.meta_record(record["key"], sha, details)), file, data
     raise AssertionError("no padding lands there")
 
 

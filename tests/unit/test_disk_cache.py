@@ -193,6 +193,21 @@ def test_foreign_version_entry_is_a_miss():
     assert cf.cache_stats().disk_errors == before.disk_errors + 1
 
 
+def test_a_text_record_reads_back_and_a_damaged_one_is_a_counted_miss(cuforge_cache_dir):
+    """The CPU backend's records: text after its checksum, read without a parser."""
+    disk = _disk.current()
+    disk.put_text("t:a", "g++ (Debian 12.2.0-14) 12.2.0\nsecond line \u00e9")
+    assert disk.get_text("t:a") == "g++ (Debian 12.2.0-14) 12.2.0\nsecond line \u00e9"
+    assert disk.get_text("t:missing") is None
+    path = disk.path_of("t:a")
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    before = cf.cache_stats().disk_errors
+    assert disk.get_text("t:a") is None
+    assert cf.cache_stats().disk_errors == before + 1 and not path.exists()  # counted, and removed
+
+
 def test_unusable_cache_location_still_returns_the_kernel(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")

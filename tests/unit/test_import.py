@@ -31,7 +31,8 @@ def test_compiling_and_reading_the_disk_cache_import_no_cuda_core(tmp_path):
         "    'cuforge._compile.build', 'cuforge._launch.graph', 'cuforge._launch.capture', 'cuforge._runtime.module',\n"
         "    'cuforge._compile.pch', 'cuforge._compile.parallel', 'cuforge._kernel.autotune', 'cuforge._kernel.inference',\n"
         "    'cuforge._kernel.template', 'cuforge._kernel.pickling', 'cuforge._launch.prepared', 'cuforge._launch.resources',\n"
-        "    'cuforge._cpu', 'cuforge._launch.cpu', 'pathlib', 'platformdirs', '_hashlib', 'glob', 'tempfile')\n"
+        "    'cuforge._cpu', 'cuforge._launch.cpu', 'pathlib', 'platformdirs', '_hashlib', 'glob', 'tempfile', 'threading',\n"
+        "    'importlib.util')\n"
         "    if m in sys.modules))\n"
     )
     env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
@@ -86,8 +87,9 @@ CPU_WARM_PATH = {
     "cuforge._kernel.inference", "cuforge._kernel.kernel", "cuforge._kernel.loader", "cuforge._kernel.registry",
     "cuforge._kernel.source",
 }  # fmt: skip
-NOT_ON_A_WARM_PATH = ("jinja2", "pathlib", "platformdirs", "hashlib", "_hashlib", "dataclasses", "shlex", "glob", "fnmatch", "urllib",
-                      "ipaddress", "tempfile", "shutil", "platform", "subprocess", "logging", "cuda", "cupy", "torch")  # fmt: skip
+NOT_ON_A_WARM_PATH = ("jinja2", "json", "pathlib", "platformdirs", "hashlib", "_hashlib", "dataclasses", "shlex", "glob", "fnmatch", "urllib",
+                      "ipaddress", "tempfile", "shutil", "platform", "subprocess", "logging", "threading", "cuda", "cupy",
+                      "torch")  # fmt: skip
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WARM_CPU_LAUNCHES = f"""

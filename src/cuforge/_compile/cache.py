@@ -9,9 +9,9 @@ only through their `CompileUnit`.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import os
-import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -44,15 +44,15 @@ class MemoryCache:
 
     def __init__(self) -> None:
         self._items: dict[str, Any] = {}
-        self._inflight: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
+        self._inflight: dict[str, _thread.LockType] = {}
+        self._lock = _thread.allocate_lock()
 
     @contextlib.contextmanager
     def gates(self, keys: list[str]) -> Iterator[None]:
         """Hold the compile gates of ``keys`` (taken in sorted order, so two batches that share
         keys cannot deadlock): inside, re-check the cache, compile what is missing, put it."""
         with self._lock:
-            locks = [self._inflight.setdefault(k, threading.Lock()) for k in sorted(set(keys))]
+            locks = [self._inflight.setdefault(k, _thread.allocate_lock()) for k in sorted(set(keys))]
         with contextlib.ExitStack() as stack:
             for lock in locks:
                 stack.enter_context(lock)
@@ -137,13 +137,13 @@ def compile_each(kernels: Sequence[Compilable], arch: str, options: CompileOptio
 
 
 _by_source: dict[str, weakref.WeakSet[Any]] = {}  # a source= text -> the kernels declared over it
-_source_lock = threading.Lock()
+_source_lock = _thread.allocate_lock()
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _source_lock
-    _source_lock = threading.Lock()
-    memory._lock = threading.Lock()
+    _source_lock = _thread.allocate_lock()
+    memory._lock = _thread.allocate_lock()
     memory._inflight.clear()  # (the gates of compiles that other threads ran)
 
 

@@ -12,6 +12,10 @@ It stores bytes and nothing else, so each kernel takes two entries:
   the flags, the arch) plus the versions, the code's SHA-256 and a checksum of the JSON
   itself.
 
+The CPU backend's entries (``_cpu.store``) are its shared objects' bytes and checksummed
+text records (`text_record`), which a read checks without a JSON parser: a cached CPU launch
+loads no ``json``, which GPU records and the tuner's still use.
+
 A read checks everything; anything missing, truncated, bit-flipped, of another version or
 unreadable is a miss (counted in ``disk_errors``, logged at debug level): the kernel is
 compiled again and the entries replaced. Nothing is pickled.
@@ -36,10 +40,9 @@ anyway.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
-import json  # (the warm path's one heavier import kept: the records are JSON, read by its parser)
 import os
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -87,7 +90,15 @@ ENTRY_SCHEMA = 1
 
 
 def _canonical(obj: Any) -> bytes:
+    import json  # (JSON records are the GPU's and the tuner's: a cached CPU launch reads text records only)
+
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def text_record(text: str) -> bytes:
+    """A text record's bytes: the SHA-256 of ``text`` (UTF-8), a newline, then ``text``."""
+    body = text.encode("utf-8")
+    return _digest(body).encode() + b"\n" + body
 
 
 class DiskCache:
@@ -100,7 +111,7 @@ class DiskCache:
         self.max_bytes = max_bytes  # enforced after writes: a warm start (reads only) walks nothing
         self._results: dict[str, CompileResult] = {}  # code digest -> result, shared by its kernels
         self._size: int | None = None  # bytes on disk as this process believes; seeded on first write
-        self._size_lock = threading.Lock()
+        self._size_lock = _thread.allocate_lock()
 
     def _wrote(self, nbytes: int) -> None:
         """Account for a write and evict least-recently-read entries past the cap."""
@@ -216,11 +227,14 @@ class DiskCache:
 
     # ------------------------------------------------------------ JSON records
 
-    def get_json(self, name: str, *, quiet: bool = False) -> dict[str, Any] | None:
-        """A checksummed JSON record, or None when missing or damaged (damage is counted)."""
+    def _read(self, name: str, *, quiet: bool, missing: bool = False) -> bytes | None:
+        """Entry ``name``'s bytes, or None: missing (damage where ``missing`` says it should
+        be there), planted by another user (refused) or unreadable (damage)."""
         try:
-            raw = self._store[name]
+            return self._store[name]
         except KeyError:
+            if missing:
+                self._bad(name, "entry missing", quiet=quiet)
             return None
         except UntrustedCacheError as exc:
             self._refused(exc)
@@ -228,6 +242,14 @@ class DiskCache:
         except OSError as exc:
             self._bad(name, f"unreadable: {exc}", quiet=quiet)
             return None
+
+    def get_json(self, name: str, *, quiet: bool = False) -> dict[str, Any] | None:
+        """A checksummed JSON record, or None when missing or damaged (damage is counted)."""
+        raw = self._read(name, quiet=quiet)
+        if raw is None:
+            return None
+        import json  # (see _canonical)
+
         try:
             record = json.loads(raw)
             body, checksum = record["body"], record["checksum"]
@@ -257,21 +279,46 @@ class DiskCache:
         if not raising:  # a kernel's metadata is accounted with its code in put()
             self._wrote(len(data))
 
+    # ------------------------------------------------------------ text records
+
+    def get_text(self, name: str, *, quiet: bool = False) -> str | None:
+        """A checksummed text record (`put_text`'s), or None when missing or damaged (damage
+        is counted). The CPU backend's records are text: reading them needs no parser, and
+        a cached CPU launch loads no JSON module."""
+        raw = self._read(name, quiet=quiet)
+        if raw is None:
+            return None
+        checksum, _, body = raw.partition(b"\n")
+        if _digest(body) != checksum.decode("ascii", "replace"):
+            self._bad(name, "checksum mismatch", quiet=quiet)
+            return None
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError:  # (only a hand-made entry: the checksum matched)
+            self._bad(name, "not UTF-8", quiet=quiet)
+            return None
+
+    def put_text(self, name: str, text: str) -> None:
+        """Write ``text`` as record ``name``, after its SHA-256 (best-effort, as `put_json`)."""
+        data = text_record(text)
+        try:
+            self._store[name] = data
+        except UntrustedCacheError as exc:
+            self._refused(exc)
+            return
+        except OSError as exc:
+            counters.add(disk_errors=1)
+            _debug("cuforge cache: could not write %s in %s: %s", name, self.path, exc)
+            return
+        self._wrote(len(data))
+
     # ------------------------------------------------------------ other compiled code (the CPU backend's)
 
     def get_bytes(self, name: str, sha256: str, *, quiet: bool = False) -> bytes | None:
         """Entry ``name``'s bytes when their SHA-256 is ``sha256``; None when missing or
         damaged (counted, unless ``quiet``, and removed)."""
-        try:
-            data = self._store[name]
-        except KeyError:
-            self._bad(name, "entry missing", quiet=quiet)
-            return None
-        except UntrustedCacheError as exc:
-            self._refused(exc)
-            return None
-        except OSError as exc:
-            self._bad(name, f"unreadable: {exc}", quiet=quiet)
+        data = self._read(name, quiet=quiet, missing=True)
+        if data is None:
             return None
         if _digest(data) != sha256:
             self._bad(name, "checksum mismatch", quiet=quiet)
@@ -372,15 +419,15 @@ class DiskCache:
 
 
 _opened: dict[tuple[str, int], DiskCache | None] = {}
-_opened_lock = threading.Lock()
+_opened_lock = _thread.allocate_lock()
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _opened_lock
-    _opened_lock = threading.Lock()
+    _opened_lock = _thread.allocate_lock()
     for cache in _opened.values():
         if cache is not None:
-            cache._size_lock = threading.Lock()
+            cache._size_lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -5,8 +5,10 @@ read so that NVRTC gets them in memory and their contents enter the compile's id
 from __future__ import annotations
 
 import functools
+import importlib.machinery
 import os
 import re
+import sys
 
 from .. import _config
 
@@ -15,10 +17,15 @@ _INCLUDE = r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]'  # (a string: re compi
 
 @functools.lru_cache(maxsize=1)
 def nvidia_roots() -> tuple[str, ...]:
-    """The directories of the ``nvidia`` namespace package, where NVIDIA's wheels install."""
-    import importlib.util
+    """The directories of the ``nvidia`` namespace package, where NVIDIA's wheels install.
 
-    spec = importlib.util.find_spec("nvidia")
+    Asked of the path finder (the one that finds packages on ``sys.path``, namespace ones
+    included): importing ``importlib.util`` for its ``find_spec`` costs a warm start more than
+    the search."""
+    found = sys.modules.get("nvidia")
+    if found is not None:
+        return tuple(getattr(found, "__path__", ()))
+    spec = importlib.machinery.PathFinder.find_spec("nvidia")
     return tuple(spec.submodule_search_locations or ()) if spec is not None else ()
 
 

@@ -7,7 +7,6 @@ records per entry; `cache_key` adds the exact flags and the machine's `toolchain
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -42,7 +41,8 @@ def compile_inputs(
     ``options``; digests of the source, the in-memory ``headers`` and the ``links`` (what
     the kernel is linked with: digests of modules, source strings); and cuforge's version.
     """
-    import shlex  # (on first use: a launch on the CPU keys its builds without it)
+    import json  # (on first use, as shlex: a launch on the CPU keys its builds without them)
+    import shlex
 
     kept = [f for f in flags if not f.startswith(("-arch=", "-I"))]
     return {
@@ -74,6 +74,8 @@ def cache_key(inputs: Mapping[str, str], flags: tuple[str, ...], tools: Mapping[
     temp paths): ``inputs`` (`compile_inputs`), the exact ``flags`` (the arch, the
     include paths) and the toolchain (`toolchain`). The memory and disk caches key by
     it; an ahead-of-time build's manifest records ``inputs``."""
+    import json  # (see compile_inputs)
+
     payload = [KEY_SCHEMA, sorted(inputs.items()), list(flags), sorted(tools.items())]
     return _sha(json.dumps(payload, ensure_ascii=False))
 

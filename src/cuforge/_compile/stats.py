@@ -4,8 +4,8 @@ writes in ``store``, ``disk`` and ``_cpu.store``)."""
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import os
-import threading
 from typing import Any
 
 from .._frozen import Record
@@ -44,7 +44,7 @@ class CacheStats(Record):
 
 class _Counters:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.reset()
 
     def reset(self) -> None:
@@ -62,7 +62,7 @@ counters = _Counters()
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
-    counters.lock = threading.Lock()
+    counters.lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -5,9 +5,9 @@ by name: ``runtime.variable``.)"""
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import ctypes
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,13 +55,13 @@ def include_dirs(options: CompileOptions) -> tuple[str, ...]:
     return tuple(found) + tuple(options.include_dirs)
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _programs: dict[tuple[str, ...], Program] = {}
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _lock
-    _lock = threading.Lock()
+    _lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -5,12 +5,12 @@ compiler and loaded with its symbols global before any kernel library, which cal
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import ctypes
 import functools
 import os
 import struct
-import threading
 from typing import Any, NoReturn
 
 from .. import _config
@@ -61,11 +61,11 @@ def sources_digest() -> str:
         return _sources_digest(files)
     stats = [(path, st.st_size, st.st_mtime_ns) for path in files for st in (os.stat(path),)]
     name = "cpu-sources:" + digest(repr(stats).encode())
-    found = disk.get_json(name, quiet=True)
-    if found is not None and isinstance(found.get("digest"), str):
-        return str(found["digest"])
+    found = disk.get_text(name, quiet=True)
+    if found:
+        return found
     result = _sources_digest(files)
-    disk.put_json(name, {"digest": result})
+    disk.put_text(name, result)
     return result
 
 
@@ -78,13 +78,13 @@ def _sources_digest(files: list[str]) -> str:
     return h.hexdigest()
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _library: ctypes.CDLL | None = None
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _lock
-    _lock = threading.Lock()
+    _lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -99,13 +99,13 @@ def library() -> ctypes.CDLL:
             if _library is None:
                 limit = _config.cpu_timeout()  # (checked before anything is built)
                 compiler = _toolchain.find_compiler()
-                with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
-                    source = f.read()
-                lib = _store.shared_object(source, headers={}, include_dirs=(INCLUDE,),
+                # runtime.cpp is one of the sources `sources_digest` covers: the key needs only that
+                # digest, and a warm start neither reads the source nor hashes it again
+                lib = _store.shared_object("cuforge's CPU runtime", headers={}, include_dirs=(INCLUDE,),
                                            flags=(*_toolchain.compile_flags(compiler, debug=False), "-fvisibility=hidden",
                                                   f"-Wl,--version-script={os.path.join(HERE, 'runtime.map')}"),
                                            label="cuforge's CPU runtime", key_extra=(sources_digest(), _toolchain.host_cpu()),
-                                           global_symbols=True).library  # fmt: skip
+                                           build=_runtime_source, global_symbols=True).library  # fmt: skip
                 lib.cuforge_cpu_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Launch)]
                 lib.cuforge_cpu_run.restype = None
                 lib.cuforge_cpu_threads.argtypes = [ctypes.c_int]
@@ -118,6 +118,11 @@ def library() -> ctypes.CDLL:
                 _config.on_change(functools.partial(_follow_time_limit, lib))
                 _library = lib
     return _library
+
+
+def _runtime_source() -> str:
+    with open(os.path.join(HERE, "runtime.cpp"), encoding="utf-8") as f:
+        return f.read()
 
 
 def _follow_time_limit(lib: ctypes.CDLL) -> None:
@@ -135,7 +140,7 @@ def interrupted() -> NoReturn:
     raise KeyboardInterrupt
 
 
-_tls = threading.local()
+_tls = _thread._local()
 _HEAD = struct.Struct("=6IQQ4i")  # grid, block, shared_mem, args, cooperative, cluster: the struct's first fields
 _run: Any = None  # cuforge_cpu_run, once the library is loaded
 

@@ -4,8 +4,9 @@ cubins and loaded once per process.
 With the disk cache on (``_compile.disk``), a build takes two entries of that cache:
 
 - ``so:<sha256>``: the shared object's bytes, content-addressed;
-- ``cpu-meta:<key>``: a checksummed JSON record naming that SHA-256, the compiler, the
-  flags and the compiler's warnings.
+- ``cpu-meta:<key>``: a checksummed text record (`meta_record`) naming the schema, the key
+  and that SHA-256, then, as JSON for people reading the cache, the compiler, the flags
+  and the compiler's warnings. A warm start reads its first three lines and no JSON.
 
 A read checks the record's checksum and the object's SHA-256; a missing, damaged or foreign
 entry is a miss, built again. The directories are the compile cache's (owner-only, reached
@@ -25,12 +26,11 @@ version.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import ctypes
-import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -46,7 +46,7 @@ from .toolchain import Compiler, find_compiler
 
 __all__ = ["Loaded", "cache_key", "shared_object"]
 
-SCHEMA = "cpu-so-1"
+SCHEMA = "cpu-so-2"
 COMPILE_TIMEOUT_S = 300.0
 LOG_LINES = 40  # of the compiler's messages, in a CompileError's text (all of them are on .log)
 
@@ -73,8 +73,8 @@ def file_of(library: ctypes.CDLL) -> str:
     return f"/proc/{os.getpid()}/{name[len('/proc/self/'):]}" if name.startswith("/proc/self/") else name
 
 
-_lock = threading.Lock()
-_key_locks: dict[str, threading.Lock] = {}
+_lock = _thread.allocate_lock()
+_key_locks: dict[str, _thread.LockType] = {}
 _objects: dict[str, Loaded] = {}  # key -> what this process built or found
 _libraries: dict[str, ctypes.CDLL] = {}  # SHA-256 -> its library (the same bytes are loaded once)
 _memfds: list[int] = []  # the memory files loaded from, open for the process (see _open)
@@ -83,7 +83,7 @@ _private: str | None = None  # the private folder, where there are no memory fil
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
     global _lock
-    _lock = threading.Lock()
+    _lock = _thread.allocate_lock()
     _key_locks.clear()
 
 
@@ -101,10 +101,11 @@ _EXCERPT = r"^\s*\d* \| "  # the compiler's own excerpt of a line
 
 def cache_key(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
               key_extra: tuple[str, ...], compiler: Compiler) -> str:  # fmt: skip
-    """The SHA-256 naming one build: every input that can change the shared object."""
-    inputs = [SCHEMA, __version__, source, sorted(headers.items()), list(include_dirs), list(flags), list(key_extra),
-              list(compiler.argv), compiler.version]  # fmt: skip
-    return digest(json.dumps(inputs, ensure_ascii=False, separators=(",", ":")).encode())
+    """The SHA-256 naming one build: every input that can change the shared object (a tuple
+    of strings, whose ``repr`` spells each one unambiguously)."""
+    inputs = (SCHEMA, __version__, source, tuple(sorted(headers.items())), tuple(include_dirs), tuple(flags),
+              tuple(key_extra), tuple(compiler.argv), compiler.version)  # fmt: skip
+    return digest(repr(inputs).encode("utf-8", "surrogatepass"))
 
 
 def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...],
@@ -126,7 +127,7 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
     key = cache_key(source, headers=headers, include_dirs=include_dirs, flags=flags, key_extra=key_extra,
                     compiler=compiler)  # fmt: skip
     with _lock:
-        key_lock = _key_locks.setdefault(key, threading.Lock())
+        key_lock = _key_locks.setdefault(key, _thread.allocate_lock())
     with key_lock:  # (threads of this process: the one that builds, then the others find it)
         found = _objects.get(key)
         if found is not None:
@@ -136,16 +137,18 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
         unit = build or (lambda: source)
         if disk is None:
             data = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)[0]
+            sha = digest(data)
         else:
-            data = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label, compiler,
-                                                        excerpts)  # fmt: skip
-        found = _objects[key] = _load(data, global_symbols)
+            data, sha = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label,
+                                                             compiler, excerpts)  # fmt: skip
+        found = _objects[key] = _load(data, sha, global_symbols)
         return found
 
 
-def _load(data: bytes, global_symbols: bool) -> Loaded:
-    """``data`` itself loaded (once per process for the same bytes), not a file read again."""
-    sha = digest(data)
+def _load(data: bytes, sha: str, global_symbols: bool) -> Loaded:
+    """``data`` itself loaded (once per process for the same bytes), not a file read again.
+    ``sha`` is the SHA-256 of these very bytes (the cache's read checked it, or a build just
+    made them): hashing them again would cost as much as that check."""
     with _lock:
         lib = _libraries.get(sha)
         if lib is None:
@@ -222,24 +225,35 @@ def _meta_name(key: str) -> str:
     return f"cpu-meta:{key}"
 
 
-def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> bytes | None:
-    """The verified bytes of ``key``'s cached object, or None (damage counted, unless a
-    ``recheck``, and removed)."""
-    meta = disk.get_json(_meta_name(key), quiet=recheck)
+def meta_record(key: str, sha: str, details: Mapping[str, Any]) -> str:
+    """The text of ``key``'s record: the schema, the key and the object's SHA-256, a line
+    each, then ``details`` as JSON (written with a build, never read by a load)."""
+    import json  # (a build's; a load parses the first three lines only)
+
+    return f"{SCHEMA}\n{key}\n{sha}\n" + json.dumps(dict(details), ensure_ascii=False, separators=(",", ":"))
+
+
+def _from_disk(disk: _disk.DiskCache, key: str, *, recheck: bool = False) -> tuple[bytes, str] | None:
+    """The verified bytes of ``key``'s cached object and their SHA-256, or None (damage
+    counted, unless a ``recheck``, and removed)."""
+    meta = disk.get_text(_meta_name(key), quiet=recheck)
     if meta is None:
         return None
-    if meta.get("schema") != SCHEMA or meta.get("key") != key or not isinstance(meta.get("so_sha256"), str):
+    lines = meta.split("\n", 3)  # the schema, the key, the object's SHA-256, the details
+    if len(lines) < 3 or lines[0] != SCHEMA or lines[1] != key or not lines[2]:
         if not recheck:  # (only a hand-made record reaches here: the key hashes the schema; rewritten below)
             counters.add(disk_errors=1)
         return None
-    return disk.get_bytes(f"so:{meta['so_sha256']}", meta["so_sha256"], quiet=recheck)
+    sha = lines[2]
+    data = disk.get_bytes(f"so:{sha}", sha, quiet=recheck)
+    return None if data is None else (data, sha)
 
 
 def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], headers: Mapping[str, str],
                 include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str, compiler: Compiler,
-                excerpts: Excerpts | None) -> bytes:  # fmt: skip
+                excerpts: Excerpts | None) -> tuple[bytes, str]:  # fmt: skip
     """Build under the key's lock (another process may have built it while we waited) and
-    store the object (where it cannot be, it is only loaded)."""
+    store the object (where it cannot be, it is only loaded): its bytes and their SHA-256."""
     with disk.locks([key], _config.cache_lock_seconds()):
         found = _from_disk(disk, key, recheck=True)
         if found is not None:
@@ -247,11 +261,11 @@ def _build_into(disk: _disk.DiskCache, key: str, unit: Callable[[], Units], head
         data, log, seconds = _build(unit(), headers, include_dirs, flags, label, compiler, excerpts)
         sha = digest(data)
         if not disk.put_bytes(f"so:{sha}", data):  # (counted and warned about)
-            return data
-        meta = {"schema": SCHEMA, "key": key, "cuforge": __version__, "so_sha256": sha, "label": label,
-                "compiler": [*compiler.argv, compiler.version], "flags": list(flags), "log": log, "seconds": seconds}  # fmt: skip
-        disk.put_json(_meta_name(key), meta)  # the object first: a record never points at nothing
-        return data
+            return data, sha
+        details = {"cuforge": __version__, "label": label, "compiler": [*compiler.argv, compiler.version],
+                   "flags": list(flags), "log": log, "seconds": seconds}  # fmt: skip
+        disk.put_text(_meta_name(key), meta_record(key, sha, details))  # the object first: a record never points at nothing
+        return data, sha
 
 
 def _build(sources: Units, headers: Mapping[str, str], include_dirs: tuple[str, ...], flags: tuple[str, ...], label: str,

@@ -140,12 +140,12 @@ def _remembered_version(argv: tuple[str, ...]) -> str:
         st = os.stat(os.path.realpath(argv[0]))
     except OSError:
         return _version(argv)
-    name = "cpu-compiler:" + digest(repr((argv, os.path.realpath(argv[0]), st.st_size, st.st_mtime_ns)).encode())
-    found = disk.get_json(name, quiet=True)
-    if found is not None and isinstance(found.get("version"), str):
-        return str(found["version"])
+    name = "cpu-compiler-version:" + digest(repr((argv, os.path.realpath(argv[0]), st.st_size, st.st_mtime_ns)).encode())
+    found = disk.get_text(name, quiet=True)
+    if found:
+        return found
     version = _version(argv)
-    disk.put_json(name, {"argv": list(argv), "version": version})
+    disk.put_text(name, version)
     return version
 
 

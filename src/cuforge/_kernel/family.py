@@ -10,7 +10,7 @@ the choices `autotune` measured and stored on disk.
 
 from __future__ import annotations
 
-import threading
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +76,7 @@ class Family:
         self.template_params: tuple[TemplateParam, ...] = decl.template_params
         self._names = tuple(n for n, _ in decl.params)
         self._instances: dict[tuple[Any, ...], Kernel] = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._inference: TypeInference | None = None  # made by the first call that infers types
         # the combinations restrict keeps (None: all of them), looked up where a call's is not
         self._kept = frozenset(decl.combinations) if decl.restrict is not None else None

@@ -4,7 +4,7 @@ launch there, with the device's limits for it."""
 
 from __future__ import annotations
 
-import threading
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +33,7 @@ class Loader:
         ``use_launcher(launcher)`` points the kernel's calls at a C Launcher (None: the general path)."""
         self.kernel, self.plan, self.prebuilt = kernel, plan, prebuilt
         self.check_params, self.use_launcher = check_params, use_launcher
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
 
     def function(self, device: _cuda.DeviceInfo) -> _limits.Loaded:
         """The kernel on ``device``, loaded there on first use."""

@@ -7,10 +7,10 @@ NVRTC program per family, optionally in a thread pool (NVRTC compiles programs i
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import os
 import sys
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -40,7 +40,7 @@ class Registry(Mapping[str, Any]):
 
     def __init__(self) -> None:
         self._items: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def _add(self, qualname: str, obj: Any) -> None:
         with self._lock:
@@ -132,7 +132,7 @@ class Registry(Mapping[str, Any]):
 
         show = sys.stderr.isatty() if progress is None else progress
         done, total = 0, sum(len(o.instantiations()) if isinstance(o, Family) else 1 for o in chosen)
-        lock = threading.Lock()
+        lock = _thread.allocate_lock()
 
         def one(obj: Any) -> tuple[str, list[Any]]:
             nonlocal done
@@ -162,7 +162,7 @@ registry = Registry()
 
 
 def _after_fork() -> None:  # a fork's child has only the forking thread: a lock another one held would never open
-    registry._lock = threading.Lock()
+    registry._lock = _thread.allocate_lock()
 
 
 if hasattr(os, "register_at_fork"):

@@ -8,9 +8,9 @@ and layout, the launch rules, the launch kind and the functions loaded per devic
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import ctypes
 import struct
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +40,7 @@ class Packer:
         self.offsets = tuple(s.offset for s in specs)
         self.size = max(self.struct.size, 8)
         self.complex_at = tuple(s.index for s in specs if s.dtype.is_complex and not s.is_array)
-        self._tls = threading.local()
+        self._tls = _thread._local()
 
     def _new_buffer(self) -> tuple[Any, Any, int]:
         """(parameter buffer, void* array pointing at each parameter in it, that array's address)."""

@@ -10,10 +10,10 @@ through ctypes (`libcuda`), which imports nothing.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import contextlib
 import ctypes
 import os
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -57,7 +57,7 @@ def set_context(ctx: int) -> None:
     check(_libcuda.call("cuCtxSetCurrent", ctx), "cuCtxSetCurrent")
 
 
-class ThreadState(threading.local):
+class ThreadState(_thread._local):
     """One thread's part of the device state. The class's values stand for a thread that has
     set none, so a read never misses (a missed attribute of a thread-local costs an exception
     caught, on every launch)."""
@@ -73,7 +73,7 @@ class DeviceState:
     where launches that name no device run (``tls.cpu``, else ``default_cpu``)."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.tls = ThreadState()
         # the process's choice of the CPU for launches that name no device: set_default_device's,
         # else CUFORGE_DEVICE, read once when first needed (the C launcher's set-up reads it here),

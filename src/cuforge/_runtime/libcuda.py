@@ -16,9 +16,9 @@ value)``, so ``faults.check`` unwraps both alike.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import ctypes
 import sys
-import threading
 from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_uint64, c_void_p
 from typing import Any
 
@@ -67,7 +67,7 @@ FUNCTION_ATTRIBUTES = {"MAX_THREADS_PER_BLOCK": 0, "SHARED_SIZE_BYTES": 1, "LOCA
 POINTER_DEVICE_ORDINAL = 9
 
 CUDA_ERROR_NOT_FOUND = 500
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _functions: dict[str, Any] = {}
 _proc_address: Any = None
 

@@ -8,7 +8,7 @@ records what the C launcher compares each call against.
 
 from __future__ import annotations
 
-import threading
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 from typing import Any
 
 from .._declare.kinds import DEFAULT_SHARED, LaunchKind
@@ -55,7 +55,7 @@ _occupancy: dict[tuple[int, int, int], int] = {}
 _non_portable: set[tuple[int, int]] = set()
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 
 
 def blocks_per_sm(loaded: Loaded, threads: int, shared_mem: int) -> int:

@@ -9,8 +9,8 @@ that the compiled artifact stays data.
 
 from __future__ import annotations
 
+import _thread  # (threading's lock and thread-local types, without importing threading on a warm start)
 import ctypes
-import threading
 from typing import Any
 
 from .._compile.artifact import CompiledKernel
@@ -71,7 +71,7 @@ class CompiledLoader:
     from them: what `CompiledKernel` delegates its loading to."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.libraries: dict[int, tuple[CompileResult, int]] = {}  # id(program) -> (program, its CUlibrary)
         self.handles: dict[tuple[int, str], int] = {}  # (id(program), lowered name) -> its CUkernel
 
