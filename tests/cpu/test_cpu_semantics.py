@@ -248,6 +248,60 @@ def test_template_shared_array_per_instantiation(ctype, dtype, n):
     np.testing.assert_array_equal(x, want)
 
 
+_BLOCK_SUM = """
+template <typename T> __device__ T block_sum(T v) {
+    static __shared__ T partial[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffff, v, m);
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < blockDim.x / 32 ? partial[lane] : (T)0;
+    for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffff, v, m);
+    return v;
+}
+"""
+
+
+@cf.kernel
+class HelperSumOnly:
+    """A Megatron-style block sum whose `static __shared__` partials live in a template helper."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = _BLOCK_SUM
+    body = "float s = block_sum<float>(x[blockIdx.x * 64 + threadIdx.x]); if (threadIdx.x == 0) y[blockIdx.x] = s;"
+
+
+@cf.kernel
+class HelperSumAfterOwn:
+    """The same helper after a __shared__ variable of the kernel's own: another library's layout."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = _BLOCK_SUM
+    body = """
+    __shared__ float scale;
+    if (threadIdx.x == 0) scale = 2.f;
+    __syncthreads();
+    float s = block_sum<float>(x[blockIdx.x * 64 + threadIdx.x]) * scale;
+    if (threadIdx.x == 0) y[blockIdx.x] = s;
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_static_shared_array_in_a_template_helper_is_each_librarys_own(check):
+    """Two kernels' libraries with the same inline helper: GCC made its static local one object
+    for the process (STB_GNU_UNIQUE), so the second library used the first's place in shared
+    memory (a wrong sum unchecked, a false out-of-bounds report checked)."""
+    x = RNG.random(128).astype(np.float32)
+    for kernel, factor in ((HelperSumOnly, 1), (HelperSumAfterOwn, 2)):
+        y = np.zeros(2, np.float32)
+        kernel(x, y, grid=2, device="cpu", check=check)
+        np.testing.assert_allclose(y, factor * x.reshape(2, 64).sum(axis=1), rtol=1e-5)
+
+
 # ---------------------------------------------------------------- atomics
 
 

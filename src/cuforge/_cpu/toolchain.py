@@ -188,6 +188,10 @@ def compile_flags(compiler: Compiler, *, debug: bool) -> tuple[str, ...]:
       each page as it grows, so that a thread whose locals outgrow its fiber stack hits the
       guard page below it (a fault, reported as a stack overflow) instead of jumping over it
       into the next thread's stack. g++ 8 and clang 11 on (zig's clang included) take it.
+    - GCC: ``-fno-gnu-unique``: a ``static __shared__`` array in an inline or template
+      ``__device__`` function is a static local of a function the library exports, which GCC
+      makes one object for the whole process (``STB_GNU_UNIQUE``): two kernels' libraries
+      would share its place in shared memory, which each library lays out for itself.
     """
     flags = ["-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-strict-aliasing", "-fno-math-errno",
              "-pthread"]  # fmt: skip
@@ -195,6 +199,8 @@ def compile_flags(compiler: Compiler, *, debug: bool) -> tuple[str, ...]:
         flags.append("-fstack-clash-protection")
     if compiler.kind == "zig":
         flags.append("-fno-sanitize=undefined")
+    if compiler.kind == "gcc":
+        flags.append("-fno-gnu-unique")
     if debug:
         flags.append("-g")
     return tuple(flags)
