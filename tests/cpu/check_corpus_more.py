@@ -2120,6 +2120,168 @@ CORRECT_MORE.update({
 })  # fmt: skip
 
 
+# ---------------------------------------------------------------- correct: parts of an element, flags (a probe's finds)
+@cf.kernel
+class StructMembersByTwoWarps:
+    """CUB-style temporary storage: a struct in shared memory whose members two warps write."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = "struct Stats { float sum; int count; };"
+    body = """
+    __shared__ Stats st;
+    int t = threadIdx.x;
+    if (t == 0) st.sum = x[blockIdx.x * 64];
+    if (t == 32) st.count = 64;
+    __syncthreads();
+    y[blockIdx.x * 64 + t] = x[blockIdx.x * 64 + t] * st.sum + st.count;
+    """
+
+
+@cf.kernel
+class Float2HalvesByTwoWarps:
+    """A float2 pair in shared memory whose halves two warps fill."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    __shared__ float2 p[32];
+    int t = threadIdx.x, i = blockIdx.x * 64 + t;
+    if (t < 32) p[t].x = x[i]; else p[t - 32].y = x[i];
+    __syncthreads();
+    if (t < 32) y[blockIdx.x * 32 + t] = p[t].x * p[t].y;
+    """
+
+
+@cf.kernel
+class BytesCarvedFromFloats:
+    """Byte flags carved from dynamic shared memory declared as floats, one per thread."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    extern __shared__ float smem[];
+    unsigned char* flag = reinterpret_cast<unsigned char*>(smem + blockDim.x);
+    int t = threadIdx.x, i = blockIdx.x * 64 + t;
+    smem[t] = x[i];
+    flag[t] = x[i] > 0.5f;
+    __syncthreads();
+    y[i] = flag[63 - t] ? smem[63 - t] : 0.f;
+    """
+
+
+@cf.kernel
+class ComplexScaledAsFloats:
+    """A complex64 array scaled through a float pointer: each thread one part."""
+
+    z: cf.Array[cf.complex64]
+    s: cf.float32
+    block = 64
+    body = "float* f = reinterpret_cast<float*>(z); f[blockIdx.x * 64 + threadIdx.x] *= s;"
+
+
+@cf.kernel
+class LastBlockRewritesWhatAllRead:
+    """Every block reads a scale; the last one (fence, then a ticket) writes its next value."""
+
+    x: cf.In[cf.float32]
+    scale: cf.Array[cf.float32]
+    count: cf.Array[cf.int32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    __shared__ bool last;
+    int i = blockIdx.x * 64 + threadIdx.x;
+    float s = scale[0];
+    y[i] = x[i] * s;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(count, 1) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x == 0) { __threadfence(); scale[0] = 2.f * s; }
+    """
+
+
+@cf.kernel
+class VolatileFlagBetweenWarps:
+    """Warp 0 publishes its data and sets a volatile flag after a fence; warp 1 polls it."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    body = """
+    __shared__ volatile int ready;
+    __shared__ float data[32];
+    int t = threadIdx.x;
+    if (t == 0) ready = 0;
+    __syncthreads();
+    if (t < 32) { data[t] = x[blockIdx.x * 32 + t]; __syncwarp(); __threadfence_block(); if (t == 0) ready = 1; }
+    else { while (ready == 0) __nanosleep(32); __threadfence_block(); y[blockIdx.x * 32 + t - 32] = data[t - 32]; }
+    """
+
+
+@cf.kernel
+class ChainedScanVolatileFlags:
+    """A chained scan (StreamScan): each block waits for its predecessor's volatile flag, then
+    reads its carry; blocks take their order from a ticket."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    carry: cf.Array[cf.float32]
+    flags: cf.Array[cf.int32]
+    ticket: cf.Array[cf.int32]
+    block = 32
+    body = """
+    __shared__ int s_bid;
+    int t = threadIdx.x;
+    if (t == 0) s_bid = atomicAdd(ticket, 1);
+    __syncthreads();
+    int bid = s_bid;
+    float v = x[bid * 32 + t];
+    for (int o = 1; o < 32; o <<= 1) { float u = __shfl_up_sync(0xffffffffu, v, o); if (t >= o) v += u; }
+    float prefix = 0.f;
+    if (bid > 0) {
+        while (((volatile int*)flags)[bid - 1] == 0) { }
+        __threadfence();
+        prefix = carry[bid - 1];
+    }
+    if (t == 31) { carry[bid] = prefix + v; __threadfence(); ((volatile int*)flags)[bid] = 1; }
+    y[bid * 32 + t] = v + prefix;
+    """
+
+
+def _chained_scan_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    x = _rand(256)
+    return (x, np.zeros(256, np.float32), np.zeros(8, np.float32), np.zeros(8, np.int32), np.zeros(1, np.int32)), {"grid": 8}
+
+
+def _last_block_scale_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return (_rand(256), np.full(1, 1.5, np.float32), np.zeros(1, np.int32), np.zeros(256, np.float32)), {"grid": 4}
+
+
+CORRECT_MORE.update({
+    "struct members written by two warps": Correct(
+        StructMembersByTwoWarps, _xy(128, grid=2), lambda a: [(a[1], a[0] * np.repeat(a[0][::64], 64) + 64)]),
+    "float2 halves filled by two warps": Correct(
+        Float2HalvesByTwoWarps, _xy(128, 64, grid=2),
+        lambda a: [(a[1], (a[0].reshape(2, 2, 32)[:, 0] * a[0].reshape(2, 2, 32)[:, 1]).ravel())]),
+    "byte flags carved from float shared memory": Correct(
+        BytesCarvedFromFloats, _xy(128, grid=2, shared_mem=64 * 5),
+        lambda a: [(a[1], np.where(a[0] > 0.5, a[0], 0).reshape(2, 64)[:, ::-1].ravel())]),
+    "complex64 scaled through a float pointer": Correct(
+        ComplexScaledAsFloats, lambda: ((np.arange(64, dtype=np.complex64) * (1 + 2j), np.float32(3.0)), {"grid": 2}),
+        lambda a: [(a[0], np.arange(64, dtype=np.complex64) * (3 + 6j))]),
+    "last block rewrites what every block read": Correct(
+        LastBlockRewritesWhatAllRead, _last_block_scale_args, lambda a: [(a[3], 1.5 * a[0]), (a[1], np.float32([3.0]))]),
+    "volatile flag between warps": Correct(
+        VolatileFlagBetweenWarps, _xy(64, grid=2), lambda a: [(a[1], a[0])]),
+    "chained scan over volatile flags": Correct(
+        ChainedScanVolatileFlags, _chained_scan_args, lambda a: [(a[1], np.cumsum(a[0], dtype=np.float64))]),
+})  # fmt: skip
+
 # What the checker gets wrong today (name -> why): the tests of these cases are strict xfails.
 MISSED: dict[str, str] = {}
 FLAGGED: dict[str, str] = {}

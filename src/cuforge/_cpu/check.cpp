@@ -94,7 +94,9 @@ enum RegionKind { ARG, VAR, SHARED, DYNAMIC, OTHER };
 struct Region {
     uintptr_t base, end;  // the object's bytes
     uintptr_t lo, hi;     // the addresses attributed to it: the object and the gap around it
-    unsigned elem;        // bytes per element (the index in reports, and the shadow's granule)
+    unsigned elem;        // bytes per element (the index in reports)
+    unsigned granule;     // bytes per cell of the shadow: a struct's members, a float2's halves, the parts
+                          // of a complex or of dynamic shared memory carved into other types are apart
     RegionKind kind;
     bool init;            // its elements start initialised (not an Out argument's, not shared memory's)
     bool shadowed;        // written by the kernel: races and initialisation are tracked
@@ -146,14 +148,15 @@ std::mutex launching;  // one checked launch at a time
 enum SiteMode : uint8_t {
     UNCHECKED,  // memory cuforge does not know, or its own
     BOUNDS,     // a region whose accesses are checked for bounds only (an In argument)
-    WHOLE,      // a shadowed region whose elements are whole powers of two of bytes, the access within one
+    WHOLE,      // a shadowed region whose cells are powers of two of bytes, the access one to four whole cells
     GENERAL,    // a shadowed region, any access (access())
 };
 struct alignas(128) Site {
     void* pc;
     uintptr_t from, span;
     SiteMode mode;
-    uint8_t shift;    // WHOLE: the element's size, log 2
+    uint8_t shift;    // WHOLE: the cell's size, log 2
+    uint8_t cells;    // WHOLE: the cells an access covers
     uint32_t epoch;   // 0: global memory; else the worker's shared regions as they were (Current::epoch)
     Region region;    // (shared memory's: its addresses are offsets into the arena)
 };
@@ -288,6 +291,10 @@ const char* what_of(const Region& r) {
            extent, extent == 1 ? "" : "s", r.elem, who);
 }
 
+// The shadow's granule for elements of `elem` bytes: the largest of 4, 2, 1 that divides it (two
+// threads may write two members of one struct, or two halves of a float2, at once).
+inline unsigned granule_of(unsigned elem) { return elem % 4 == 0 ? 4 : elem % 2 == 0 ? 2 : 1; }
+
 // ---------------------------------------------------------------- shared memory regions
 __attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigned long long dyn) {
     cuforge_check_shared* t = c->table;
@@ -297,9 +304,10 @@ __attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigne
         Region r{};
         r.base = uintptr_t(t->var[i].at), r.end = r.base + t->var[i].bytes;
         r.elem = unsigned(t->var[i].elem ? t->var[i].elem : 1), r.kind = SHARED, r.name = t->var[i].name;
+        r.granule = granule_of(r.elem);
         r.shadowed = true;
         r.cells = reinterpret_cast<Cell*>(cells);
-        cells += (r.end - r.base) / r.elem;
+        cells += (r.end - r.base) / r.granule;
         c->shared.push_back(r);
     }
     if (dyn) {
@@ -308,10 +316,11 @@ __attribute__((noinline)) void resync_shared(Current* c, unsigned count, unsigne
         const char* name = t ? __atomic_load_n(&t->dynamic_name, __ATOMIC_ACQUIRE) : nullptr;  // (then its element size)
         r.elem = unsigned(name && t->dynamic_elem ? t->dynamic_elem : 1);
         if (dyn % r.elem) r.elem = 1;
+        r.granule = 1;  // (often carved into arrays of other types, bytes among them)
         r.kind = DYNAMIC, r.name = name ? name : "[]";
         r.shadowed = true;
         r.cells = reinterpret_cast<Cell*>(cells);
-        cells += dyn / r.elem;
+        cells += dyn;
         c->shared.push_back(r);
     }
     std::sort(c->shared.begin(), c->shared.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
@@ -347,6 +356,12 @@ struct Me {
 
 inline bool same_block(const Me& me, uint32_t who) { return me.shared || (who - 1) / launch.n == me.block; }
 inline unsigned thread_in_block(const Me& me, uint32_t who) { return me.shared ? who - 1 : (who - 1) % launch.n; }
+// Volatile accesses by `who` and me are no race where we are in different warps: strong operations in
+// PTX's memory model, as atomics are (a flag set by one warp or block and polled by another). Within
+// a warp they are: warp-synchronous code over volatile shared memory needs __syncwarp() since Volta.
+inline bool volatile_apart(const Me& me, uint32_t who) {
+    return !same_block(me, who) || thread_in_block(me, who) / 32 != me.t / 32;
+}
 
 // Whether thread `other`'s write to shared memory (its warp's generation then `warp`, its own fence
 // count `fence`) was released to me, as a flag set with an atomic after __threadfence_block() and
@@ -377,8 +392,13 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
     if (ob >= launch.fences.size()) return true;
     if (launch.L->cooperative && grid != launch.grid_syncs[me.block]) return true;  // a grid.sync() between
     // __threadfence() then an atomic (a last-block reduction): the other block fenced after its write,
-    // and this block did an atomic after that fence
-    return was_write && launch.fences[ob] != fence && launch.atomic_seq[me.block] > launch.fence_seq[ob];
+    // and this block did an atomic (or a volatile access: a poll) after that fence
+    uint32_t acquired = launch.atomic_seq[me.block];
+    if (was_write) return launch.fences[ob] != fence && acquired > launch.fence_seq[ob];
+    // the same after the other block's read: the last block of a reduction rewrites what every block
+    // read before its fence and ticket (that the fence came after the read is not followed: this errs
+    // towards no report)
+    return launch.fence_seq[ob] != 0 && acquired > launch.fence_seq[ob];
 }
 
 // Another block's atomic before this plain access, ordered as a last-block reduction orders its
@@ -412,7 +432,7 @@ inline bool after_fence_and_atomic(const Me& me, uint32_t who) {
 // The element at byte offset `off` of a region (a power of two's division is a shift: a 64-bit
 // division was a tenth of an access's cost).
 inline size_t index_of(const Region& r, uintptr_t off) {
-    unsigned e = r.elem;
+    unsigned e = r.granule;
     return (e & (e - 1)) == 0 ? off >> __builtin_ctz(e) : off / e;
 }
 
@@ -452,7 +472,8 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, Cell& cel
     return true;
 }
 
-[[noreturn]] void uninitialized(Current* c, const Me& me, const Region& r, size_t i, void* pc, bool atomic) {
+[[noreturn]] void uninitialized(Current* c, const Me& me, const Region& r, size_t cell, void* pc, bool atomic) {
+    size_t i = cell * r.granule / r.elem;  // (the element)
     char who[160];
     describe_thread(who, sizeof who, c->block, me.t);
     report(c, pc, "uninitialized read: %s, index %zu (extent %llu), is read by %s%s before %s; %s; at @LINE@", what_of(r), i,
@@ -465,8 +486,9 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, Cell& cel
 
 // A write (plain or atomic) against the reads before it: another thread's not ordered before it,
 // or its own where others read in the same interval.
-inline void after_reads(Current* c, const Me& me, const Region& r, uintptr_t a, const Cell& cell, bool atomic, void* pc) {
-    if (!(cell.flags & R_SET)) return;
+inline void after_reads(Current* c, const Me& me, const Region& r, uintptr_t a, const Cell& cell, bool atomic, void* pc,
+                        bool volatile_write = false) {
+    if (!(cell.flags & R_SET) || (volatile_write && (cell.flags & R_VOLATILE) && volatile_apart(me, cell.r))) return;
     if (cell.r != me.who && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
         race(c, me, r, a, true, cell.r, false, cell.flags & R_MANY, pc, atomic, false);
     if (cell.r == me.who && (cell.flags & R_MANY) && cell.r_bar == me.bar && cell.r_warp == me.warp)
@@ -505,7 +527,8 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             cell.flags = uint8_t((cell.flags & (W_SET | W_VOLATILE)) | INIT | R_SET | R_ATOMIC | ((kind & A_CAS) ? R_CAS : 0));
             continue;
         }
-        if (written && !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
+        bool both_volatile = (kind & VOLATILE) && (cell.flags & W_VOLATILE) && volatile_apart(me, cell.w);
+        if (written && !both_volatile && !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
             race(c, me, r, a, write, cell.w, true, false, pc);
         if (by_atomic) {  // after an atomic: a race unless ordered, volatile, or a read after a CAS
             bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, cell.r);
@@ -528,7 +551,7 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             }
             continue;
         }
-        after_reads(c, me, r, a, cell, false, pc);
+        after_reads(c, me, r, a, cell, false, pc, (kind & VOLATILE) != 0);
         cell.w = me.who, cell.w_bar = me.bar, cell.w_warp = me.warp;
         cell.w_grid = me.shared ? 0 : launch.grid_syncs[me.block];
         cell.w_fence = me.shared ? c->thread_fences[me.t] : c->fences;
@@ -575,8 +598,18 @@ __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t*
 
 inline Site& site_of(Current* c, void* pc) { return c->sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & (SITES - 1)]; }
 
-inline void count_atomic(Current* c, unsigned kind) {  // (the fence rules': kernel memory only)
-    if (kind & (A_READS | A_WRITES)) launch.atomic_seq[c->block] = c->atomic_seq[thread_of(c)] = ++launch.seq;
+// no_other_thread for each cell of a WHOLE site's access at `a` (the rules take the access where one is not).
+__attribute__((always_inline)) inline bool no_other_threads(Current* c, const Site& s, uintptr_t a, bool shared, bool write) {
+    Cell* cell = s.region.cells + ((a - s.from) >> s.shift);
+    for (unsigned k = 0; k < s.cells; ++k)
+        if (!no_other_thread(c, cell[k], shared, shared ? false : s.region.init, write)) return false;
+    return true;
+}
+
+// An atomic's or a volatile access's place in the launch's sequence (the fence rules': kernel memory
+// only): either can be the poll of a flag that another thread set after a fence.
+inline void count_atomic(Current* c, unsigned kind) {
+    if (kind & (A_READS | A_WRITES | VOLATILE)) launch.atomic_seq[c->block] = c->atomic_seq[thread_of(c)] = ++launch.seq;
 }
 
 // What a site learns of the region an access of `size` bytes at `a` found (`from`: where the
@@ -584,10 +617,10 @@ inline void count_atomic(Current* c, unsigned kind) {  // (the fence rules': ker
 void learn(Site& s, void* pc, const Region& r, uintptr_t from, unsigned size, uint32_t epoch) {
     s.pc = pc, s.epoch = epoch, s.region = r;
     uintptr_t bytes = r.end - r.base;
-    unsigned e = r.elem;
-    bool whole = (e & (e - 1)) == 0 && size <= e && r.base % e == 0;
+    unsigned g = r.granule;
+    bool whole = (g & (g - 1)) == 0 && size % g == 0 && size / g <= 4 && r.base % g == 0;
     s.mode = !r.shadowed ? BOUNDS : whole ? WHOLE : GENERAL;
-    s.shift = uint8_t(__builtin_ctz(e));
+    s.shift = uint8_t(__builtin_ctz(g)), s.cells = uint8_t(whole ? size / g : 0);
     s.from = from + r.base, s.span = bytes >= size ? bytes - size + 1 : 0;  // (outside them: the slow path, which reports it)
 }
 
@@ -644,9 +677,7 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
             count_atomic(c, kind);
             return access(c, s.region, a - arena, size, write, kind, pc);
         }
-        if (s.mode == WHOLE && (size == 1 || a % size == 0) &&
-            no_other_thread(c, s.region.cells[(a - s.from) >> s.shift], true, false, write))
-            return;
+        if (s.mode == WHOLE && (size == 1 || a % size == 0) && no_other_threads(c, s, a, true, write)) return;
         return rules(c, s.region, a - arena, size, write, kind, pc);
     }
     if (!sited || __builtin_expect(s.pc != pc || s.epoch != 0 || a - s.from >= s.span, 0))
@@ -657,9 +688,7 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
         return access(c, s.region, a, size, write, kind, pc);
     }
     if (s.mode == BOUNDS) return;
-    if (s.mode == WHOLE && (size == 1 || a % size == 0) &&
-        no_other_thread(c, s.region.cells[(a - s.from) >> s.shift], false, s.region.init, write))
-        return;
+    if (s.mode == WHOLE && (size == 1 || a % size == 0) && no_other_threads(c, s, a, false, write)) return;
     return rules(c, s.region, a, size, write, kind, pc);
 }
 
@@ -959,14 +988,15 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         r.base = a.copy, r.end = a.copy + a.bytes;
         r.elem = a.elem ? a.elem : 1;
         if (a.bytes % r.elem) r.elem = 1;
+        r.granule = a.floating && a.floating < r.elem && r.elem % a.floating == 0 ? a.floating : r.elem;  // (a complex's parts)
         r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0, r.name = a.name;
-        if (r.shadowed) r.cells = shadow_cells(a.bytes / r.elem);
+        if (r.shadowed) r.cells = shadow_cells(a.bytes / r.granule);
         K.regions.push_back(r);
     }
     for (int i = 0; i < C->nvars; ++i) {
         const cuforge_check_var& v = C->vars[i];
         Region r{};
-        r.base = v.address, r.end = v.address + v.bytes, r.elem = 1, r.kind = v.name ? VAR : OTHER, r.init = true;
+        r.base = v.address, r.end = v.address + v.bytes, r.elem = r.granule = 1, r.kind = v.name ? VAR : OTHER, r.init = true;
         r.name = v.name;
         if (!v.name) {  // the library's other data (static locals, guard variables): cuforge's, not checked
             K.regions.push_back(r);
