@@ -44,20 +44,34 @@ def compile_inputs(
     ``options``; digests of the source, the in-memory ``headers`` and the ``links`` (what
     the kernel is linked with: digests of modules, source strings); and cuforge's version.
     """
-    import json  # (on first use, as shlex: a launch on the CPU keys its builds without them)
-    import shlex
+    import json  # (on first use: a launch on the CPU keys its builds without it)
 
     kept = [f for f in flags if not f.startswith(("-arch=", "-I"))]
     return {
         "cuforge": __version__,
         "source": _sha(source),
         "name_expression": name_expression,
-        "options": shlex.join(f for f in kept if not f.startswith("-D")),
-        "defines": shlex.join(f for f in kept if f.startswith("-D")),
+        "options": shell_join([f for f in kept if not f.startswith("-D")]),
+        "defines": shell_join([f for f in kept if f.startswith("-D")]),
         "headers": _sha(json.dumps(sorted(headers.items()), ensure_ascii=False)) if headers else "",
         "include_dirs": include_digest,
         "link": _sha(json.dumps(list(links), ensure_ascii=False)) if links else "",
     }
+
+
+# The characters shlex.quote leaves an argument of as it is (its unsafe ones are
+# ``[^\w@%+=:,./-]``, ASCII): a kernel's usual flags have no other.
+_SHELL_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def shell_join(args: list[str]) -> str:
+    """``shlex.join(args)``: the same text, without importing shlex (and compiling its regex)
+    where no argument needs quoting, as on a warm start."""
+    if all(a and _SHELL_PLAIN.issuperset(a) for a in args):
+        return " ".join(args)
+    import shlex
+
+    return shlex.join(args)
 
 
 def toolchain(*, linked: bool) -> dict[str, str]:
