@@ -56,10 +56,6 @@ from ._kernel.registry import registry as registry
 from ._runtime.cuda import gpu_available as gpu_available
 from ._runtime.cuda import set_device as set_device
 from ._runtime.cuda import synchronize as synchronize
-from ._runtime.device_array import DeviceArray as DeviceArray
-from ._runtime.device_array import empty as empty
-from ._runtime.device_array import to_device as to_device
-from ._runtime.device_array import zeros as zeros
 from ._runtime.limits import KernelAttributes as KernelAttributes
 from ._version import __version__ as __version__
 from .errors import ArgumentError as ArgumentError
@@ -97,18 +93,25 @@ if _TYPE_CHECKING:
     from ._launch.graph import Graph as Graph
     from ._launch.graph import graph as graph
     from ._launch.prepared import PreparedLaunch as PreparedLaunch
+    from ._runtime.device_array import DeviceArray as DeviceArray
+    from ._runtime.device_array import empty as empty
+    from ._runtime.device_array import to_device as to_device
+    from ._runtime.device_array import zeros as zeros
     from ._runtime.module import Module as Module
 
 # Public names whose modules are imported on first use, not by ``import cuforge``: a launch
 # from the cache needs none of them, and each import is start-up time (docs/guide/cache.md).
-# ``cf.torch`` is the PyTorch adapter, which imports PyTorch; ``cf.jax`` the JAX one.
+# ``cf.torch`` is the PyTorch adapter, which imports PyTorch; ``cf.jax`` the JAX one. A launch
+# with CuPy's, PyTorch's or NumPy's arrays never meets a DeviceArray.
 _ON_FIRST_USE = {"torch": ("torch", None), "jax": ("jax", None), "use_build": ("_compile.build", "use_build"),
                  "Graph": ("_launch.graph", "Graph"),
                  "graph": ("_launch.graph", "graph"), "Module": ("_runtime.module", "Module"),
                  "StaleBuildWarning": ("_compile.build", "StaleBuildWarning"),
                  "Autotune": ("_kernel.autotune", "Autotune"), "autotune": ("_kernel.autotune", "autotune"),
                  "KernelTemplate": ("_kernel.template", "KernelTemplate"),
-                 "PreparedLaunch": ("_launch.prepared", "PreparedLaunch")}  # fmt: skip
+                 "PreparedLaunch": ("_launch.prepared", "PreparedLaunch"),
+                 "DeviceArray": ("_runtime.device_array", "DeviceArray"), "empty": ("_runtime.device_array", "empty"),
+                 "to_device": ("_runtime.device_array", "to_device"), "zeros": ("_runtime.device_array", "zeros")}  # fmt: skip
 
 
 def __getattr__(name: str) -> _Any:

@@ -8,7 +8,6 @@ Building options never touches the GPU or NVRTC; the arch is chosen later, by
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,7 +17,6 @@ from .errors import DeclarationError
 __all__ = ["CompileOptions", "define_flags", "to_flags"]
 
 _STDS = ("c++11", "c++14", "c++17", "c++20")
-_ARCH = r"(sm|compute)_(\d+)([af]?)\Z"  # (compiled by re on first use: few processes ask)
 
 
 def is_identifier(name: str) -> bool:
@@ -193,9 +191,20 @@ def _str_tuple(option: str, values: Any) -> tuple[str, ...]:
     return out
 
 
+def _arch_number_text(arch: str) -> str | None:
+    """The digits of an arch spelled ``(sm|compute)_DIGITS[a|f]`` (``"90"`` for ``sm_90a``), else
+    None. Read by hand: every compile, a warm start's included, checks its arch, and a regular
+    expression would be compiled for it in each process."""
+    kind, sep, rest = arch.partition("_")
+    if not sep or kind not in ("sm", "compute"):
+        return None
+    number = rest[:-1] if rest.endswith(("a", "f")) else rest
+    return number if number.isdecimal() else None  # (str.isdecimal: the digits a regex's \d matches)
+
+
 def check_arch(arch: Any) -> str:
     """Validate an arch string such as ``"sm_90"`` and return it."""
-    if not isinstance(arch, str) or not re.match(_ARCH, arch):
+    if not isinstance(arch, str) or _arch_number_text(arch) is None:
         raise DeclarationError(f"arch expects a string like 'sm_90' (or 'compute_90' for PTX), got {arch!r}")
     return arch
 
@@ -203,7 +212,7 @@ def check_arch(arch: Any) -> str:
 def arch_number(arch: str) -> int:
     """The compute capability an arch names, as an int: 90 for ``sm_90``, ``compute_90`` or
     ``sm_90a``."""
-    return int(re.match(_ARCH, check_arch(arch)).group(2))  # type: ignore[union-attr]  # matched by check_arch
+    return int(_arch_number_text(check_arch(arch)))  # type: ignore[arg-type]  # a number: checked by check_arch
 
 
 def define_flags(options: CompileOptions) -> list[str]:

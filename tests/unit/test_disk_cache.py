@@ -12,6 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cuforge as cf
 from cuforge import _config
@@ -69,6 +71,16 @@ def test_the_schema_and_the_cuforge_version_change_the_key(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(_identity, "KEY_SCHEMA", _identity.KEY_SCHEMA + 1)
     assert _base_key() != before
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("aZ09_@%+=:,./- '\"$\\\té\n"), max_size=6), max_size=5))
+def test_the_keys_flags_are_joined_as_shlex_joins_them(args):
+    """A key's options and defines are shlex.join's text, whether shlex is imported (an
+    argument to quote) or not (a warm start's usual flags)."""
+    import shlex
+
+    assert _identity.shell_join(args) == shlex.join(args)
 
 
 def _declare(body: str = "x[0] = 1;", **ns) -> cf.Kernel:

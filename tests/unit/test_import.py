@@ -74,12 +74,12 @@ CPU_WARM_PATH = {
     "cuforge._declare.params", "cuforge._declare.render", "cuforge._declare.rules", "cuforge._declare.signature",
     "cuforge._declare.spelling", "cuforge._declare.value_params", "cuforge._declare.vectors",
     "cuforge._compile", "cuforge._compile.artifact", "cuforge._compile.cache", "cuforge._compile.disk",
-    "cuforge._compile.files", "cuforge._compile.headers", "cuforge._compile.identity", "cuforge._compile.nvrtc",
-    "cuforge._compile.stats", "cuforge._compile.targets", "cuforge._compile.toolchain", "cuforge._compile.trust",
+    "cuforge._compile.files", "cuforge._compile.headers", "cuforge._compile.identity", "cuforge._compile.stats",
+    "cuforge._compile.targets", "cuforge._compile.trust",
     # the GPU runtime, which the shared launch layer is written over (the checks, the C launcher's base class)
     "cuforge._runtime", "cuforge._runtime.arrays", "cuforge._runtime.cuda", "cuforge._runtime.device",
-    "cuforge._runtime.device_array", "cuforge._runtime.faults", "cuforge._runtime.launch", "cuforge._runtime.libcuda",
-    "cuforge._runtime.limits", "cuforge._runtime.loading",
+    "cuforge._runtime.faults", "cuforge._runtime.launch", "cuforge._runtime.libcuda", "cuforge._runtime.limits",
+    "cuforge._runtime.loading",
     "cuforge._cpu", "cuforge._cpu.library", "cuforge._cpu.runtime", "cuforge._cpu.store", "cuforge._cpu.toolchain",
     "cuforge._launch", "cuforge._launch.checks", "cuforge._launch.claunch", "cuforge._launch.cpu", "cuforge._launch.general",
     "cuforge._launch.plan",
@@ -144,3 +144,42 @@ def test_the_gpu_launch_path_loads_no_module_of_the_cpu_backend():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# What a warm start on a GPU may load of cuforge: the modules of the CPU warm path less the CPU
+# backend's, with the type inference of a family's first call. Neither NVRTC's modules
+# (_compile.nvrtc, _compile.toolchain: a cached kernel's key is made without them) nor
+# DeviceArray's, which a launch with CuPy's or PyTorch's arrays never meets, nor shlex.
+GPU_WARM_PATH = (CPU_WARM_PATH - {"cuforge._cpu", "cuforge._cpu.library", "cuforge._cpu.runtime", "cuforge._cpu.store",
+                                  "cuforge._cpu.toolchain", "cuforge._launch.cpu"})  # fmt: skip
+WARM_GPU_PATH = f"""
+import sys, numpy as np
+before = set(sys.modules)
+import cuforge as cf
+sys.path.insert(0, {ROOT!r})
+from tests.warm_kernels import Axpy, Saxpy
+# A first GPU launch, less the driver's part (tests/gpu run it whole): the modules of the C
+# launcher and of the general path, a family's type inference, and the compiled kernel read
+# from the disk cache for the device's target, which the disk cache knows (the loader's path).
+import cuforge._kernel.loader, cuforge._launch.claunch, cuforge._launch.general, cuforge._runtime.cuda
+from cuforge._compile.targets import device_target
+x = np.ones(512, np.float32); y = np.zeros(512, np.float32)
+compiled = [k.compile(device_target(90)) for k in (Saxpy, Axpy.select(np.float32(2.0), x, y, 512))]
+print(all(ck.from_cache for ck in compiled), cf.cache_stats().compiles)
+print(" ".join(sorted(m for m in set(sys.modules) - before if not m.startswith("tests"))))
+"""
+
+
+def test_a_cached_gpu_launch_loads_only_the_modules_of_its_path(tmp_path):
+    """Import, declaration and what a first GPU launch does beside the driver, from the disk
+    cache: no compile, no NVRTC (neither its bindings nor cuforge's modules that ask it), no
+    DeviceArray, no shlex, none of the CPU backend, and only the cuforge modules listed above."""
+    env = {**os.environ, "CUFORGE_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", WARM_GPU_PATH], capture_output=True, text=True, check=True, env=env).stdout
+            for _ in range(2)]  # fmt: skip
+    first, loaded = runs[1].splitlines()
+    assert first == "True 0"
+    assert sorted(m for m in loaded.split() if m.startswith("cuforge") and m not in GPU_WARM_PATH) == []
+    # (json is the GPU's records': CuPy and PyTorch import it anyway)
+    assert sorted(m for m in loaded.split() if m.split(".")[0] in set(NOT_ON_A_WARM_PATH) - {"json"}) == []
+

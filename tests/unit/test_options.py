@@ -1,7 +1,9 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cuforge as cf
-from cuforge.options import to_flags
+from cuforge.options import arch_number, check_arch, to_flags
 
 
 def test_default_flags():
@@ -71,3 +73,19 @@ def test_options_are_a_frozen_keyword_only_dataclass_to_dataclasses():
     with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'std'"):
         opts.std = "c++14"  # type: ignore[misc]
     assert repr(cf.CompileOptions()).startswith("CompileOptions(std='c++17', fast_math=False, ftz=None,")
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(st.from_regex(r"(sm|compute)_(\d+)([af]?)\Z"),
+                 st.text(alphabet=st.sampled_from("smcopute_09٣af \nx"), max_size=12)))  # fmt: skip
+def test_an_arch_is_read_as_its_pattern_reads_it(arch):
+    """check_arch and arch_number, which read an arch by hand, agree with the pattern they
+    stand for: what it matches is accepted, with its number; anything else is refused."""
+    import re
+
+    m = re.match(r"(sm|compute)_(\d+)([af]?)\Z", arch)
+    if m is None:
+        with pytest.raises(cf.DeclarationError, match="arch expects a string like 'sm_90'"):
+            check_arch(arch)
+    else:
+        assert check_arch(arch) == arch and arch_number(arch) == int(m.group(2))

@@ -1,12 +1,33 @@
-"""`CompiledKernel`: one kernel compiled for one arch, as data: the binary, its lowered name,
-source, log and resources. Loading it is the runtime's (`CompiledKernel._use_runtime`)."""
+"""The compiled artifact as data: `CompileResult`, what one NVRTC program produced (``nvrtc``
+makes it, the disk cache reads it back: a warm start needs no NVRTC module), and
+`CompiledKernel`, one kernel compiled for one arch: the binary, its lowered name, source,
+log and resources. Loading it is the runtime's (`CompiledKernel._use_runtime`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
+from .._frozen import Record
 from ..errors import CuforgeError, NoDeviceError
-from .nvrtc import CompileResult
+
+
+class CompileResult(Record):
+    """What one NVRTC program produced."""
+
+    __slots__ = ()
+    code: bytes
+    code_type: str  # "cubin" or "ptx" ("ltoir" or a relocatable cubin before the link step)
+    lowered: Mapping[str, str]  # name expression -> lowered (mangled) symbol
+    log: str
+    flags: tuple[str, ...]
+    seconds: float
+    nvrtc_version: tuple[int, int]
+    from_disk: bool  # read from the persistent cache rather than compiled now
+
+    def __new__(cls, code: Any, code_type: Any, lowered: Any, log: Any, flags: Any, seconds: Any,
+                nvrtc_version: Any = (0, 0), from_disk: Any = False) -> Any:
+        return tuple.__new__(cls, (code, code_type, lowered, log, flags, seconds, nvrtc_version, from_disk))
 
 
 class Runtime(Protocol):

@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _config
 from .._version import __version__
+from .artifact import CompileResult
 from .files import FileStore, UntrustedCacheError
 from .files import digest as _digest
-from .nvrtc import CompileResult
 from .stats import counters
 
 if TYPE_CHECKING:

@@ -2,11 +2,15 @@
 every store (the memory cache, the disk cache) and by the ahead-of-time build.
 
 `compile_inputs` is the kernel's own part (no path, nothing of the machine), which a build
-records per entry; `cache_key` adds the exact flags and the machine's `toolchain`.
+records per entry; `cache_key` adds the exact flags and the machine's `toolchain`: the NVRTC
+library and the CUDA headers, identified by their files without loading NVRTC (the
+``toolchain`` module, which asks NVRTC itself, is for compiles).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -16,8 +20,7 @@ from .._digest import hexdigest
 from .._version import __version__
 from ..errors import DeclarationError
 from ..options import CompileOptions
-from . import toolchain as _toolchain
-from .headers import cuda_include_dir
+from .headers import cccl_include_dir, cuda_include_dir, nvidia_roots
 
 KEY_SCHEMA = 2
 
@@ -41,32 +44,106 @@ def compile_inputs(
     ``options``; digests of the source, the in-memory ``headers`` and the ``links`` (what
     the kernel is linked with: digests of modules, source strings); and cuforge's version.
     """
-    import json  # (on first use, as shlex: a launch on the CPU keys its builds without them)
-    import shlex
+    import json  # (on first use: a launch on the CPU keys its builds without it)
 
     kept = [f for f in flags if not f.startswith(("-arch=", "-I"))]
     return {
         "cuforge": __version__,
         "source": _sha(source),
         "name_expression": name_expression,
-        "options": shlex.join(f for f in kept if not f.startswith("-D")),
-        "defines": shlex.join(f for f in kept if f.startswith("-D")),
+        "options": shell_join([f for f in kept if not f.startswith("-D")]),
+        "defines": shell_join([f for f in kept if f.startswith("-D")]),
         "headers": _sha(json.dumps(sorted(headers.items()), ensure_ascii=False)) if headers else "",
         "include_dirs": include_digest,
         "link": _sha(json.dumps(list(links), ensure_ascii=False)) if links else "",
     }
 
 
+# The characters shlex.quote leaves an argument of as it is (its unsafe ones are
+# ``[^\w@%+=:,./-]``, ASCII): a kernel's usual flags have no other.
+_SHELL_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+
+
+def shell_join(args: list[str]) -> str:
+    """``shlex.join(args)``: the same text, without importing shlex (and compiling its regex)
+    where no argument needs quoting, as on a warm start."""
+    if all(a and _SHELL_PLAIN.issuperset(a) for a in args):
+        return " ".join(args)
+    import shlex
+
+    return shlex.join(args)
+
+
 def toolchain(*, linked: bool) -> dict[str, str]:
     """The machine's part of a compile's identity: the NVRTC library, the CUDA headers it is
     given and, for a kernel that is linked, nvJitLink."""
     found = {
-        "nvrtc": _toolchain.nvrtc_identity(),
-        "cuda_headers": _toolchain.cuda_headers_version(cuda_include_dir()),
+        "nvrtc": nvrtc_identity(),
+        "cuda_headers": cuda_headers_version(cuda_include_dir()),
     }
     if linked:
-        found["nvjitlink"] = _toolchain.nvjitlink_identity()
+        from .toolchain import nvjitlink_identity  # (loads nvJitLink, which a linked kernel's compile needs anyway)
+
+        found["nvjitlink"] = nvjitlink_identity()
     return found
+
+
+def _fingerprint(path: str) -> str:
+    st = os.stat(path)
+    return f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+@functools.lru_cache(maxsize=4)
+def cuda_headers_version(include_dir: str | None) -> str:
+    """Identity of the CUDA headers NVRTC is given (cuda_runtime_api.h's size and mtime, and
+    CCCL's cuda/version: a new toolkit, runtime or CCCL wheel changes them). Keys system
+    headers by toolkit without reading them."""
+    if not include_dir:
+        return "none"
+    marks = []
+    for path in (os.path.join(include_dir, "cuda_runtime_api.h"), os.path.join(cccl_include_dir() or "", "cuda", "version")):
+        try:
+            marks.append(_fingerprint(path))
+        except OSError:
+            marks.append("unknown")
+    return ";".join(marks)
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_identity() -> str:
+    """What identifies the NVRTC that compiles, for cache keys, without loading it.
+
+    cuda.bindings finds NVRTC through cuda.pathfinder, which prefers an NVIDIA wheel in
+    site-packages; that library file's size and mtime identify it (a wheel upgrade changes
+    them) at the cost of a few stats. Loading NVRTC just to ask its version is too slow for a
+    warm start; it is done only when no wheel is found (a system toolkit).
+    """
+    path = nvrtc_wheel_library()
+    if path is not None:
+        with contextlib.suppress(OSError):
+            return f"wheel:{_fingerprint(path)}"
+    from .toolchain import nvrtc_version  # (loads NVRTC: a system toolkit's only)
+
+    return "nvrtc:{}.{}".format(*nvrtc_version())
+
+
+@functools.lru_cache(maxsize=1)
+def nvrtc_wheel_library() -> str | None:
+    """The NVRTC library file of an NVIDIA wheel (what cuda.bindings loads), or None where
+    NVRTC comes from a system toolkit."""
+    roots = nvidia_roots()
+    for root in roots:  # the wheels' known places first: a few stats, no directory listing
+        for sub in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
+            if os.path.isfile(os.path.join(root, sub)):
+                return os.path.join(root, sub)
+    import glob  # (only where the known places have none: glob imports fnmatch and its regexes)
+
+    for root in roots:
+        for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll", "*/bin/*/nvrtc64*.dll"):
+            for path in sorted(glob.glob(os.path.join(root, pattern))):
+                if "builtins" not in path and "alt" not in os.path.basename(path) and os.path.isfile(path):
+                    return path
+    return None
 
 
 def cache_key(inputs: Mapping[str, str], flags: tuple[str, ...], tools: Mapping[str, str]) -> str:

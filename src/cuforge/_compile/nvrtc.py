@@ -12,32 +12,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._frozen import Record
 from ..errors import CompileError
+from .artifact import CompileResult
 from .stats import counters  # cf.cache_stats(): the one count of NVRTC programs compiled
 from .toolchain import check as _check
 from .toolchain import check_supported, nvrtc_api, nvrtc_version
 
 # (a string: re compiles it when a log is first read)
 _LOG_LINE = r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<what>(?:catastrophic )?error|warning)"
-
-
-class CompileResult(Record):
-    """What one NVRTC program produced."""
-
-    __slots__ = ()
-    code: bytes
-    code_type: str  # "cubin" or "ptx" ("ltoir" or a relocatable cubin before the link step)
-    lowered: Mapping[str, str]  # name expression -> lowered (mangled) symbol
-    log: str
-    flags: tuple[str, ...]
-    seconds: float
-    nvrtc_version: tuple[int, int]
-    from_disk: bool  # read from the persistent cache rather than compiled now
-
-    def __new__(cls, code: Any, code_type: Any, lowered: Any, log: Any, flags: Any, seconds: Any,
-                nvrtc_version: Any = (0, 0), from_disk: Any = False) -> Any:
-        return tuple.__new__(cls, (code, code_type, lowered, log, flags, seconds, nvrtc_version, from_disk))
 
 
 def compile_program(

@@ -37,6 +37,7 @@ from .. import _config
 from ..errors import CompileError
 from . import nvrtc as _compile
 from . import pch as _pch
+from .artifact import CompileResult
 from .identity import CompileUnit
 from .stats import counters
 
@@ -65,7 +66,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def compile_groups(todo: list[CompileUnit], flags: tuple[str, ...], spec_of: Callable[[list[CompileUnit]], dict[str, Any]]
-                   ) -> list[tuple[list[CompileUnit], _compile.CompileResult]]:  # fmt: skip
+                   ) -> list[tuple[list[CompileUnit], CompileResult]]:  # fmt: skip
     """Compile the units ``todo`` (of one declaration, with its siblings), as the module
     docstring says: [(units, the result of the one program that compiled them)]."""
     lead = todo[0]
@@ -79,7 +80,7 @@ def compile_groups(todo: list[CompileUnit], flags: tuple[str, ...], spec_of: Cal
     if workers < 2 or not _may_split(alone["source"]):
         return _batched(todo, spec_of)
     pace = _pace.get(lead.declaration)
-    done: list[tuple[list[Any], _compile.CompileResult]] = []
+    done: list[tuple[list[Any], CompileResult]] = []
     rest = todo
     if pace is None:  # time one instantiation, here
         first = _compile.compile_program(**alone)
@@ -108,7 +109,7 @@ def fell_back(log: str) -> bool:
     return _FELL_BACK.match(log) is not None
 
 
-def _batched(todo: list[Any], spec_of: Callable[[list[Any]], dict[str, Any]]) -> list[tuple[list[Any], _compile.CompileResult]]:
+def _batched(todo: list[Any], spec_of: Callable[[list[Any]], dict[str, Any]]) -> list[tuple[list[Any], CompileResult]]:
     """``todo`` as one program, or, where its instantiations' declarations clash (an
     ``extern __shared__ T temp[]`` for several T), one program each: said in each result's
     log and counted in ``cache_stats().batch_fallbacks``."""
@@ -132,7 +133,7 @@ def _may_split(source: str) -> bool:
 
 
 def _in_processes(chunks: list[list[Any]], spec_of: Callable[[list[Any]], dict[str, Any]],
-                  workers: int) -> list[tuple[list[Any], _compile.CompileResult]]:  # fmt: skip
+                  workers: int) -> list[tuple[list[Any], CompileResult]]:  # fmt: skip
     pool = _processes(workers)
     specs = [spec_of(chunk) for chunk in chunks]
     futures = [pool.submit(_compile.compile_program, **spec) for spec in specs]

@@ -9,18 +9,23 @@ from collections.abc import Callable
 from .. import _config
 from ..errors import NoDeviceError
 from . import disk as _disk
-from .toolchain import nvrtc_identity, nvrtc_version, supported_archs
+from .identity import nvrtc_identity
 
 
 def target_for(cc: int, archs: tuple[int, ...] | None = None) -> str:
     """The arch to compile for a device of compute capability ``cc`` (90 for 9.0): a cubin
     when NVRTC knows the arch, else PTX for the newest arch it knows below it. ``archs``
     (NVRTC's supported archs, if already known) saves loading NVRTC to ask."""
-    archs = supported_archs() if archs is None else archs
+    if archs is None:
+        from .toolchain import supported_archs  # (loads NVRTC: a warm start passes the archs the disk cache knows)
+
+        archs = supported_archs()
     if cc in archs:
         return f"sm_{cc}"
     older = [a for a in archs if a <= cc]
     if not older:
+        from .toolchain import nvrtc_version
+
         raise NoDeviceError(
             f"this NVRTC ({'.'.join(map(str, nvrtc_version()))}) supports archs "
             f"{', '.join(map(str, archs))}, none of which runs on a compute capability "
@@ -48,6 +53,8 @@ def _device_target(cc: int) -> str:
     record = disk.get_json(name) if disk is not None else None
     if record is not None and isinstance(record.get("archs"), list):
         return target_for(cc, tuple(record["archs"]))
+    from .toolchain import supported_archs
+
     archs = supported_archs()
     if disk is not None:
         disk.put_json(name, {"archs": list(archs)})

@@ -1,18 +1,15 @@
-"""The NVRTC (and nvJitLink) that compile, and the CUDA headers they are given: versions, the
-archs NVRTC knows, and identities for cache keys that need no NVRTC load where a wheel is
-installed."""
+"""The NVRTC (and nvJitLink) that compile, asked through cuda.bindings: versions, the archs
+NVRTC knows. Each question loads the library, so none is asked on a warm start: what
+identifies them for cache keys without a load is ``identity``'s."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import CompileError
 from ..options import arch_number
-from .headers import cccl_include_dir, nvidia_roots
 
 
 def nvrtc_api() -> Any:
@@ -51,62 +48,6 @@ def check_supported(flags: Sequence[str], kernel: str) -> None:
             f"{kernel}: NVRTC {'.'.join(map(str, nvrtc_version()))} does not compile for {arch}; it knows {have} "
             f"(and compute_XY of each); pass one of them", log="", source="", options=tuple(flags),
         )  # fmt: skip
-
-
-def _fingerprint(path: str) -> str:
-    st = os.stat(path)
-    return f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}"
-
-
-@functools.lru_cache(maxsize=4)
-def cuda_headers_version(include_dir: str | None) -> str:
-    """Identity of the CUDA headers NVRTC is given (cuda_runtime_api.h's size and mtime, and
-    CCCL's cuda/version: a new toolkit, runtime or CCCL wheel changes them). Keys system
-    headers by toolkit without reading them."""
-    if not include_dir:
-        return "none"
-    marks = []
-    for path in (os.path.join(include_dir, "cuda_runtime_api.h"), os.path.join(cccl_include_dir() or "", "cuda", "version")):
-        try:
-            marks.append(_fingerprint(path))
-        except OSError:
-            marks.append("unknown")
-    return ";".join(marks)
-
-
-@functools.lru_cache(maxsize=1)
-def nvrtc_identity() -> str:
-    """What identifies the NVRTC that compiles, for cache keys, without loading it.
-
-    cuda.bindings finds NVRTC through cuda.pathfinder, which prefers an NVIDIA wheel in
-    site-packages; that library file's size and mtime identify it (a wheel upgrade changes
-    them) at the cost of a few stats. Loading NVRTC just to ask its version is too slow for a
-    warm start; it is done only when no wheel is found (a system toolkit).
-    """
-    path = nvrtc_wheel_library()
-    if path is not None:
-        with contextlib.suppress(OSError):
-            return f"wheel:{_fingerprint(path)}"
-    return "nvrtc:{}.{}".format(*nvrtc_version())
-
-
-@functools.lru_cache(maxsize=1)
-def nvrtc_wheel_library() -> str | None:
-    """The NVRTC library file of an NVIDIA wheel (what cuda.bindings loads), or None where
-    NVRTC comes from a system toolkit."""
-    roots = nvidia_roots()
-    for root in roots:  # the wheels' known places first: a few stats, no directory listing
-        for sub in ("cu13/lib/libnvrtc.so.13", "cuda_nvrtc/lib/libnvrtc.so.12", "cu12/lib/libnvrtc.so.12"):
-            if os.path.isfile(os.path.join(root, sub)):
-                return os.path.join(root, sub)
-    import glob  # (only where the known places have none: glob imports fnmatch and its regexes)
-
-    for root in roots:
-        for pattern in ("*/lib/libnvrtc.so*", "*/bin/nvrtc64*.dll", "*/bin/*/nvrtc64*.dll"):
-            for path in sorted(glob.glob(os.path.join(root, pattern))):
-                if "builtins" not in path and "alt" not in os.path.basename(path) and os.path.isfile(path):
-                    return path
-    return None
 
 
 @functools.lru_cache(maxsize=1)

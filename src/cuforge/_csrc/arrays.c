@@ -17,7 +17,7 @@ static PyObject *s_dtype, *s_c_contiguous, *s_ndim, *s_data, *s_ptr, *s_device_i
     *s_data_ptr, *s_get_device, *s_numel, *s_shape, *s_contiguous, *s_device, *s_readonly, *s_origin, *s_cupy,
     *s_torch, *s_numpy;
 
-int configure_arrays(PyObject *numpy_dtypes, PyObject *torch_dtypes, PyObject *own, PyObject *array_arg) {
+int configure_arrays(PyObject *numpy_dtypes, PyObject *torch_dtypes, PyObject *array_arg) {
     INTERN(s_dtype, "dtype");
     INTERN(s_c_contiguous, "_c_contiguous");
     INTERN(s_ndim, "ndim");
@@ -37,16 +37,17 @@ int configure_arrays(PyObject *numpy_dtypes, PyObject *torch_dtypes, PyObject *o
     INTERN(s_cupy, "cupy");
     INTERN(s_torch, "torch");
     INTERN(s_numpy, "numpy");
-    keep(&by_numpy, numpy_dtypes), keep(&by_torch, torch_dtypes), keep(&own_type, own), keep(&array_arg_fn, array_arg);
+    keep(&by_numpy, numpy_dtypes), keep(&by_torch, torch_dtypes), keep(&array_arg_fn, array_arg);
     return 0;
 }
 
-/* set_array_types(cupy_type, cupy_stream, torch_type, torch_stream): None where not met yet */
+/* set_array_types(cupy_type, cupy_stream, torch_type, torch_stream, own_type): None where not met
+ * yet (own_type: cuforge.DeviceArray, whose module is imported on its first use) */
 PyObject *py_set_array_types(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *a, *b, *c, *d;
-    if (!PyArg_ParseTuple(args, "OOOO", &a, &b, &c, &d)) return NULL;
-    keep(&cupy_type, a), keep(&cupy_stream, b), keep(&torch_type, c), keep(&torch_stream, d);
+    PyObject *a, *b, *c, *d, *e;
+    if (!PyArg_ParseTuple(args, "OOOOO", &a, &b, &c, &d, &e)) return NULL;
+    keep(&cupy_type, a), keep(&cupy_stream, b), keep(&torch_type, c), keep(&torch_stream, d), keep(&own_type, e);
     PyObject **methods[4] = {&torch_is_contiguous, &torch_data_ptr, &torch_get_device, &torch_numel};
     PyObject *names[4] = {s_is_contiguous, s_data_ptr, s_get_device, s_numel};
     for (int i = 0; i < 4; i++) {

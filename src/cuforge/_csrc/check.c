@@ -23,16 +23,16 @@ static int intern_all(void) {
     return 0;
 }
 
-/* configure(cuda_module, by_numpy, by_torch, own_type, array_arg, dims, dims_memo, grid_limit,
- *           block_limit, stream_handle): the Python side of every Launcher, once. */
+/* configure(cuda_module, by_numpy, by_torch, array_arg, dims, dims_memo, grid_limit, block_limit,
+ *           stream_handle): the Python side of every Launcher, once. */
 PyObject *py_configure(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *a[10];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8], &a[9]))
+    PyObject *a[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7], &a[8]))
         return NULL;
-    if (intern_all() < 0 || configure_arrays(a[1], a[2], a[3], a[4]) < 0) return NULL;
+    if (intern_all() < 0 || configure_arrays(a[1], a[2], a[3]) < 0) return NULL;
     PyObject **dst[6] = {&dims_fn, &dims_memo, &grid_limit, &block_limit, &stream_fn, &cuda_module};
-    PyObject *src[6] = {a[5], a[6], a[7], a[8], a[9], a[0]};
+    PyObject *src[6] = {a[4], a[5], a[6], a[7], a[8], a[0]};
     for (int i = 0; i < 6; i++) keep(dst[i], src[i]);
     /* launch_rules.dims memoises valid values under (value, id(limit)) */
     SET(grid_key, PyLong_FromVoidPtr(grid_limit));

@@ -123,7 +123,7 @@ typedef struct {
 
 /* 1 accepted (facts set), 0 declined, -1 error (arrays.c). */
 int check_array(Spec *sp, PyObject *v, ArrayFacts *a);
-int configure_arrays(PyObject *numpy_dtypes, PyObject *torch_dtypes, PyObject *own, PyObject *array_arg);
+int configure_arrays(PyObject *numpy_dtypes, PyObject *torch_dtypes, PyObject *array_arg);
 
 /* ACCEPT, DECLINE (no exception set: the general path explains) or NOTHING (an empty grid);
  * -1 only for an exception the general path would not raise (out of memory). */

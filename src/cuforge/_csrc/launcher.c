@@ -413,10 +413,9 @@ static PyMethodDef methods[] = {
     {"recent_launches", py_recent_launches, METH_NOARGS, "recent_launches() -> the last 8 launch records, newest first"},
     {"launch_count", py_launch_count, METH_NOARGS, "launch_count() -> launches recorded in this process"},
     {"configure", py_configure, METH_VARARGS,
-     "configure(cuda_module, by_numpy, by_torch, own_type, array_arg, dims, dims_memo, grid_limit, block_limit, "
-     "stream_handle)"},
+     "configure(cuda_module, by_numpy, by_torch, array_arg, dims, dims_memo, grid_limit, block_limit, stream_handle)"},
     {"set_array_types", py_set_array_types, METH_VARARGS,
-     "set_array_types(cupy_type, cupy_stream, torch_type, torch_stream)"},
+     "set_array_types(cupy_type, cupy_stream, torch_type, torch_stream, own_type)"},
     {"set_error_handler", set_error_handler, METH_O, "set_error_handler(fn): raises LaunchError for a CUresult"},
     {NULL, NULL, 0, NULL},
 };

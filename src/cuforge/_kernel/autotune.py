@@ -18,7 +18,8 @@ from .._declare.dtypes import DType
 from .._declare.spelling import spell_combination
 from .._declare.value_params import IntParam
 from .._runtime import cuda as _cuda
-from .._runtime.arrays import array_arg, scratch_copy
+from .._runtime.arrays import array_arg
+from .._runtime.device_array import scratch_copy
 from ..errors import DeclarationError, DeviceFaultError
 from .kernel import Kernel
 

@@ -10,7 +10,6 @@ from .._declare.dtypes import BY_NUMPY
 from .._declare.launch_rules import BLOCK_LIMIT, DIMS_MEMO, GRID_LIMIT, dims
 from .._runtime import cuda as _cuda
 from .._runtime.arrays import BY_TORCH, array_arg
-from .._runtime.device_array import DeviceArray
 from .checks import scalar_to_bytes
 from .general import raise_launch_error, stream_handle
 from .plan import LaunchPlan
@@ -19,7 +18,7 @@ __all__ = ["c_launcher"]
 
 _claunch = _cuda.claunch
 if _claunch is not None:
-    _claunch.configure(_cuda, BY_NUMPY, BY_TORCH, DeviceArray, array_arg, dims, DIMS_MEMO, GRID_LIMIT, BLOCK_LIMIT,
+    _claunch.configure(_cuda, BY_NUMPY, BY_TORCH, array_arg, dims, DIMS_MEMO, GRID_LIMIT, BLOCK_LIMIT,
                        stream_handle)  # fmt: skip
     _claunch.set_error_handler(raise_launch_error)
     _claunch.set_cpu(-2, int(_cuda.state.default_on_cpu()))  # CUFORGE_DEVICE=cpu: every call takes the general path

@@ -4,7 +4,8 @@
 it by an extractor here (NumPy, CuPy, PyTorch, cuforge's `DeviceArray`, anything with
 ``__cuda_array_interface__`` or DLPack), and the checks read its fields by name. The C
 launcher reads CuPy arrays, PyTorch tensors and DeviceArrays itself and asks
-`array_arg` for everything else.
+`array_arg` for everything else. `DeviceArray`'s module is not imported here: a launch with
+other arrays does not need it, and it tells `LIBRARIES` its type when it is imported.
 """
 
 from __future__ import annotations
@@ -15,15 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._declare.dtypes import BY_NUMPY, DType, dtype_of
 from .._frozen import Record
-from ..errors import ArgumentTypeError
-from . import faults as _faults
 from . import libcuda as _libcuda
-from .device_array import DeviceArray, to_device
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["HOST", "UNKNOWN_DEVICE", "ArrayArg", "array_arg", "scratch_copy"]
+__all__ = ["HOST", "UNKNOWN_DEVICE", "ArrayArg", "array_arg"]
 
 HOST = -1  # ArrayArg.device of memory on the host (a NumPy array, a CPU tensor)
 UNKNOWN_DEVICE = -2  # device memory whose device CUDA is asked at launch (__cuda_array_interface__)
@@ -66,7 +64,7 @@ def _c_contiguous(shape: tuple[int, ...], strides: Any, itemsize: int) -> bool:
     return True
 
 
-def _from_own(a: DeviceArray) -> ArrayArg:
+def _from_own(a: Any) -> ArrayArg:  # a DeviceArray
     return _new(ArrayArg, (a.ptr, a.dtype, a.shape, True, a.device_id, False, "cuforge", None))
 
 
@@ -182,26 +180,33 @@ def _from_dlpack(a: Any) -> ArrayArg:
 
 class _Libraries:
     """CuPy's and PyTorch's array types and current-stream functions, once met (so neither
-    library is imported here); the C launcher is told them as they are found."""
+    library is imported here), and cuforge's `DeviceArray` once its module is imported; the C
+    launcher is told them as they are found."""
 
     cupy: type | None = None
     torch: type | None = None
     cupy_stream: Callable[[], Any] | None = None  # cupy.cuda.get_current_stream
     torch_stream: Callable[[int], int] | None = None  # torch._C._cuda_getCurrentRawStream
+    own: type | None = None  # cuforge.DeviceArray
 
     def publish(self) -> None:
         if _libcuda.claunch is not None:
-            _libcuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream)
+            _libcuda.claunch.set_array_types(self.cupy, self.cupy_stream, self.torch, self.torch_stream, self.own)
+
+    def meet_own(self, tp: type) -> None:
+        """``DeviceArray``, told by its module as it is imported (before any of its arrays exists)."""
+        self.own = tp
+        self.publish()
 
 
-LIBRARIES = _Libraries()
+LIBRARIES: _Libraries = _Libraries()
 EXTRACTORS: dict[type, Callable[[Any], ArrayArg] | None] = {}
 
 
 def _extractor(tp: type) -> Callable[[Any], ArrayArg] | None:
     root = tp.__module__.split(".")[0]
     np = sys.modules.get("numpy")
-    if tp is DeviceArray:
+    if tp is LIBRARIES.own:
         found: Any = _from_own
     elif np is not None and issubclass(tp, np.ndarray):
         found = _from_numpy
@@ -256,20 +261,3 @@ def array_arg(value: Any) -> ArrayArg | None:
     if ext is None and hasattr(value, "__cuda_array_interface__"):  # set on the instance
         ext = _from_cai
     return ext(value) if ext is not None else None
-
-
-def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
-    """A new device array holding a copy of ``value`` (a host NumPy array or device memory)."""
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return to_device(value)
-    arg = array_arg(value)
-    if arg is None:
-        raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
-    copy = DeviceArray(arg.shape, dtype)
-    if copy.nbytes:
-        driver = _libcuda.bindings()
-        _faults.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
-        _faults.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
-    return copy

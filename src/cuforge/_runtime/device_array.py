@@ -2,7 +2,9 @@
 
 `DeviceArray` holds memory from cuda.core's device memory resource, copies by plain driver
 memcpys, and has ``__cuda_array_interface__`` so CuPy, PyTorch and Numba can wrap it;
-`empty`, `zeros` and `to_device` make one.
+`empty`, `zeros` and `to_device` make one, `scratch_copy` a copy of an argument for autotuning.
+Nothing on a launch's path imports this module (``cuforge.DeviceArray`` does, on first use);
+it tells the launch layer's arrays (`arrays.LIBRARIES`) its type as it is imported.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._declare.dtypes import DType, dtype_of
 from ..errors import ArgumentTypeError, NoDeviceError
+from . import arrays as _arrays
 from . import device as _device
 from . import faults as _faults
 from . import libcuda as _libcuda
@@ -19,7 +22,7 @@ from . import libcuda as _libcuda
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DeviceArray", "empty", "to_device", "zeros"]
+__all__ = ["DeviceArray", "empty", "scratch_copy", "to_device", "zeros"]
 
 
 def _resolve_dtype(dtype: Any, where: str) -> DType:
@@ -231,3 +234,23 @@ def to_device(host: Any, dtype: Any = None) -> DeviceArray:
     arr = DeviceArray(host.shape, cf_dtype, _who="cf.to_device()")
     arr.copy_from_host(host)
     return arr
+
+
+def scratch_copy(value: Any, dtype: DType) -> DeviceArray:
+    """A new device array holding a copy of ``value`` (a host NumPy array or device memory)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return to_device(value)
+    arg = _arrays.array_arg(value)
+    if arg is None:
+        raise ArgumentTypeError(f"cannot copy {type(value).__name__}: not an array")
+    copy = DeviceArray(arg.shape, dtype)
+    if copy.nbytes:
+        driver = _libcuda.bindings()
+        _faults.check(driver.cuMemcpyDtoD(copy.ptr, arg.ptr, copy.nbytes), "cuMemcpyDtoD")
+        _faults.check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+    return copy
+
+
+_arrays.LIBRARIES.meet_own(DeviceArray)  # (the C launcher reads DeviceArrays itself, as CuPy's arrays)

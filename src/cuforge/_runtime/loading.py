@@ -13,8 +13,7 @@ import _thread  # (threading's lock and thread-local types, without importing th
 import ctypes
 from typing import Any
 
-from .._compile.artifact import CompiledKernel
-from .._compile.nvrtc import CompileResult
+from .._compile.artifact import CompiledKernel, CompileResult
 from ..errors import LaunchError
 from . import libcuda as _libcuda
 from .device import state

@@ -16,6 +16,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from .. import _config
 from .._compile import cache as _cache
 from .._compile import disk as _disk
+from .._compile import identity as _identity
 from .._compile import parallel as _parallel
 from .._compile import stats as _stats
 from .._compile import toolchain as _toolchain
@@ -241,7 +242,7 @@ class CudaMagics(Magics):
             print(f"driver:  CUDA {int(version) // 1000}.{int(version) % 1000 // 10}")
         except NoDeviceError as exc:
             print(f"device:  none ({exc})")
-        wheel = _toolchain.nvrtc_wheel_library()
+        wheel = _identity.nvrtc_wheel_library()
         where = f"wheel: {wheel}" if wheel is not None else "the system's CUDA toolkit"
         print(f"NVRTC:   {'.'.join(map(str, _toolchain.nvrtc_version()))} ({where})")
         print(f"CPU:     {_cpu_line()}")
