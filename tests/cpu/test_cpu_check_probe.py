@@ -1,0 +1,49 @@
+"""Checked launches on the CPU backend against the third corpus (check_probe_correct.py,
+check_probe_buggy.py): each correct kernel not flagged and computing what it computes unchecked
+and what NumPy computes; each buggy kernel reported with one of its kinds (and its line, where
+the case names one). What the checker gets wrong today (MISSED, FLAGGED) are strict xfails
+saying why."""
+
+from __future__ import annotations
+
+import pytest
+
+from .check_probe_buggy import BUGGY
+from .check_probe_correct import CORRECT
+from .test_cpu_check import check_correct
+
+MISSED = {
+    "uninit register accumulator": "registers and local variables are not followed (only memory is), and GCC "
+    "says only 'may be used uninitialized' of an accumulator never zeroed, as it says of correct guarded code",
+    "uninit local array": "registers and local variables are not followed (only memory is)",
+    "half2 odd offset": "GCC reads only the half it uses: a 2-byte load, aligned, where nvcc's __half2 load faults",
+    "float2 fields misaligned": "GCC reads the two members apart: two aligned 4-byte loads, where nvcc's float2 load faults",
+    "TempStorage too few warps": "an index past one member of a struct lands in the next member: the struct is one object",
+}  # fmt: skip
+FLAGGED = {
+    "activemask agg inc": "__activemask() in a divergent branch is the whole warp on the CPU (docs/guide/cpu.md), so "
+    "the __match_any_sync given it waits for the lanes of the other branch",
+}  # fmt: skip
+
+
+def _cases(cases, wrong):
+    assert set(wrong) <= set(cases)
+    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=wrong[name])) if name in wrong else name
+            for name in cases]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _cases(BUGGY, MISSED))
+def test_buggy_kernel_is_reported(name):
+    case = BUGGY[name]
+    args, launch = case.args()
+    with pytest.raises(case.errors) as info:
+        case.kernel(*args, device="cpu", check=True, **launch)
+    message = str(info.value)
+    assert message.startswith(case.kernel.label), message
+    if case.line:
+        assert f"{case.kernel.label}.body, line {case.line}: " in message, message
+
+
+@pytest.mark.parametrize("name", _cases(CORRECT, FLAGGED))
+def test_correct_kernel_is_not_flagged_and_matches_unchecked(name):
+    check_correct(CORRECT[name])
