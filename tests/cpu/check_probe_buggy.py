@@ -10,7 +10,10 @@ import numpy as np
 
 import cuforge as cf
 
-COOP = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;"
+from .check_corpus_more import COOP
+from .check_corpus_more import _rand as R
+from .check_corpus_more import _xy as xy
+from .check_corpus_more import _xyn as xyn
 
 
 class Buggy(NamedTuple):
@@ -19,18 +22,6 @@ class Buggy(NamedTuple):
     errors: tuple  # accepted error classes (first = the expected one)
     line: int  # expected line of the body (0: none / any)
     note: str = ""
-
-
-def R(*shape, seed=0):
-    return np.random.default_rng(seed).random(shape, dtype=np.float32)
-
-
-def xy(n, m=None, **kw):
-    return lambda: ((R(n), np.zeros(n if m is None else m, np.float32)), kw)
-
-
-def xyn(n, m=None, **kw):
-    return lambda: ((R(n), np.zeros(n if m is None else m, np.float32), n), kw)
 
 
 @cf.kernel

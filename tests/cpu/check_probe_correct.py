@@ -11,7 +11,9 @@ import numpy as np
 
 import cuforge as cf
 
-COOP = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;"
+from .check_corpus_more import COOP
+from .check_corpus_more import _rand as R
+
 COOP_REDUCE = COOP + "\n#include <cooperative_groups/reduce.h>"
 
 
@@ -20,10 +22,6 @@ class Correct(NamedTuple):
     args: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]
     expected: Callable[[tuple[Any, ...]], list[tuple[Any, Any]]]
     note: str = ""
-
-
-def R(*shape, seed=0):
-    return np.random.default_rng(seed).random(shape, dtype=np.float32)
 
 
 # 1 ------------------------------------------------------------------ CUB-style block reduce

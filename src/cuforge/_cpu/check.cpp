@@ -602,7 +602,7 @@ inline Site& site_of(Current* c, void* pc) { return c->sites[(reinterpret_cast<u
 __attribute__((always_inline)) inline bool no_other_threads(Current* c, const Site& s, uintptr_t a, bool shared, bool write) {
     Cell* cell = s.region.cells + ((a - s.from) >> s.shift);
     for (unsigned k = 0; k < s.cells; ++k)
-        if (!no_other_thread(c, cell[k], shared, shared ? false : s.region.init, write)) return false;
+        if (!no_other_thread(c, cell[k], shared, s.region.init, write)) return false;  // (shared memory's: never init)
     return true;
 }
 
