@@ -347,7 +347,7 @@ BUGGY: dict[str, Buggy] = {
     "constant taps": Buggy(ConstantTaps, lambda: ((_rand(100), np.zeros(100, np.float32), 100), {}), cf.OutOfBoundsError,
                            5, r"module variable 'taps', index 16, outside its extent of 16"),
     "misaligned float4": Buggy(Float4Misaligned, lambda: ((_rand(256), np.zeros(32, np.float32)), {"grid": 1}),
-                               cf.MisalignedAccessError, 2, r"misaligned read of 16 bytes"),
+                               cf.MisalignedAccessError, 2, r"misaligned access to a float4 \(aligned to 16 bytes\)"),
     "shared times zero": Buggy(SharedTimesZero, _xy(128), cf.UninitializedReadError, 5,
                                r"__shared__ variable 's', index 64 \(extent 65\)"),
     "accumulate into Out": Buggy(AccumulateIntoOut, lambda: ((_rand(200), np.zeros(200, np.float32), 200), {}),

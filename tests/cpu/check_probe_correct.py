@@ -1480,3 +1480,48 @@ CORRECT.update(
         "warp bitonic shfl": Correct(WarpBitonicShfl, _wb_args, _wb_exp),
     }
 )
+
+
+# Local variables declared without an initializer and written before every read (the checker
+# follows them: a read before a write would be reported)
+@cf.kernel
+class LocalsWrittenFirst:
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int32
+    block = 64
+    preamble = """
+    template <class T> __device__ T dot4(const T* a) { T acc; acc = a[0] * a[0]; for (int k = 1; k < 4; ++k) acc += a[k] * a[k]; return acc; }
+    """
+    body = """
+    __shared__ float tile[64];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v, r[4];
+    if (i < n) v = x[i]; else v = 0.f;
+    for (int k = 0; k < 4; ++k) r[k] = v + k;
+    float s, c;
+    sincosf(v, &s, &c);
+    float2 z;
+    z.x = s; z.y = c;
+    tile[threadIdx.x] = v;
+    __syncthreads();
+    float total;
+    total = 0.f;
+    for (int k = 0; k < 4; ++k) { float t; t = tile[(threadIdx.x + k) % 64]; total += t; }
+    if (i < n) y[i] = dot4(r) + (z.x * z.x + z.y * z.y) + total;
+    """
+
+
+def _lw_args():
+    return (R(100), np.zeros(100, np.float32), 100), {"grid": 2}
+
+
+def _lw_exp(a):
+    x = np.r_[a[0], np.zeros(28, np.float32)].astype(np.float64)
+    r = x[:, None] + np.arange(4)
+    tiles = x.reshape(2, 64)
+    total = sum(np.roll(tiles, -k, axis=1) for k in range(4)).ravel()
+    return [(a[1], ((r * r).sum(1) + 1.0 + total)[:100])]
+
+
+CORRECT["locals written before read"] = Correct(LocalsWrittenFirst, _lw_args, _lw_exp)

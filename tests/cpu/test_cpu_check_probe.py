@@ -13,11 +13,6 @@ from .check_probe_correct import CORRECT
 from .test_cpu_check import check_correct
 
 MISSED = {
-    "uninit register accumulator": "registers and local variables are not followed (only memory is), and GCC "
-    "says only 'may be used uninitialized' of an accumulator never zeroed, as it says of correct guarded code",
-    "uninit local array": "registers and local variables are not followed (only memory is)",
-    "half2 odd offset": "GCC reads only the half it uses: a 2-byte load, aligned, where nvcc's __half2 load faults",
-    "float2 fields misaligned": "GCC reads the two members apart: two aligned 4-byte loads, where nvcc's float2 load faults",
     "TempStorage too few warps": "an index past one member of a struct lands in the next member: the struct is one object",
 }  # fmt: skip
 FLAGGED = {

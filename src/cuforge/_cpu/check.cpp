@@ -49,6 +49,19 @@ struct cuforge_check_var {
     unsigned long long address, bytes;
     const char* name;
 };
+// What the compilers' alignment check (UBSan's type-mismatch check) passes its handler: where,
+// the type (its name quoted), log2 of its alignment and what the access was (0 load, 1 store,
+// 2 reference binding, 3 member access, 4 member call, ...), in GCC's and clang's layout.
+struct UbsanTypeDescriptor {
+    unsigned short kind, info;
+    char name[1];
+};
+struct UbsanTypeMismatch {
+    const char* file;
+    unsigned line, column;
+    const UbsanTypeDescriptor* type;
+    unsigned char log_alignment, kind;
+};
 struct cuforge_check_launch {
     int narrays, nvars;
     cuforge_check_array* arrays;
@@ -201,6 +214,14 @@ struct Current {
     std::vector<Cell> shared_cells;
     unsigned long long dynamic_bytes = 0;
     Site sites[SITES];             // (emptied at the worker's first block of a launch)
+    // Local variables declared without an initializer (cuforge_check_local): a byte per byte of
+    // the worker's region (its stacks), mapped on first use and touched only where such locals
+    // live: 0, or the declaration (its index in local_sites, plus 1) of a byte not yet written.
+    uint8_t* local_map = nullptr;
+    unsigned locals = 0;                // the declarations whose scope has not ended (their guards)
+    uintptr_t local_lo = UINTPTR_MAX, local_hi = 0;  // the offsets the map was marked at since it was clean
+    struct LocalSite { const char* name; unsigned line; };
+    std::vector<LocalSite> local_sites;  // the declarations met this launch (a report names one)
 };
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
 const size_t REGIONS = size_t(1) << (47 - REGION_SHIFT);  // x86-64's user address space, in regions
@@ -640,6 +661,25 @@ __attribute__((noinline)) void observe_shared(Current* c, uintptr_t a, unsigned 
     access(c, *r, off, size, write, kind, pc);
 }
 
+// An access outside the kernel's memory while local variables without an initializer live
+// (cuforge_check_local): one of them read before it was written is reported, a write marks its
+// bytes written.
+__attribute__((noinline)) void observe_local(Current* c, uintptr_t a, unsigned size, bool write, void* pc) {
+    uintptr_t off = a - c->region;
+    if (off >= CUFORGE_CPU_REGION - size || !c->local_map) return;  // (another worker's memory, or cuforge's)
+    uint8_t* m = c->local_map + off;
+    unsigned site = 0;
+    for (unsigned k = 0; k < size && !site; ++k) site = m[k];
+    if (!site) return;
+    if (write) { memset(m, 0, size); return; }
+    const Current::LocalSite& d = c->local_sites[site - 1];
+    char who[160];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    report(c, pc, "uninitialized read: local variable '%s' (declared at line %u without an initializer) is read by %s "
+           "before it was written; a local variable holds an undefined value on a GPU until it is assigned: give it "
+           "an initial value where it is declared; at @LINE@", d.name, d.line, who);
+}
+
 // An access to global memory, found and checked in full (`learn`: and its instruction's site
 // learns the answer, for an instruction of one size). An address in the gap around the region
 // its instruction found last is that region's: one past a module variable's end may be where
@@ -656,7 +696,7 @@ __attribute__((noinline)) void observe_global(Current* c, uintptr_t a, unsigned 
     bool known = r && r->kind != OTHER;  // (memory cuforge does not know, or its own: not checked)
     if (learns && known) learn(last, pc, *r, 0, size, 0);
     if (learns && !known) last.pc = pc, last.epoch = 0, last.mode = UNCHECKED, last.from = from, last.span = to - from;
-    if (!known) return;
+    if (!known) return c->locals ? observe_local(c, a, size, write, pc) : void();
     count_atomic(c, kind);
     access(c, *r, a, size, write, kind, pc);
 }
@@ -682,7 +722,10 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
     }
     if (!sited || __builtin_expect(s.pc != pc || s.epoch != 0 || a - s.from >= s.span, 0))
         return observe_global(c, a, size, write, kind, pc, sited);
-    if (s.mode == UNCHECKED) return;  // (the worker's own stacks among such memory)
+    if (s.mode == UNCHECKED) {  // (the worker's own stacks among such memory)
+        if (__builtin_expect(c->locals != 0, 0)) return observe_local(c, a, size, write, pc);
+        return;
+    }
     if (kind != PLAIN) {
         count_atomic(c, kind);
         return access(c, s.region, a, size, write, kind, pc);
@@ -705,6 +748,33 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
     report(c, pc, "misaligned %s of %u bytes at address %p (not a multiple of %u) by %s; on a GPU this is a "
            "misaligned address error (a vector load or store needs an address aligned to its size); at @LINE@",
            write ? "write" : "read", size, reinterpret_cast<void*>(a), size, who);
+}
+
+// A typed access (a load, a store, a member's) through a pointer not aligned to its type: what
+// the compiler's alignment check (-fsanitize=alignment, check.py) reports. Reported where it is
+// the kernel's memory, as misaligned() does: a float2 at an odd float, a __half2 at an odd half.
+// The GPU's types have the same alignment here (CUDA's own vector_types.h and cuda_fp16.h), and
+// on a GPU such an access is a misaligned address error, or a wrong value where nvcc splits it.
+__attribute__((noinline, cold)) void misaligned_type(const UbsanTypeMismatch* data, uintptr_t a, void* pc) {
+    Current* c = active();
+    unsigned align = 1u << data->log_alignment;
+    if (!c || align <= 1 || a % align == 0) return;
+    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;
+    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
+    uintptr_t from, to;
+    if (!(a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global_slow(a, &from, &to))) return;
+    char who[160], type[96];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    const char* name = data->type ? data->type->name : "";
+    size_t n = strlen(name);
+    if (n >= 2 && name[0] == '\'' && name[n - 1] == '\'') ++name, n -= 2;  // (the compilers quote it)
+    for (const char* word : {"const ", "volatile ", "struct ", "union ", "class "})  // (GCC: "const struct float4")
+        if (strncmp(name, word, strlen(word)) == 0) name += strlen(word), n -= strlen(word);
+    snprintf(type, sizeof type, "%.*s", int(n < sizeof type ? n : sizeof type - 1), name);
+    static const char* const WHAT[] = {"read of", "write of"};  // (else a reference bound, a member reached: a copy's)
+    report(c, pc, "misaligned %s a %s (aligned to %u bytes) at address %p (not a multiple of %u) by %s; on a GPU "
+           "this is a misaligned address error (an access must be aligned to its type); at @LINE@",
+           data->kind < 2 ? WHAT[data->kind] : "access to", type, align, reinterpret_cast<void*>(a), align, who);
 }
 
 // A misaligned access: reported where it is the kernel's memory, else observed as any other.
@@ -735,6 +805,12 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         c->shared.clear();
         memset(c->sites, 0, sizeof c->sites);
         memset(c->atomic_seq, 0, sizeof c->atomic_seq);  // (the last launch's: its sequence started again)
+        if (c->locals && c->local_map) {  // (a report ended it inside a local's scope: its guard did not run)
+            uintptr_t page = 4096, lo = c->local_lo & ~(page - 1), hi = (c->local_hi + page - 1) & ~(page - 1);
+            madvise(c->local_map + lo, hi - lo, MADV_DONTNEED);  // (zero pages again)
+        }
+        c->locals = 0, c->local_lo = UINTPTR_MAX, c->local_hi = 0;
+        c->local_sites.clear();
     }
     c->region = stack_pointer() & ~uintptr_t(CUFORGE_CPU_REGION - 1);
     size_t i = c->region >> REGION_SHIFT;
@@ -765,6 +841,42 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
     if (!c) return;
     if (what == 2 && warp < CUFORGE_CPU_MAX_THREADS / 32) ++c->warp_gen[warp];
     if (what == 1) launch.grid_syncs[c->block] = ++c->grid_syncs;
+}
+
+// A local variable of `bytes` at `at`, declared at `line` without an initializer, begins (its
+// guard: cuforge/cpu_check.h): its bytes are undefined until written. `name` is the declaration's
+// (a literal: one per declaration).
+CUFORGE_CPU_API void cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line) {
+    Current* c = active();
+    if (!c) return;
+    uintptr_t off = reinterpret_cast<uintptr_t>(at) - c->region;
+    if (off >= CUFORGE_CPU_REGION || bytes > CUFORGE_CPU_REGION - off) return;
+    if (!c->local_map) {
+        void* m = mmap(nullptr, CUFORGE_CPU_REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return;  // (then locals are not followed)
+        c->local_map = static_cast<uint8_t*>(m);
+    }
+    unsigned site = 0;
+    for (size_t k = c->local_sites.size(); k-- > 0 && !site;)
+        if (c->local_sites[k].name == name && c->local_sites[k].line == line) site = unsigned(k) + 1;
+    if (!site) {
+        if (c->local_sites.size() >= 255) return;  // (a map byte names a declaration: the 256th on are not followed)
+        c->local_sites.push_back({name, line});
+        site = unsigned(c->local_sites.size());
+    }
+    memset(c->local_map + off, int(site), bytes);
+    ++c->locals;
+    c->local_lo = std::min(c->local_lo, off), c->local_hi = std::max(c->local_hi, off + bytes);
+}
+
+// That variable's scope ends.
+CUFORGE_CPU_API void cuforge_check_local_end(void* at, size_t bytes) {
+    Current* c = active();
+    if (!c || !c->locals) return;
+    uintptr_t off = reinterpret_cast<uintptr_t>(at) - c->region;
+    if (off >= CUFORGE_CPU_REGION || bytes > CUFORGE_CPU_REGION - off || !c->local_map) return;
+    memset(c->local_map + off, 0, bytes);
+    --c->locals;
 }
 
 // A shuffle at `file`, `line` read lane `src`, whose value is undefined on a GPU: the index of its
@@ -1095,6 +1207,16 @@ CF_UNALIGNED(4)
 CF_UNALIGNED(8)
 CF_UNALIGNED(16)
 #undef CF_UNALIGNED
+
+// The alignment check's report (-fsanitize=alignment without its runtime: check.py); the
+// compiler checks the alignment inline and calls this only for a misaligned pointer. `_abort`:
+// the form of a build whose checks do not recover (the launch ends at a report either way).
+void __ubsan_handle_type_mismatch_v1(const UbsanTypeMismatch* data, void* a) {
+    misaligned_type(data, reinterpret_cast<uintptr_t>(a), __builtin_return_address(0));
+}
+void __ubsan_handle_type_mismatch_v1_abort(const UbsanTypeMismatch* data, void* a) {
+    misaligned_type(data, reinterpret_cast<uintptr_t>(a), __builtin_return_address(0));
+}
 
 void __tsan_atomic_thread_fence(int) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -42,17 +42,19 @@ class CheckLaunch(ctypes.Structure):
 
 
 def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
-    """The flags of a checked build: ThreadSanitizer's instrumentation without its runtime
-    (GCC links libtsan only into executables with ``-static-libtsan``; clang and zig's
-    clang with ``-fno-sanitize-link-runtime``), so that the instrumented accesses call
-    ``check.cpp``; volatile accesses told apart (a poll of a flag that atomics set is no race);
-    debug lines for reports; ``-O1``, under which every access stays one
-    (GCC's ``-fno-tree-sra`` keeps a vector load, a ``float4``, one access of its size, so that
-    its alignment is checked)."""
-    base = ("-fsanitize=thread", "-g", "-O1")
+    """The flags of a checked build: ThreadSanitizer's instrumentation and the alignment check
+    of every typed access (UBSan's ``alignment``, whose test is inline) without their
+    runtimes, so that the instrumented accesses and a misaligned pointer call ``check.cpp``
+    (GCC: ``-nodefaultlibs`` and the libraries it would link but libtsan and libubsan, which
+    it links even into a shared object; clang and zig's clang:
+    ``-fno-sanitize-link-runtime``); volatile accesses told apart (a poll of a flag that
+    atomics set is no race); debug lines for reports; ``-O1``, under which every access stays
+    one (GCC's ``-fno-tree-sra`` keeps a vector load, a ``float4``, one access of its size,
+    so that its alignment is checked)."""
+    base = ("-fsanitize=thread", "-fsanitize=alignment", "-g", "-O1")
     if compiler.kind == "gcc":
-        return (*base, "-fno-tree-sra", "-static-libtsan", "--param", "tsan-instrument-func-entry-exit=0",
-                "--param", "tsan-distinguish-volatile=1")  # fmt: skip
+        return (*base, "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
+                "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip
     return (*base, "-fno-sanitize-link-runtime", "-mllvm", "-tsan-distinguish-volatile=1")
 
 

@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import CompileError
+from .locals import follow_locals
 
 HEADER = '#include "cuforge_cpu.h"\n'
 
@@ -246,9 +247,12 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
     parameters) become ``cuforge_entry_<i>``. A unit ``linked`` with others into one library
     never runs its threads as a plain loop, whose built-ins are the unit's own. ``checked``: the
     build of a checked launch (``check.py``), whose threads announce themselves to the checker
-    and never run as a plain loop either."""
+    and never run as a plain loop either, and whose local variables declared without an
+    initializer are followed (``locals.py``)."""
     refuse_unsupported(label, source, line_sources)
     plain = _is_plain(source) and not linked and not checked
+    if checked:  # (local variables without an initializer: the checker follows them)
+        source = follow_locals(source, masked(source))
     body = _rewrite_shared(label, source, masked(source), line_sources, checked)
     return _assemble(label, body, plain, entries, checked=checked)
 

@@ -58,7 +58,7 @@ extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
 #define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
 // The runtime's own bookkeeping (the plain loop's, the fibers' and barriers') is cuforge's, not
 // the kernel's: left uninstrumented, it costs a checked launch no call per access.
-#define CF_RUNTIME __attribute__((no_sanitize_thread))
+#define CF_RUNTIME __attribute__((no_sanitize_thread, no_sanitize("alignment")))
 #else
 #define CF_CHECK_SYNC(what, warp) ((void)0)
 #define CF_RUNTIME

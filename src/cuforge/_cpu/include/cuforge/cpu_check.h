@@ -10,10 +10,12 @@
 #pragma once
 #include <type_traits>
 
-#define CF_NOCHECK __attribute__((no_sanitize_thread, noinline))
+#define CF_NOCHECK __attribute__((no_sanitize_thread, no_sanitize("alignment"), noinline))
 
 extern "C" {
 CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src);
+CUFORGE_CPU_API void cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line);
+CUFORGE_CPU_API void cuforge_check_local_end(void* at, size_t bytes);
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table);
 }
@@ -70,6 +72,39 @@ template <class T> CF_NOCHECK T shuffled(unsigned long long bits, int undefined,
     unsigned long long site = cuforge_check_undefined(name, file, line, unsigned(undefined));
     return from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32 | site : CUFORGE_CHECK_UNDEFINED_F64 | site);
 }
+
+// A local variable declared without an initializer is followed (cuforge/_cpu/locals.py puts a
+// guard after its declaration) where its bytes are all its value's: a number, or a vector type
+// (float4, int2, ...) whose members x, y, z, w fill it, or an array of them. Its bytes are
+// undefined until written, and a read before is reported; a struct with padding, a class with a
+// constructor (__half) or a pointer is not followed.
+template <class T, class = void> struct vector_members { static constexpr size_t bytes = 0; };
+template <class T> struct vector_members<T, std::enable_if_t<std::is_arithmetic<decltype(T::x)>::value>> {
+    template <class U, class = void> struct y_of { static constexpr size_t n = 0; };
+    template <class U> struct y_of<U, decltype(void(U::y))> { static constexpr size_t n = 1; };
+    template <class U, class = void> struct z_of { static constexpr size_t n = 0; };
+    template <class U> struct z_of<U, decltype(void(U::z))> { static constexpr size_t n = 1; };
+    template <class U, class = void> struct w_of { static constexpr size_t n = 0; };
+    template <class U> struct w_of<U, decltype(void(U::w))> { static constexpr size_t n = 1; };
+    static constexpr size_t bytes = sizeof(T::x) * (1 + y_of<T>::n + z_of<T>::n + w_of<T>::n);
+};
+template <class T, class E = std::remove_all_extents_t<T>>
+constexpr bool followed_local = std::is_trivially_default_constructible<E>::value &&
+                                (std::is_arithmetic<E>::value || vector_members<E>::bytes == sizeof(E));
+
+template <class T, bool = followed_local<T>> struct local_guard {  // (not followed: nothing)
+    __attribute__((always_inline)) local_guard(T*, const char*, unsigned) {}
+};
+template <class T> struct local_guard<T, true> {
+    T* at;
+    __attribute__((no_sanitize_thread, always_inline)) local_guard(T* p, const char* name, unsigned line) : at(p) {
+        cuforge_check_local(p, sizeof(T), name, line);
+    }
+    __attribute__((no_sanitize_thread, always_inline)) ~local_guard() { cuforge_check_local_end(at, sizeof(T)); }
+    local_guard(const local_guard&) = delete;
+    local_guard& operator=(const local_guard&) = delete;
+};
+#define CF_LOCAL(name) cuforge_cpu::local_guard<decltype(name)> cuforge_local_##name(__builtin_addressof(name), #name, __LINE__)
 
 // A kernel K run checked: the thread announces itself, then K's (instrumented) body runs.
 // (Inlined into the runtime's loop over the threads: a call per thread less.)
