@@ -1,9 +1,11 @@
-"""Which bugs of cuforge's corpora (tests/cpu/check_corpus.py, tests/cpu/check_corpus_more.py)
-each tool finds: cuforge's checked CPU launch, and NVIDIA's compute-sanitizer (memcheck,
-racecheck, initcheck, synccheck) on the GPU.
+"""Which bugs of cuforge's corpora (tests/cpu/check_corpus.py, tests/cpu/check_corpus_more.py,
+tests/cpu/check_probe_buggy.py with check_probe_correct.py) each tool finds: cuforge's checked
+CPU launch, and NVIDIA's compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the GPU.
 
-    python benchmarks/bug_finders.py [OUT.json]        (on the GPU machine, compute-sanitizer on PATH
-                                                        or in /usr/local/cuda/bin)
+    python benchmarks/bug_finders.py [OUT.json [CORPUS ...]]   (on the GPU machine, compute-sanitizer
+                                                                on PATH or in /usr/local/cuda/bin;
+                                                                CORPUS: check_corpus, check_corpus_more,
+                                                                check_probe; all by default)
 
 Each buggy kernel runs with the arguments that show its bug, and each correct kernel with its
 own: checked on the CPU (the error it raises, if any), then on the GPU under each tool in a
@@ -26,14 +28,19 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-# each corpus: its module under tests/cpu, and its dictionaries of buggy and correct cases
-CORPORA = {"check_corpus": ("BUGGY", "CORRECT"), "check_corpus_more": ("BUGGY_MORE", "CORRECT_MORE")}
+# each corpus: the modules under tests/cpu and the dictionaries of its buggy and its correct cases
+CORPORA = {
+    "check_corpus": (("check_corpus", "BUGGY"), ("check_corpus", "CORRECT")),
+    "check_corpus_more": (("check_corpus_more", "BUGGY_MORE"), ("check_corpus_more", "CORRECT_MORE")),
+    "check_probe": (("check_probe_buggy", "BUGGY"), ("check_probe_correct", "CORRECT")),
+}
 
 CHILD = """
 import sys
 sys.path.insert(0, {root!r})
 import cupy as cp, numpy as np
-from tests.cpu.{module} import {buggy} as BUGGY, {correct} as CORRECT
+from tests.cpu.{buggy_module} import {buggy} as BUGGY
+from tests.cpu.{correct_module} import {correct} as CORRECT
 case = {{**BUGGY, **CORRECT}}[{name!r}]
 args, kwargs = case.args()
 kwargs = {{k: v for k, v in kwargs.items() if k not in ("device", "check")}}
@@ -60,9 +67,9 @@ def sanitizer() -> str | None:
 def cases(module: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The buggy and the correct cases of corpus ``module``."""
     sys.path.insert(0, ROOT)
-    corpus = importlib.import_module(f"tests.cpu.{module}")
-    buggy, correct = CORPORA[module]
-    return getattr(corpus, buggy), getattr(corpus, correct)
+    (buggy_module, buggy), (correct_module, correct) = CORPORA[module]
+    return (getattr(importlib.import_module(f"tests.cpu.{buggy_module}"), buggy),
+            getattr(importlib.import_module(f"tests.cpu.{correct_module}"), correct))  # fmt: skip
 
 
 def on_cpu(module: str, name: str) -> str:
@@ -88,8 +95,9 @@ def on_gpu(tool_path: str, tool: str, module: str, name: str) -> int:
         "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "src"), *sys.path]),
         "CUFORGE_CACHE_DIR": os.environ.get("CUFORGE_CACHE_DIR", "/tmp/cuforge-bug-finders"),
     }
-    buggy, correct = CORPORA[module]
-    child = CHILD.format(root=ROOT, module=module, buggy=buggy, correct=correct, name=name)
+    (buggy_module, buggy), (correct_module, correct) = CORPORA[module]
+    child = CHILD.format(root=ROOT, buggy_module=buggy_module, buggy=buggy, correct_module=correct_module, correct=correct,
+                         name=name)  # fmt: skip
     try:
         out = subprocess.run([*argv, sys.executable, "-c", child], capture_output=True, text=True, timeout=180, env=env)
     except subprocess.TimeoutExpired:
@@ -103,9 +111,9 @@ def on_gpu(tool_path: str, tool: str, module: str, name: str) -> int:
     return -1
 
 
-def main(out: str | None = None) -> dict[str, dict[str, object]]:
+def main(out: str | None = None, corpora: tuple[str, ...] = tuple(CORPORA)) -> dict[str, dict[str, object]]:
     tool_path = sanitizer()
-    names = [(m, n) for m in CORPORA for part in cases(m) for n in part]
+    names = [(m, n) for m in corpora for part in cases(m) for n in part]
     results: dict[str, dict[str, object]] = {}
     for m, n in names:
         bugs, goods = cases(m)
@@ -135,4 +143,4 @@ def main(out: str | None = None) -> dict[str, dict[str, object]]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    main(sys.argv[1] if len(sys.argv) > 1 else None, tuple(sys.argv[2:]) or tuple(CORPORA))

@@ -817,3 +817,23 @@ class UninitLocalTimesZero:
 
 
 BUGGY["uninit local times zero"] = Buggy(UninitLocalTimesZero, xy(64, grid=2), (cf.UninitializedReadError,), 3)
+
+
+@cf.kernel
+class TileRowOverflow:
+    """A forward difference along a 16x16 shared tile's rows without the edge guard: the last column
+    reads the next row's first element, inside the array (on a GPU a wrong value, no fault)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = (16, 16)
+    body = """
+    __shared__ float tile[16][16];
+    int tx = threadIdx.x, ty = threadIdx.y, i = (blockIdx.x * 16 + ty) * 16 + tx;
+    tile[ty][tx] = x[i];
+    __syncthreads();
+    if (ty < 15) y[i] = tile[ty][tx + 1] - tile[ty][tx];
+    """
+
+
+BUGGY["tile row overflow into the next row"] = Buggy(TileRowOverflow, xy(512, grid=2), (cf.OutOfBoundsError,), 5)

@@ -235,3 +235,21 @@ def test_the_last_block_reads_an_atomic_count_after_the_fence_and_the_ticket():
         hits, ticket, out = np.zeros(1, np.uint32), np.zeros(1, np.uint32), np.zeros(1, np.uint32)
         LastBlockReadsCount(x, hits, ticket, out, grid=16, device="cpu", check=True)
         assert out[0] == hits[0] == (x > 0.5).sum()
+
+
+@cf.kernel
+class ThroughAnInteger:
+    """Reads an array through a pointer made from an integer: memory the checker does not know."""
+
+    address: cf.uint64
+    y: cf.Out[cf.float32]
+    body = "const float* p = reinterpret_cast<const float*>(address); y[threadIdx.x] = p[threadIdx.x];"
+
+
+def test_memory_the_checker_does_not_know_is_warned_of_once_per_kernel():
+    x, y = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    with pytest.warns(RuntimeWarning, match=r"ThroughAnInteger: its code reached memory that is none of its arrays.*"
+                                            r"not checked: at ThroughAnInteger.body, line 1"):  # fmt: skip
+        ThroughAnInteger(x.ctypes.data, y, grid=1, block=32, device="cpu", check=True)
+    np.testing.assert_array_equal(y, x)
+    ThroughAnInteger(x.ctypes.data, y, grid=1, block=32, device="cpu", check=True)  # (once: warnings are errors here)

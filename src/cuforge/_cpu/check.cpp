@@ -62,6 +62,15 @@ struct UbsanTypeMismatch {
     const UbsanTypeDescriptor* type;
     unsigned char log_alignment, kind;
 };
+// What the compilers' bounds check (UBSan's out-of-bounds check) passes its handler: where, the
+// array's type ("float [4]") and the index's (an integer: info is log2 of its bits, times 2,
+// plus 1 where it is signed).
+struct UbsanOutOfBounds {
+    const char* file;
+    unsigned line, column;
+    const UbsanTypeDescriptor* array;
+    const UbsanTypeDescriptor* index;
+};
 struct cuforge_check_launch {
     int narrays, nvars;
     cuforge_check_array* arrays;
@@ -70,6 +79,9 @@ struct cuforge_check_launch {
     char library[1024];     // out: that library's path
     const char* file;       // out: or the report's source file and line, where no code address says it
     unsigned line;
+    unsigned unchecked;     // out: the accesses that reached memory the checker does not know (counted once per
+                            // instruction while its site holds), and the code offsets of the first instructions
+    unsigned long long unknown[8];  // (in `library`, unless a report took it), 0 past the last
 };
 }
 
@@ -143,6 +155,8 @@ struct Launch {
     std::vector<Undefined> undefined;
     std::atomic<unsigned> undefined_count{0};
     unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
+    std::atomic<unsigned> unchecked{0};  // the accesses that reached memory it does not know, and the first instructions
+    std::atomic<void*> unknown[8];
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
     // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
     char* shadow = nullptr;
@@ -222,7 +236,12 @@ struct Current {
     uintptr_t local_lo = UINTPTR_MAX, local_hi = 0;  // the offsets the map was marked at since it was clean
     struct LocalSite { const char* name; unsigned line; };
     std::vector<LocalSite> local_sites;  // the declarations met this launch (a report names one)
+    // An index past its dimension that the bounds check saw (index_out_of_bounds), reported at the
+    // thread's next access unless that access is outside its object, which the region's check
+    // reports with the object's name and extent.
+    struct Index { const UbsanOutOfBounds* data; uintptr_t value; void* pc; } index_past{};
 };
+[[noreturn]] void report_index(Current* c);
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
 const size_t REGIONS = size_t(1) << (47 - REGION_SHIFT);  // x86-64's user address space, in regions
 Current* by_region[REGIONS];  // (zero pages, but for the regions of workers that ran checked blocks)
@@ -655,10 +674,12 @@ __attribute__((noinline)) void observe_shared(Current* c, uintptr_t a, unsigned 
         if ((intptr_t)off >= (intptr_t)s.lo && (intptr_t)off < (intptr_t)s.hi) { r = &s; break; }
     }
     if (!r && !c->shared.empty()) r = &c->shared.back();
-    if (!r) return;
-    if (learns) learn(site_of(c, pc), pc, *r, arena, size, c->epoch);
-    count_atomic(c, kind);
-    access(c, *r, off, size, write, kind, pc);
+    if (r) {
+        if (learns) learn(site_of(c, pc), pc, *r, arena, size, c->epoch);
+        count_atomic(c, kind);
+        access(c, *r, off, size, write, kind, pc);
+    }
+    if (__builtin_expect(c->index_past.data != nullptr, 0)) report_index(c);
 }
 
 // An access outside the kernel's memory while local variables without an initializer live
@@ -680,6 +701,21 @@ __attribute__((noinline)) void observe_local(Current* c, uintptr_t a, unsigned s
            "an initial value where it is declared; at @LINE@", d.name, d.line, who);
 }
 
+// An instruction reached memory that is none of the kernel's arrays, shared memory or module
+// variables, nor the worker's stacks: a pointer made from an integer or read from memory, another
+// block's shared memory, or cuforge's own runtime inlined into the kernel. Not checked; counted
+// once per instruction while its site holds, and the first instructions kept: the launch's caller
+// warns of those in the kernel's own source.
+__attribute__((noinline, cold)) void unknown_memory(void* pc) {
+    launch.unchecked.fetch_add(1, std::memory_order_relaxed);
+    for (std::atomic<void*>& slot : launch.unknown) {
+        void* held = slot.load(std::memory_order_relaxed);
+        if (held == pc) return;
+        if (!held && slot.compare_exchange_strong(held, pc, std::memory_order_relaxed)) return;
+        if (held == pc) return;  // (another thread put it there)
+    }
+}
+
 // An access to global memory, found and checked in full (`learn`: and its instruction's site
 // learns the answer, for an instruction of one size). An address in the gap around the region
 // its instruction found last is that region's: one past a module variable's end may be where
@@ -689,16 +725,22 @@ __attribute__((noinline)) void observe_global(Current* c, uintptr_t a, unsigned 
     Site& last = site_of(c, pc);
     if (learns && last.pc == pc && last.epoch == 0 && last.mode != UNCHECKED && a - last.region.lo < last.region.hi - last.region.lo) {
         count_atomic(c, kind);
-        return access(c, last.region, a, size, write, kind, pc);
+        access(c, last.region, a, size, write, kind, pc);
+        if (__builtin_expect(c->index_past.data != nullptr, 0)) report_index(c);
+        return;
     }
     uintptr_t from, to;
     const Region* r = find_global_slow(a, &from, &to);
     bool known = r && r->kind != OTHER;  // (memory cuforge does not know, or its own: not checked)
     if (learns && known) learn(last, pc, *r, 0, size, 0);
     if (learns && !known) last.pc = pc, last.epoch = 0, last.mode = UNCHECKED, last.from = from, last.span = to - from;
-    if (!known) return c->locals ? observe_local(c, a, size, write, pc) : void();
-    count_atomic(c, kind);
-    access(c, *r, a, size, write, kind, pc);
+    if (!known && !r && ((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) != 0) unknown_memory(pc);
+    if (known) {
+        count_atomic(c, kind);
+        access(c, *r, a, size, write, kind, pc);
+    }
+    if (__builtin_expect(c->index_past.data != nullptr, 0)) report_index(c);
+    if (!known && c->locals) observe_local(c, a, size, write, pc);
 }
 
 // One access of the kernel's code: the hooks below, each with its size, direction and kind
@@ -750,6 +792,16 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
            write ? "write" : "read", size, reinterpret_cast<void*>(a), size, who);
 }
 
+// A type's name as the compilers give it, less its quotes and qualifiers ("'const struct float4'").
+void type_name(char* out, size_t size, const UbsanTypeDescriptor* type) {
+    const char* name = type ? type->name : "";
+    size_t n = strlen(name);
+    if (n >= 2 && name[0] == '\'' && name[n - 1] == '\'') ++name, n -= 2;
+    for (const char* word : {"const ", "volatile ", "struct ", "union ", "class "})
+        if (n >= strlen(word) && strncmp(name, word, strlen(word)) == 0) name += strlen(word), n -= strlen(word);
+    snprintf(out, size, "%.*s", int(n < size ? n : size - 1), name);
+}
+
 // A typed access (a load, a store, a member's) through a pointer not aligned to its type: what
 // the compiler's alignment check (-fsanitize=alignment, check.py) reports. Reported where it is
 // the kernel's memory, as misaligned() does: a float2 at an odd float, a __half2 at an odd half.
@@ -765,16 +817,43 @@ __attribute__((noinline, cold)) void misaligned_type(const UbsanTypeMismatch* da
     if (!(a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global_slow(a, &from, &to))) return;
     char who[160], type[96];
     describe_thread(who, sizeof who, c->block, thread_of(c));
-    const char* name = data->type ? data->type->name : "";
-    size_t n = strlen(name);
-    if (n >= 2 && name[0] == '\'' && name[n - 1] == '\'') ++name, n -= 2;  // (the compilers quote it)
-    for (const char* word : {"const ", "volatile ", "struct ", "union ", "class "})  // (GCC: "const struct float4")
-        if (strncmp(name, word, strlen(word)) == 0) name += strlen(word), n -= strlen(word);
-    snprintf(type, sizeof type, "%.*s", int(n < sizeof type ? n : sizeof type - 1), name);
+    type_name(type, sizeof type, data->type);
     static const char* const WHAT[] = {"read of", "write of"};  // (else a reference bound, a member reached: a copy's)
     report(c, pc, "misaligned %s a %s (aligned to %u bytes) at address %p (not a multiple of %u) by %s; on a GPU "
            "this is a misaligned address error (an access must be aligned to its type); at @LINE@",
            data->kind < 2 ? WHAT[data->kind] : "access to", type, align, reinterpret_cast<void*>(a), align, who);
+}
+
+// An index past a dimension of an array whose extent the compiler knows (-fsanitize=bounds,
+// check.py): a struct's member array (an index past it lands in the next member), a dimension of
+// a multi-dimensional __shared__ array (an index past a row lands in the next row), a local
+// array. The address may be inside the object, where the region's own check sees nothing.
+//
+// Reported at the thread's next access (the access itself, mostly): the sites answer no address
+// now, so that it takes a slow path, which reports it unless the region's check finds the address outside its
+// object (then named, with its extent).
+__attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds* data, uintptr_t value, void* pc) {
+    Current* c = active();
+    if (!c || c->index_past.data) return;
+    c->index_past = {data, value, pc};
+    for (Site& site : c->sites) site.span = 0;  // (each keeps its region: an address in its gap is still its region's)
+}
+
+[[noreturn]] void report_index(Current* c) {
+    const UbsanOutOfBounds* data = c->index_past.data;
+    uintptr_t value = c->index_past.value;
+    long long index = (long long)value;
+    if (data->index && data->index->kind == 0) {  // (an integer: as wide and as signed as its type)
+        unsigned bits = 1u << (data->index->info >> 1);
+        if (bits < 64 && (data->index->info & 1) && (value >> (bits - 1) & 1)) index = (long long)(value | (~0ull << bits));
+        else if (bits < 64) index = (long long)(value & ((1ull << bits) - 1));
+    }
+    char who[160], type[96];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    type_name(type, sizeof type, data->array);
+    report(c, c->index_past.pc, "out-of-bounds: index %lld into a %s (a struct's member array, a row of a multi-dimensional "
+           "array, or a local array) by %s: an index past the extent it indexes reaches the next member or row, or leaves "
+           "the object, even where the address is inside the object; at @LINE@", index, type, who);  // (report's pc below: the index's, not the access's)
 }
 
 // A misaligned access: reported where it is the kernel's memory, else observed as any other.
@@ -809,7 +888,7 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
             uintptr_t page = 4096, lo = c->local_lo & ~(page - 1), hi = (c->local_hi + page - 1) & ~(page - 1);
             madvise(c->local_map + lo, hi - lo, MADV_DONTNEED);  // (zero pages again)
         }
-        c->locals = 0, c->local_lo = UINTPTR_MAX, c->local_hi = 0;
+        c->locals = 0, c->local_lo = UINTPTR_MAX, c->local_hi = 0, c->index_past = {};
         c->local_sites.clear();
     }
     c->region = stack_pointer() & ~uintptr_t(CUFORGE_CPU_REGION - 1);
@@ -1041,7 +1120,10 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.L = L, K.C = C;
     K.n = L->block[0] * L->block[1] * L->block[2];
     K.regions.clear();
-    C->pc = 0, C->library[0] = 0, C->file = nullptr, C->line = 0;
+    C->pc = 0, C->library[0] = 0, C->file = nullptr, C->line = 0, C->unchecked = 0;
+    memset(C->unknown, 0, sizeof C->unknown);
+    K.unchecked = 0;
+    for (std::atomic<void*>& slot : K.unknown) slot = nullptr;
     K.undefined.clear(), K.undefined.reserve(CUFORGE_CHECK_UNDEFINED_SITES), K.undefined_count = 0;
     unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
     K.fences.assign(blocks, 0), K.grid_syncs.assign(blocks, 0);
@@ -1154,6 +1236,14 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     }
     copy_all(L);  // (stopped: what came back so far stays, and the status says why)
     release_large();
+    Dl_info info;
+    void* first = K.unknown[0].load();
+    if (K.unchecked && !L->status && first && dladdr(first, &info) && info.dli_fname) {  // (the kernel's library)
+        C->unchecked = K.unchecked;
+        snprintf(C->library, sizeof C->library, "%s", info.dli_fname);
+        for (size_t i = 0; i < 8 && K.unknown[i].load(); ++i)
+            C->unknown[i] = reinterpret_cast<uintptr_t>(K.unknown[i].load()) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
+    }
     return 0;
 }
 
@@ -1216,6 +1306,13 @@ void __ubsan_handle_type_mismatch_v1(const UbsanTypeMismatch* data, void* a) {
 }
 void __ubsan_handle_type_mismatch_v1_abort(const UbsanTypeMismatch* data, void* a) {
     misaligned_type(data, reinterpret_cast<uintptr_t>(a), __builtin_return_address(0));
+}
+// The bounds check's report (-fsanitize=bounds, inline as the alignment check is).
+void __ubsan_handle_out_of_bounds(const UbsanOutOfBounds* data, void* index) {
+    index_out_of_bounds(data, reinterpret_cast<uintptr_t>(index), __builtin_return_address(0));
+}
+void __ubsan_handle_out_of_bounds_abort(const UbsanOutOfBounds* data, void* index) {
+    index_out_of_bounds(data, reinterpret_cast<uintptr_t>(index), __builtin_return_address(0));
 }
 
 void __tsan_atomic_thread_fence(int) {

@@ -38,13 +38,15 @@ class CheckLaunch(ctypes.Structure):
 
     _fields_ = [("narrays", ctypes.c_int), ("nvars", ctypes.c_int), ("arrays", ctypes.POINTER(CheckArray)),
                 ("vars", ctypes.POINTER(CheckVar)), ("pc", ctypes.c_ulonglong), ("library", ctypes.c_char * 1024),
-                ("file", ctypes.c_char_p), ("line", ctypes.c_uint)]  # fmt: skip
+                ("file", ctypes.c_char_p), ("line", ctypes.c_uint), ("unchecked", ctypes.c_uint),
+                ("unknown", ctypes.c_ulonglong * 8)]  # fmt: skip
 
 
 def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
-    """The flags of a checked build: ThreadSanitizer's instrumentation and the alignment check
-    of every typed access (UBSan's ``alignment``, whose test is inline) without their
-    runtimes, so that the instrumented accesses and a misaligned pointer call ``check.cpp``
+    """The flags of a checked build: ThreadSanitizer's instrumentation, the alignment check of
+    every typed access and the bounds check of every index into an array of known extent (UBSan's
+    ``alignment`` and ``bounds``, whose tests are inline) without their runtimes, so that the
+    instrumented accesses, a misaligned pointer and an index past its dimension call ``check.cpp``
     (GCC: ``-nodefaultlibs`` and the libraries it would link but libtsan and libubsan, which
     it links even into a shared object; clang and zig's clang:
     ``-fno-sanitize-link-runtime``); volatile accesses told apart (a poll of a flag that
@@ -53,9 +55,9 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     so that its alignment is checked)."""
     base = ("-fsanitize=thread", "-fsanitize=alignment", "-g", "-O1")
     if compiler.kind == "gcc":
-        return (*base, "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
+        return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
                 "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip
-    return (*base, "-fno-sanitize-link-runtime", "-mllvm", "-tsan-distinguish-volatile=1")
+    return (*base, "-fsanitize=array-bounds", "-fno-sanitize-link-runtime", "-mllvm", "-tsan-distinguish-volatile=1")
 
 
 _lock = threading.Lock()
@@ -127,9 +129,17 @@ def variables(path: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
     return names, tuple(at for n, at in others.items() if n.startswith(("_ZZ", "_ZGV")) and n not in names)
 
 
-def variables_offset(path: str, name: str) -> int:
-    """The offset of symbol ``name`` in the library at ``path`` (its load address minus this)."""
-    return _nm(path, "-D").get(name, (0, 0))[0]
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p), ("sname", ctypes.c_char_p),
+                ("saddr", ctypes.c_void_p)]  # fmt: skip
+
+
+def load_base(address: int) -> int | None:
+    """The address the library holding ``address`` (a kernel's entry) is loaded at (``dladdr``)."""
+    info = _DlInfo()
+    dladdr = ctypes.CDLL(None).dladdr
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    return info.fbase if dladdr(address, ctypes.byref(info)) and info.fbase else None
 
 
 @functools.lru_cache(maxsize=128)
@@ -170,6 +180,31 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
             continue
         return source_line(file, int(line), line_sources)
     return f"code offset {pc:#x} of {os.path.basename(path)}"
+
+
+def own_line(path: str, pc: int, line_sources: dict[str, str]) -> str | None:
+    """The line of the kernel's source (a file of ``line_sources``) whose own code is at offset
+    ``pc``: None for cuforge's runtime or a system header inlined there, or without binutils."""
+    found = _innermost(path, pc)
+    if found is None or not found[1] or not any(found[0] == s or found[0].endswith("/" + s) for s in line_sources):
+        return None
+    return source_line(found[0], found[1], line_sources)
+
+
+@functools.lru_cache(maxsize=256)
+def _innermost(path: str, pc: int) -> tuple[str, int] | None:
+    import subprocess
+
+    if path.startswith("/proc/self/"):
+        path = f"/proc/{os.getpid()}/{path[len('/proc/self/') :]}"
+    try:
+        out = subprocess.run(["addr2line", "-e", path, "-i", hex(pc)], capture_output=True, text=True, timeout=60,
+                             check=False).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    file, _, line = (out.splitlines() or [""])[0].rpartition(":")
+    line = line.split()[0] if line.split() else ""
+    return (file, int(line)) if line.isdigit() else (file or "??", 0)
 
 
 def source_line(file: str, n: int, line_sources: dict[str, str]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import warnings
 from typing import Any, NamedTuple
 
 from .._cpu import check as _check
@@ -63,12 +64,11 @@ def _variables_of(build: CheckedBuild) -> list[tuple[bytes | None, int, int]]:
         # runtime's data, as the H200 image's checked libraries carry) is left alone. (A variable
         # in a namespace is mangled too: it is not checked.)
         names = tuple(n for n in names if not n.startswith("_"))
-        base = None
         for name in names:
             at = _check.address_of(build.library, name)
             if at is not None and at[1]:
                 found.append((name.encode(), *at))
-                base = at[0] - _check.variables_offset(build.path, name)
+        base = _check.load_base(build.entry)  # (its static locals and guard variables, cuforge's own)
         if base is not None:
             found += [(None, base + offset, size) for offset, size in others if size]
         _variables[build.path] = found
@@ -117,7 +117,25 @@ def launch(plan: LaunchPlan, values: list[Any], arrays: list[tuple[int, Any]], g
         raise WarpMisuseError(f"{where}: {message}")
     if status == _cpu_runtime.FAILED and ("__syncthreads" in message or ".sync()" in message):
         raise BarrierMisuseError(f"{where}: {message}")
+    if status == 0 and check.unchecked and plan.label not in _warned_unchecked:
+        _warn_unchecked(plan.label, build, check)
     return status, message
+
+
+def _warn_unchecked(label: str, build: CheckedBuild, check: Any) -> None:
+    """Warn (once per kernel) that the kernel's own code reached memory the checker does not know."""
+    path = check.library.decode() or build.path
+    lines = [_check.own_line(path, int(pc), build.line_sources) for pc in check.unknown if pc]
+    mine = [line for line in lines if line]
+    if not mine:
+        return  # (cuforge's runtime, inlined into the kernel: its own memory)
+    _warned_unchecked.add(label)
+    warnings.warn(f"cuforge checks: {label}: its code reached memory that is none of its arrays, shared memory or module "
+                  f"variables (a pointer made from an integer or read from memory, another block's shared memory in a "
+                  f"cluster), whose accesses are not checked: at {mine[0]}", RuntimeWarning, stacklevel=6)  # fmt: skip
+
+
+_warned_unchecked: set[str] = set()  # (the kernels warned of, once each)
 
 
 def _sync_in(build: CheckedBuild, variables: list[tuple[bytes | None, int, int]]) -> list[tuple[int, int, int]]:

@@ -58,7 +58,7 @@ extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
 #define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
 // The runtime's own bookkeeping (the plain loop's, the fibers' and barriers') is cuforge's, not
 // the kernel's: left uninstrumented, it costs a checked launch no call per access.
-#define CF_RUNTIME __attribute__((no_sanitize_thread, no_sanitize("alignment")))
+#define CF_RUNTIME __attribute__((no_sanitize_thread, no_sanitize("alignment", "bounds")))
 #else
 #define CF_CHECK_SYNC(what, warp) ((void)0)
 #define CF_RUNTIME
@@ -707,7 +707,7 @@ template <class... A> struct arity<void (*)(A...)> { static constexpr size_t val
 // A parameter read from the launch's buffer by copy: the buffer keeps each parameter at its C
 // offset, but the buffer itself is not aligned to 32 bytes, which a by-value double4_32a needs
 // for the aligned vector load the compiler would use on a dereference.
-template <class T> inline T param(const void* at) {
+template <class T> CF_RUNTIME inline T param(const void* at) {  // (the launch's buffer is cuforge's: not checked)
     if constexpr (std::is_trivially_copyable_v<T>) {
         alignas(T) unsigned char bytes[sizeof(T)];
         memcpy(bytes, at, sizeof(T));
@@ -717,7 +717,7 @@ template <class T> inline T param(const void* at) {
     }
 }
 template <auto K, class... A, size_t... I>
-inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) {
+CF_RUNTIME inline void invoke_with(void (*)(A...), void** args, std::index_sequence<I...>) {
     K(param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])...);
 }
 // A C++ exception that leaves kernel code: thrown by a library's host path (libcu++'s
@@ -760,7 +760,7 @@ template <class S, class... T> struct Params;
 template <size_t... I, class... T> struct Params<std::index_sequence<I...>, T...> : ParamLeaf<I, T>... {};
 template <size_t I, class T> CF_ANY_INLINE const T& param_at(const ParamLeaf<I, T>& leaf) { return leaf.value; }
 template <class... A, size_t... I>
-inline Params<std::index_sequence<I...>, std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
+CF_RUNTIME inline Params<std::index_sequence<I...>, std::remove_cv_t<std::remove_reference_t<A>>...> unpack(void (*)(A...), void** args,
                                                                                                std::index_sequence<I...>) {
     return {{param<std::remove_cv_t<std::remove_reference_t<A>>>(args[I])}...};
 }

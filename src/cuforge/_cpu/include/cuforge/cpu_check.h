@@ -10,7 +10,7 @@
 #pragma once
 #include <type_traits>
 
-#define CF_NOCHECK __attribute__((no_sanitize_thread, no_sanitize("alignment"), noinline))
+#define CF_NOCHECK __attribute__((no_sanitize_thread, no_sanitize("alignment", "bounds"), noinline))
 
 extern "C" {
 CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src);
