@@ -46,7 +46,7 @@ from .toolchain import Compiler, find_compiler
 
 __all__ = ["Loaded", "cache_key", "shared_object"]
 
-SCHEMA = "cpu-so-2"
+SCHEMA = "cpu-so-3"  # (3: libraries after the sources on the command line)
 COMPILE_TIMEOUT_S = 300.0
 LOG_LINES = 40  # of the compiler's messages, in a CompileError's text (all of them are on .log)
 
@@ -295,7 +295,11 @@ def _build(sources: Units, headers: Mapping[str, str], include_dirs: tuple[str, 
         for file, text in zip(files, units):
             with open(os.path.join(work, file), "w", encoding="utf-8") as fh:
                 fh.write(text)
-        argv = [*compiler.argv, *flags, "-Iheaders", *(f"-I{d}" for d in include_dirs), *files, "-o", f"{unit}.so"]
+        # (libraries after the sources: where one is a static archive, such as a toolchain's only
+        # libstdc++, the linker takes from it what the objects before it need)
+        libraries = [f for f in flags if f.startswith("-l")]
+        argv = [*compiler.argv, *(f for f in flags if not f.startswith("-l")), "-Iheaders", *(f"-I{d}" for d in include_dirs),
+                *files, *libraries, "-o", f"{unit}.so"]  # fmt: skip
         shown = shlex.join([os.path.basename(argv[0]), *argv[1:]])
         start = time.perf_counter()
         try:
