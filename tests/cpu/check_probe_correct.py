@@ -1275,7 +1275,7 @@ CORRECT = {
     "shared struct members": Correct(SharedStructMembers, _ss_args, _ss_exp, "struct element = one shadow cell?"),
     "any/all early exit": Correct(AnyAllEarlyExit, _aa_args, _aa_exp),
     "reverse order fill": Correct(ReverseOrderFill, _ro_args, _ro_exp),
-    "activemask agg inc": Correct(ActiveMaskAggInc, _am_args, _am_exp, "documented CPU limitation of __activemask"),
+    "activemask agg inc": Correct(ActiveMaskAggInc, _am_args, _am_exp),
     "chained scan volatile flag": Correct(ChainedScanVolatileFlag, _cs_args, _cs_exp, "fence-fence sync via volatile flag"),
     "last block updates scale": Correct(LastBlockUpdatesScale, _ls_args, _ls_exp, "write after other blocks' reads"),
     "byte stream memcpy double": Correct(ByteStreamDoubles, _bs_args, _bs_exp, "memcpy -> unaligned 8-byte load on CPU"),

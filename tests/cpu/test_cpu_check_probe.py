@@ -13,10 +13,7 @@ from .check_probe_correct import CORRECT
 from .test_cpu_check import check_correct
 
 MISSED: dict[str, str] = {}  # (none today)
-FLAGGED = {
-    "activemask agg inc": "__activemask() in a divergent branch is the whole warp on the CPU (docs/guide/cpu.md), so "
-    "the __match_any_sync given it waits for the lanes of the other branch",
-}  # fmt: skip
+FLAGGED: dict[str, str] = {}
 
 
 def _cases(cases, wrong):

@@ -940,7 +940,7 @@ def test_an_exception_from_library_code_is_a_device_fault(child_results, path):
 @cf.kernel
 class AggregatedIncrement:
     """The warp-primitives blog's aggregated atomic, inside a divergent branch: __activemask()
-    there is the branch's lanes on a GPU, the whole warp on the CPU."""
+    there is the branch's lanes, on a GPU and on the CPU."""
 
     ctr: cf.Array[cf.int32]
     out: cf.Out[cf.int32]
@@ -956,12 +956,13 @@ class AggregatedIncrement:
     """
 
 
-def test_a_warp_error_in_a_kernel_calling_activemask_names_it_and_the_explicit_mask_way_out():
-    with pytest.raises(cf.LaunchError, match=r"exited without reaching the __shfl_sync .* every lane in the mask must reach "
-                                             r"it; the kernel calls __activemask\(\), which on the CPU is the whole warp, "
-                                             r"not the lanes of a divergent branch \(docs/guide/cpu.md\): inside a divergent "
-                                             r"branch pass the branch's lanes as an explicit mask"):  # fmt: skip
-        AggregatedIncrement(np.zeros(1, np.int32), np.zeros(32, np.int32), grid=1, block=32, device="cpu")
+@pytest.mark.parametrize("check", [False, True])
+def test_activemask_in_a_divergent_branch_is_the_branch_s_lanes(check):
+    ctr, out = np.zeros(1, np.int32), np.full(64, -1, np.int32)
+    AggregatedIncrement(ctr, out, grid=1, block=64, device="cpu", check=check)
+    assert ctr[0] == 32
+    np.testing.assert_array_equal(np.sort(out[::2]), np.arange(32))  # (each even thread a slot of its own)
+    assert (out[1::2] == -1).all()
 
 
 @pytest.mark.parametrize(

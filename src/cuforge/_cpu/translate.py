@@ -289,8 +289,6 @@ def _assemble(label: str, body: str, plain: bool, entries: Sequence[tuple[str, i
         )
     tail.append("}\n")
     prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + ("#define CUFORGE_CPU_CHECK 1\n" if checked else "")
-    if "__activemask" in body:  # a warp error then says what __activemask() gives on the CPU (docs/guide/cpu.md)
-        prefix += "#define CUFORGE_CPU_ACTIVEMASK 1\n"
     prefix += HEADER + ('#include "cuforge/cpu_check.h"\n' if checked else "") + f'#line 1 "{program_file(label)}"\n'
     return prefix + body + "\n".join(tail)
 

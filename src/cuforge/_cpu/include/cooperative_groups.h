@@ -5,33 +5,6 @@
 #include "cuforge_cpu.h"
 
 namespace cuforge_cpu {
-// coalesced_threads(): the lanes of the calling warp that reach it together. A lane waits there
-// until no other lane of its warp can still come (each one is there too, parked at a barrier or
-// a warp function, or done); the lanes there then form the group (on a GPU, the lanes that
-// happen to be converged: a correct kernel works with any such group).
-inline unsigned coalesced_lanes() {
-    Worker& w = worker();
-    unsigned t = w.cur, lane = t % 32, warp = t / 32, me = 1u << lane, live = lanes_of(w, warp);
-    if (live == me) return me;
-    if (!w.fibers) {
-        if (w.plain) plain_only(w, "coalesced_threads");
-        enter_fibers(w);
-    }
-    Warp& wp = w.warps[warp];
-    wp.coalescing |= me;
-    for (;;) {
-        if (!(wp.coalescing & me)) return unsigned(wp.out[lane]);  // another lane formed the group
-        bool more = false;
-        for (unsigned p = live & ~wp.coalescing; p && !more; p &= p - 1) more = w.f[warp * 32 + __builtin_ctz(p)].state <= READY;
-        if (!more) {
-            unsigned group = wp.coalescing;
-            for (unsigned p = group; p; p &= p - 1) wp.out[__builtin_ctz(p)] = group;
-            wp.coalescing = 0;
-            return group;
-        }
-        park(w);  // (still READY: the warp's other lanes run, then this one looks again)
-    }
-}
 inline unsigned nth_lane(unsigned mask, unsigned n) {  // the lane of the n-th (from 0) bit of mask
     for (; n && mask; --n) mask &= mask - 1;
     return mask ? unsigned(__builtin_ctz(mask)) : 32;
@@ -115,7 +88,7 @@ public:
     unsigned ballot(int p) const { return cuforge_cpu::pack_lanes(__ballot_sync(mask_, p), mask_); }
     template <class T> unsigned match_any(T v) const { return cuforge_cpu::pack_lanes(__match_any_sync(mask_, v), mask_); }
 };
-inline coalesced_group coalesced_threads() { return coalesced_group(cuforge_cpu::coalesced_lanes()); }
+inline coalesced_group coalesced_threads() { return coalesced_group(cuforge_cpu::coalesced_lanes("coalesced_threads")); }
 // The lanes of `g` with the same label, each group of them apart.
 template <class Group> coalesced_group labeled_partition(const Group& g, int label) {
     return coalesced_group(__match_any_sync(g.get_mask(), label));

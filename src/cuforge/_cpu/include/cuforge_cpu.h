@@ -350,23 +350,14 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
 // t exits: may not leave a warp function waiting. A thread that leaves others waiting at a
 // __syncthreads is not refused here: the block's other threads run on, so that when none can,
 // deadlock() names every thread that waits there and every one that exited without reaching it.
-// The kernel's source calls __activemask(), which on the CPU gives the whole warp before any
-// barrier or warp function (the lanes in a divergent branch are known only once they reach it).
-#if defined(CUFORGE_CPU_ACTIVEMASK)
-#define ACTIVEMASK_HINT "; the kernel calls __activemask(), which on the CPU is the whole warp, not the lanes of a " \
-    "divergent branch (docs/guide/cpu.md): inside a divergent branch pass the branch's lanes as an explicit mask, " \
-    "e.g. __ballot_sync(0xffffffff, cond) taken before the branch"
-#else
-#define ACTIVEMASK_HINT ""
-#endif
 CF_RUNTIME inline void check_exit(Worker& w, unsigned t) {
     Warp& wp = w.warps[t / 32];
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
         if (op.mask >> (t % 32) & 1)
             fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
-                 "at (mask 0x%08x); every lane in the mask must reach it%s", CF_BLOCK_ARGS, t, t % 32,
-                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask, ACTIVEMASK_HINT);
+                 "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
+                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask);
     }
 }
 
@@ -423,7 +414,7 @@ CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nu
     unsigned g = w.bar_gen & 1;
     if (w.bar_arrived == 0) w.bar_acc[g] = 0, w.bar_file = file, w.bar_line = line;
 #ifdef CUFORGE_CPU_CHECK
-    else if (file && w.bar_file && (line != w.bar_line || strcmp(file, w.bar_file) != 0)) two_barriers(w, file, line);
+    else if (file && w.bar_file && (line != w.bar_line || (file != w.bar_file && strcmp(file, w.bar_file) != 0))) two_barriers(w, file, line);
 #endif
     w.bar_acc[g] += predicate != 0;
     if (++w.bar_arrived == w.n) {
@@ -623,16 +614,34 @@ inline void yield_now() {
     park(w);
 }
 
-inline unsigned active_mask() {
+// The lanes of the calling warp that reach here together: __activemask() and
+// cooperative_groups::coalesced_threads() (`what`). A lane waits until no other lane of its warp
+// can still come (each one is here too, parked at a barrier or a warp function, or done); the
+// lanes here then form the group. On a GPU these are the lanes that happen to be converged: in
+// convergent code the warp's live lanes, in a divergent branch the branch's, and a correct
+// kernel works with any such group.
+inline unsigned coalesced_lanes(const char* what) {
     Worker& w = worker();
-    unsigned warp = w.cur / 32, live = lanes_of(w, warp), m = 0;
-    for (unsigned l = 0; l < 32; ++l) {
-        if (!(live >> l & 1)) continue;
-        // Before the block went on fibers its threads run one after the other, so none is known
-        // to have exited: the warp's lanes are all active, as in convergent code.
-        if (!w.fibers || w.f[warp * 32 + l].state != DONE) m |= 1u << l;
+    unsigned t = w.cur, lane = t % 32, warp = t / 32, me = 1u << lane, live = lanes_of(w, warp);
+    if (live == me) return me;
+    if (!w.fibers) {
+        if (w.plain) plain_only(w, what);
+        enter_fibers(w);
     }
-    return m;
+    Warp& wp = w.warps[warp];
+    wp.coalescing |= me;
+    for (;;) {
+        if (!(wp.coalescing & me)) return unsigned(wp.out[lane]);  // another lane formed the group
+        bool more = false;
+        for (unsigned p = live & ~wp.coalescing; p && !more; p &= p - 1) more = w.f[warp * 32 + __builtin_ctz(p)].state <= READY;
+        if (!more) {
+            unsigned group = wp.coalescing;
+            for (unsigned p = group; p; p &= p - 1) wp.out[__builtin_ctz(p)] = group;
+            wp.coalescing = 0;
+            return group;
+        }
+        park(w);  // (still READY: the warp's other lanes run, then this one looks again)
+    }
 }
 
 // ---------------------------------------------------------------- clusters
@@ -954,7 +963,7 @@ inline int __syncthreads_count(int p) { return cuforge_cpu::barrier(p, cuforge_c
 inline int __syncthreads_and(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_AND); }
 inline int __syncthreads_or(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_OR); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { cuforge_cpu::warp_op(cuforge_cpu::W_SYNC, mask, 0, 0, 32); }
-inline unsigned __activemask() { return cuforge_cpu::active_mask(); }
+inline unsigned __activemask() { return cuforge_cpu::coalesced_lanes("__activemask"); }
 inline unsigned __lanemask_lt() { return (1u << cuforge_cpu::lane_id()) - 1; }
 inline unsigned __ballot_sync(unsigned mask, int p) {
     return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_BALLOT, mask, p != 0, 0, 32));
