@@ -253,3 +253,55 @@ def test_memory_the_checker_does_not_know_is_warned_of_once_per_kernel():
         ThroughAnInteger(x.ctypes.data, y, grid=1, block=32, device="cpu", check=True)
     np.testing.assert_array_equal(y, x)
     ThroughAnInteger(x.ctypes.data, y, grid=1, block=32, device="cpu", check=True)  # (once: warnings are errors here)
+
+
+@cf.kernel
+class LocalsOfEveryKind:
+    """Correct code declaring locals every way the checked build's guards meet (locals.py): a
+    macro's type, structs with and without padding, a template's member function, a switch and a
+    goto (left unfollowed), a pragma before a loop's block, a lambda, a local struct, a 2-D array."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 32
+    preamble = """
+    #define REAL float
+    struct P { float x, y; };
+    struct Q { float x; double y; };
+    struct alignas(16) R { float a[3]; };
+    template <class T> struct Box { T v; __device__ T get() const { T r; r = v; return r; } };
+    __device__ int pick(int k) {
+        int r;
+        switch (k) { case 0: { int t; t = 1; r = t; break; } default: r = 2; }
+        return r;
+    }
+    __device__ float viagoto(float v) { float w; if (v > 0) goto pos; w = -v; return w; pos: w = v; return w; }
+    """
+    body = """
+    int i = blockIdx.x * 32 + threadIdx.x;
+    REAL a;
+    a = x[i];
+    P p; p.x = a; p.y = 2 * a;
+    Q q; q.x = 1; q.y = 2;
+    R r; r.a[0] = 1; r.a[1] = 2; r.a[2] = 3;
+    Box<float> b; b.v = a;
+    #pragma unroll
+    for (int k = 0; k < 2; ++k) { float t; t = k; a += t; }
+    unsigned long long u; u = 3;
+    std::size_t n; n = 2;
+    auto f = [&](int k) { float s; s = k * 0.5f; return s; };
+    struct Local { int m; } loc; loc.m = 1;
+    float arr[2][2];
+    arr[0][0] = 1; arr[0][1] = 2; arr[1][0] = 3; arr[1][1] = 4;
+    y[i] = a + p.x + p.y + (float)q.x + (float)q.y + r.a[2] + b.get() + (float)u + (float)n + f(2) + loc.m
+           + arr[1][1] + pick(i & 1) + viagoto(a);
+    """
+
+
+def test_locals_declared_every_way_compile_checked_and_compute_what_numpy_does():
+    x = np.arange(64, dtype=np.float32)
+    expected = 6 * x + 19 + np.where(np.arange(64) % 2 == 0, 1, 2)
+    for check in (False, True):
+        y = np.zeros(64, np.float32)
+        LocalsOfEveryKind(x, y, grid=2, device="cpu", check=check)
+        np.testing.assert_array_equal(y, expected)
