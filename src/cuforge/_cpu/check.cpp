@@ -239,7 +239,7 @@ struct Current {
     // An index past its dimension that the bounds check saw (index_out_of_bounds), reported at the
     // thread's next access unless that access is outside its object, which the region's check
     // reports with the object's name and extent.
-    struct Index { const UbsanOutOfBounds* data; uintptr_t value; void* pc; } index_past{};
+    struct Index { const UbsanOutOfBounds* data; uintptr_t value; void* pc; unsigned thread; } index_past{};
 };
 [[noreturn]] void report_index(Current* c);
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
@@ -835,7 +835,7 @@ __attribute__((noinline, cold)) void misaligned_type(const UbsanTypeMismatch* da
 __attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds* data, uintptr_t value, void* pc) {
     Current* c = active();
     if (!c || c->index_past.data) return;
-    c->index_past = {data, value, pc};
+    c->index_past = {data, value, pc, thread_of(c)};  // (the thread: on the plain loop the next one may be running then)
     for (Site& site : c->sites) site.span = 0;  // (each keeps its region: an address in its gap is still its region's)
 }
 
@@ -849,7 +849,7 @@ __attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds*
         else if (bits < 64) index = (long long)(value & ((1ull << bits) - 1));
     }
     char who[160], type[96];
-    describe_thread(who, sizeof who, c->block, thread_of(c));
+    describe_thread(who, sizeof who, c->block, c->index_past.thread);
     type_name(type, sizeof type, data->array);
     report(c, c->index_past.pc, "out-of-bounds: index %lld into a %s (a struct's member array, a row of a multi-dimensional "
            "array, or a local array) by %s: an index past the extent it indexes reaches the next member or row, or leaves "
@@ -925,27 +925,29 @@ CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
 // A local variable of `bytes` at `at`, declared at `line` without an initializer, begins (its
 // guard: cuforge/cpu_check.h): its bytes are undefined until written. `name` is the declaration's
 // (a literal: one per declaration).
-CUFORGE_CPU_API void cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line) {
+// Returns whether it is followed (then its guard tells cuforge_check_local_end when its scope ends).
+CUFORGE_CPU_API int cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line) {
     Current* c = active();
-    if (!c) return;
+    if (!c) return 0;
     uintptr_t off = reinterpret_cast<uintptr_t>(at) - c->region;
-    if (off >= CUFORGE_CPU_REGION || bytes > CUFORGE_CPU_REGION - off) return;
+    if (off >= CUFORGE_CPU_REGION || bytes > CUFORGE_CPU_REGION - off) return 0;
     if (!c->local_map) {
         void* m = mmap(nullptr, CUFORGE_CPU_REGION, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) return;  // (then locals are not followed)
+        if (m == MAP_FAILED) return 0;  // (then locals are not followed)
         c->local_map = static_cast<uint8_t*>(m);
     }
     unsigned site = 0;
     for (size_t k = c->local_sites.size(); k-- > 0 && !site;)
         if (c->local_sites[k].name == name && c->local_sites[k].line == line) site = unsigned(k) + 1;
     if (!site) {
-        if (c->local_sites.size() >= 255) return;  // (a map byte names a declaration: the 256th on are not followed)
+        if (c->local_sites.size() >= 255) return 0;  // (a map byte names a declaration: the 256th on are not followed)
         c->local_sites.push_back({name, line});
         site = unsigned(c->local_sites.size());
     }
     memset(c->local_map + off, int(site), bytes);
     ++c->locals;
     c->local_lo = std::min(c->local_lo, off), c->local_hi = std::max(c->local_hi, off + bytes);
+    return 1;
 }
 
 // That variable's scope ends.

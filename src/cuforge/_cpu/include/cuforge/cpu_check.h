@@ -14,7 +14,7 @@
 
 extern "C" {
 CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src);
-CUFORGE_CPU_API void cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line);
+CUFORGE_CPU_API int cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line);
 CUFORGE_CPU_API void cuforge_check_local_end(void* at, size_t bytes);
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
                                           const unsigned* bar_gen, cuforge_check_shared* table);
@@ -96,11 +96,12 @@ template <class T, bool = followed_local<T>> struct local_guard {  // (not follo
     __attribute__((always_inline)) local_guard(T*, const char*, unsigned) {}
 };
 template <class T> struct local_guard<T, true> {
-    T* at;
-    __attribute__((no_sanitize_thread, always_inline)) local_guard(T* p, const char* name, unsigned line) : at(p) {
-        cuforge_check_local(p, sizeof(T), name, line);
+    T* at;  // (null: not followed)
+    __attribute__((no_sanitize_thread, always_inline)) local_guard(T* p, const char* name, unsigned line)
+        : at(cuforge_check_local(p, sizeof(T), name, line) ? p : nullptr) {}
+    __attribute__((no_sanitize_thread, always_inline)) ~local_guard() {
+        if (at) cuforge_check_local_end(at, sizeof(T));
     }
-    __attribute__((no_sanitize_thread, always_inline)) ~local_guard() { cuforge_check_local_end(at, sizeof(T)); }
     local_guard(const local_guard&) = delete;
     local_guard& operator=(const local_guard&) = delete;
 };
