@@ -777,14 +777,18 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
     return rules(c, s.region, a, size, write, kind, pc);
 }
 
+// Whether address a is the kernel's memory, where a misaligned access is reported: its block's
+// shared memory or an object the launch knows, not the worker's stacks.
+bool kernel_memory(Current* c, uintptr_t a) {
+    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return false;
+    uintptr_t from, to;
+    return a - reinterpret_cast<uintptr_t>(c->arena) < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem ||
+           find_global_slow(a, &from, &to);
+}
+
 __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool write, void* pc) {
     Current* c = active();
-    if (!c || size <= 1 || a % size == 0) return;
-    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;
-    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    uintptr_t from, to;
-    bool known = a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global_slow(a, &from, &to);
-    if (!known) return;
+    if (!c || size <= 1 || a % size == 0 || !kernel_memory(c, a)) return;
     char who[160];
     describe_thread(who, sizeof who, c->block, thread_of(c));
     report(c, pc, "misaligned %s of %u bytes at address %p (not a multiple of %u) by %s; on a GPU this is a "
@@ -810,11 +814,7 @@ void type_name(char* out, size_t size, const UbsanTypeDescriptor* type) {
 __attribute__((noinline, cold)) void misaligned_type(const UbsanTypeMismatch* data, uintptr_t a, void* pc) {
     Current* c = active();
     unsigned align = 1u << data->log_alignment;
-    if (!c || align <= 1 || a % align == 0) return;
-    if (((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) == 0) return;
-    uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
-    uintptr_t from, to;
-    if (!(a - arena < CUFORGE_CPU_STATIC_SHARED + launch.L->shared_mem || find_global_slow(a, &from, &to))) return;
+    if (!c || align <= 1 || a % align == 0 || !kernel_memory(c, a)) return;
     char who[160], type[96];
     describe_thread(who, sizeof who, c->block, thread_of(c));
     type_name(type, sizeof type, data->type);

@@ -164,6 +164,31 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
     """The line of the kernel's source at code offset ``pc`` of the library at ``path``
     ("Saxpy.body, line 3: y[i] = ..."), from its debug lines; inlined functions are followed
     out to the innermost frame in the user's code."""
+    frames = _frames(path, pc)
+    if frames is None:
+        return f"code offset {pc:#x} of {os.path.basename(path)} (addr2line, from binutils, names the line)"
+    for file, line in frames:
+        if file and file != "??" and not file.startswith((_runtime.INCLUDE, "/usr/")) and line:
+            return source_line(file, line, line_sources)
+    return f"code offset {pc:#x} of {os.path.basename(path)}"
+
+
+def own_line(path: str, pc: int, line_sources: dict[str, str]) -> str | None:
+    """The line of the kernel's source (a file of ``line_sources``) whose own code is at offset
+    ``pc``: None for cuforge's runtime or a system header inlined there, or without binutils."""
+    frames = _frames(path, pc)
+    if not frames:
+        return None
+    file, line = frames[0]  # (the innermost)
+    if not line or not any(file == s or file.endswith("/" + s) for s in line_sources):
+        return None
+    return source_line(file, line, line_sources)
+
+
+@functools.lru_cache(maxsize=256)
+def _frames(path: str, pc: int) -> tuple[tuple[str, int], ...] | None:
+    """(file, line) of each frame at code offset ``pc``, the innermost inlined one first (line 0
+    where the debug lines give none), from ``addr2line``; None where it cannot run."""
     import subprocess
 
     if path.startswith("/proc/self/"):  # (dladdr's name of a memory file: ours, not addr2line's)
@@ -172,39 +197,13 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
         out = subprocess.run(["addr2line", "-e", path, "-i", hex(pc)], capture_output=True, text=True, timeout=60,
                              check=False).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
-        return f"code offset {pc:#x} of {os.path.basename(path)} (addr2line, from binutils, names the line)"
+        return None
+    frames = []
     for frame in out.splitlines():
         file, _, line = frame.rpartition(":")
         line = line.split()[0] if line.split() else ""
-        if not file or file == "??" or file.startswith((_runtime.INCLUDE, "/usr/")) or not line.isdigit():
-            continue
-        return source_line(file, int(line), line_sources)
-    return f"code offset {pc:#x} of {os.path.basename(path)}"
-
-
-def own_line(path: str, pc: int, line_sources: dict[str, str]) -> str | None:
-    """The line of the kernel's source (a file of ``line_sources``) whose own code is at offset
-    ``pc``: None for cuforge's runtime or a system header inlined there, or without binutils."""
-    found = _innermost(path, pc)
-    if found is None or not found[1] or not any(found[0] == s or found[0].endswith("/" + s) for s in line_sources):
-        return None
-    return source_line(found[0], found[1], line_sources)
-
-
-@functools.lru_cache(maxsize=256)
-def _innermost(path: str, pc: int) -> tuple[str, int] | None:
-    import subprocess
-
-    if path.startswith("/proc/self/"):
-        path = f"/proc/{os.getpid()}/{path[len('/proc/self/') :]}"
-    try:
-        out = subprocess.run(["addr2line", "-e", path, "-i", hex(pc)], capture_output=True, text=True, timeout=60,
-                             check=False).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    file, _, line = (out.splitlines() or [""])[0].rpartition(":")
-    line = line.split()[0] if line.split() else ""
-    return (file, int(line)) if line.isdigit() else (file or "??", 0)
+        frames.append((file, int(line) if line.isdigit() else 0))
+    return tuple(frames)
 
 
 def source_line(file: str, n: int, line_sources: dict[str, str]) -> str:
