@@ -184,6 +184,45 @@ def test_dynamic_shared_memory_and_its_alignment(block):
     assert aligned.tolist() == [1] * 6
 
 
+# Shared memory declared with an alignment its type lacks, every way CUDA code spells one, then
+# read and written as float4 (an aligned vector access on the CPU as on a GPU): the static array
+# after a 4-byte one, so that only the asked alignment puts it on 16 bytes.
+ALIGNED_SHARED = [
+    "__shared__ __align__(16) float tile[64];",
+    "__shared__ float __align__(16) tile[64];",
+    "__shared__ alignas(16) float tile[64];",
+    "__shared__ __attribute__((aligned(16))) float tile[64];",
+    "__shared__ __align__(sizeof(float4)) float tile[64];",
+    "extern __shared__ __align__(sizeof(float4)) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
+    "extern __shared__ __align__((16)) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
+    "extern __shared__ __attribute__((aligned(16))) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
+    "extern __shared__ __attribute__((aligned(4 * 4))) float tile[];",
+]
+
+
+@pytest.mark.parametrize("check", [False, True])
+@pytest.mark.parametrize("declaration", ALIGNED_SHARED)
+def test_shared_memory_declared_with_an_alignment_takes_vector_accesses(declaration, check):
+    Rows = cf.kernel(type("AlignedRows", (), {
+        "__annotations__": {"x": cf.In[cf.float32], "y": cf.Out[cf.float32]},
+        "block": 16,
+        "body": f"""
+        __shared__ int flag;
+        {declaration}
+        if (threadIdx.x == 0) flag = 1;
+        reinterpret_cast<float4*>(tile)[threadIdx.x] = reinterpret_cast<const float4*>(x)[threadIdx.x];
+        __syncthreads();
+        reinterpret_cast<float4*>(y)[threadIdx.x] = reinterpret_cast<const float4*>(tile)[15 - threadIdx.x];
+        """,
+    }))  # fmt: skip
+    if not check:
+        Rows.compile(arch="sm_90")  # (valid CUDA: NVRTC builds it)
+    x = RNG.standard_normal(64).astype(np.float32)
+    y = np.zeros(64, np.float32)
+    Rows(x, y, grid=1, shared_mem=256, device="cpu", check=check)
+    np.testing.assert_array_equal(y.reshape(16, 4), x.reshape(16, 4)[::-1])
+
+
 @cf.kernel
 class SharedPair:
     """Two __shared__ arrays of one kernel, and a __shared__ array in a __device__ function."""

@@ -60,7 +60,13 @@ _SYNCS = re.compile(
     r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
 )
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
-_ALIGN = r"(?:__align__\s*\(\s*\d+\s*\)\s*)"
+# An alignment a declaration asks for: __align__(E), alignas(E) or __attribute__((aligned(E))), E
+# any constant expression with up to two levels of parentheses (sizeof(T), (16), 4 * 4).
+_PARENS = r"\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)"
+_ALIGN = rf"(?:(?:__align__|alignas)\s*{_PARENS}\s*|__attribute__\s*\({_PARENS}\)\s*)"
+_ALIGNED = re.compile(
+    rf"(?:__align__|alignas)\s*\((?P<e>(?:[^()]|{_PARENS})*)\)|\baligned\b\s*(?:\((?P<a>(?:[^()]|{_PARENS})*)\))?"
+)
 _EXTERN_SHARED = re.compile(
     rf"\bextern\s+(?:volatile\s+)?__shared__\s+{_ALIGN}?(?P<type>[\w:<>,\s*]+?)\s*{_ALIGN}?\b(?P<name>\w+)\s*\[\s*\]\s*;"
 )
@@ -194,15 +200,17 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
                 source,
             )
         ctype = (m.group("volatile") or "") + source[m.start("type"):m.end("type")].strip()  # fmt: skip
+        align = _asked_alignment(source[m.start():m.start("decls")])  # fmt: skip
         out = []
         for d in _DECLARATOR.finditer(plain[m.start("decls"):m.end("decls")]):  # fmt: skip
             name = d.group(1)
             dims_src = source[m.start("decls") + d.start(2):m.start("decls") + d.end(2)].strip()  # fmt: skip
             t = f"cuforge_shared_{name}_t"
+            at_least = f"(alignof({t}) > size_t({align}) ? alignof({t}) : size_t({align}))" if align else f"alignof({t})"
             offset = (
-                f'cuforge_cpu::check_shared_offset(sizeof({t}), alignof({t}), sizeof(std::remove_all_extents_t<{t}>), "{name}")'
+                f'cuforge_cpu::check_shared_offset(sizeof({t}), {at_least}, sizeof(std::remove_all_extents_t<{t}>), "{name}")'
                 if checked
-                else f"cuforge_cpu::static_shared_offset(sizeof({t}), alignof({t}))"
+                else f"cuforge_cpu::static_shared_offset(sizeof({t}), {at_least})"
             )
             out.append(
                 f"typedef {ctype} {t}{dims_src}; {_static_limit(t, name, ctype + dims_src)} "
@@ -215,6 +223,17 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
         newlines = source.count("\n", start, end)
         source = source[:start] + text + "\n" * newlines + source[end:]
     return source
+
+
+def _asked_alignment(declaration: str) -> str | None:
+    """The alignment a ``__shared__`` declaration asks for beyond its type's, as a C++ constant
+    expression (``__attribute__((aligned))`` alone: 16, the largest a GPU's types need), or None."""
+    for m in _ALIGNED.finditer(declaration):
+        if m.group("e") is not None:
+            return f"({m.group('e').strip()})"
+        if m.group(0).startswith("aligned"):
+            return f"({m.group('a').strip()})" if m.group("a") else "16"
+    return None
 
 
 def _static_limit(typedef: str, name: str, declared: str) -> str:
