@@ -874,6 +874,21 @@ def test_constructs_the_cpu_cannot_run_are_refused_at_compile(kernel, construct,
 
 
 @cf.kernel
+class UndefinedTable:
+    y: cf.Out[cf.float32]
+    preamble = "extern __device__ float table[16];"
+    body = "y[threadIdx.x] = table[threadIdx.x];"
+
+
+def test_a_symbol_declared_and_never_defined_is_a_compile_error_naming_it():
+    with pytest.raises(cf.CompileError, match=r"UndefinedTable: its CPU build could not be loaded: .*undefined symbol: "
+                       r"table; 'undefined symbol' names a function or variable declared, and defined in none of the "
+                       r"sources this build compiled: define it"):  # fmt: skip
+        UndefinedTable(np.zeros(4, np.float32), grid=1, block=4, device="cpu")
+    runs_well()
+
+
+@cf.kernel
 class LookAlikes:
     """Names like the refused calls' that are not the C library's: a member, a comment, a string."""
 

@@ -141,7 +141,12 @@ def shared_object(source: str, *, headers: Mapping[str, str], include_dirs: tupl
         else:
             data, sha = _from_disk(disk, key) or _build_into(disk, key, unit, headers, include_dirs, flags, label,
                                                              compiler, excerpts)  # fmt: skip
-        found = _objects[key] = _load(data, sha, global_symbols)
+        try:
+            found = _objects[key] = _load(data, sha, global_symbols)
+        except OSError as exc:  # (the loader's own message: an undefined symbol, say)
+            message = (f"{label}: its CPU build could not be loaded: {exc}; 'undefined symbol' names a function or "
+                       f"variable declared, and defined in none of the sources this build compiled: define it")  # fmt: skip
+            raise CompileError(message, log=str(exc), source=source, options=flags) from None
         return found
 
 
