@@ -297,3 +297,96 @@ def test_coalesced_group_of_a_divergent_branch():
         np.testing.assert_array_equal(got[:, 7], r)
         others = np.setdiff1d(np.arange(32), lanes) + 32 * w
         assert (out[others] == -1).all()
+
+
+@cf.kernel
+class LabeledSums:
+    """cg::reduce and the scans over the lanes of a warp that share a key (labeled_partition)."""
+
+    keys: cf.In[cf.int32]
+    v: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    block = 64
+    preamble = PREAMBLE + "\n#include <cooperative_groups/scan.h>"
+    body = """
+    auto warp = cg::tiled_partition<32>(cg::this_thread_block());
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    auto g = cg::labeled_partition(warp, keys[i]);
+    out[3 * i + 0] = cg::reduce(g, v[i], cg::plus<int>());
+    out[3 * i + 1] = cg::inclusive_scan(g, v[i]);
+    out[3 * i + 2] = cg::exclusive_scan(g, v[i], cg::plus<int>());
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_reduce_and_scans_over_a_labeled_partition(check):
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 4, 128).astype(np.int32)
+    v = rng.integers(-50, 50, 128).astype(np.int32)
+    out = np.zeros((128, 3), np.int32)
+    LabeledSums(keys, v, out.ravel(), grid=2, device="cpu", check=check)
+    for w in range(4):
+        for k in range(4):
+            lanes = 32 * w + np.flatnonzero(keys[32 * w : 32 * (w + 1)] == k)  # the group, by rank
+            if lanes.size == 0:
+                continue
+            np.testing.assert_array_equal(out[lanes, 0], v[lanes].sum())
+            np.testing.assert_array_equal(out[lanes, 1], np.cumsum(v[lanes]))
+            np.testing.assert_array_equal(out[lanes, 2], np.concatenate([[0], np.cumsum(v[lanes])[:-1]]))
+
+
+@cf.kernel
+class StagedCopy:
+    """cg::memcpy_async of a block's row into shared memory, by the block and by its warps."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = PREAMBLE + "\n#include <cooperative_groups/memcpy_async.h>"
+    body = """
+    __shared__ float tile[64];
+    __shared__ double wide[64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::memcpy_async(block, tile, x + blockIdx.x * 64, sizeof(float) * 64);
+    cg::wait(block);
+    wide[threadIdx.x] = tile[63 - threadIdx.x];
+    __syncthreads();
+    auto warp = cg::tiled_partition<32>(block);
+    unsigned w = threadIdx.x / 32;
+    cg::memcpy_async(warp, tile + 32 * w, 32, reinterpret_cast<const float*>(wide) + 64 * w, 64);
+    cg::wait_prior<0>(warp);
+    y[blockIdx.x * 64 + threadIdx.x] = tile[threadIdx.x];
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_memcpy_async_by_a_block_and_by_its_warps(check):
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(128, np.float32)
+    StagedCopy(x, y, grid=2, device="cpu", check=check)
+    # each warp copies 32 floats from the front of its 32 doubles: the row reversed, as bytes
+    rows = x.reshape(2, 64)[:, ::-1].astype(np.float64)
+    want = np.concatenate([rows[:, 32 * w : 32 * w + 16].view(np.float32) for w in range(2)], axis=1)
+    np.testing.assert_array_equal(y.reshape(2, 64), want)
+
+
+@cf.kernel
+class ReadsBeforeWait:
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = PREAMBLE + "\n#include <cooperative_groups/memcpy_async.h>"
+    body = """
+    __shared__ float tile[64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::memcpy_async(block, tile, x, sizeof(float) * 64);
+    y[threadIdx.x] = tile[63 - threadIdx.x];
+    cg::wait(block);
+    """
+
+
+def test_reading_a_memcpy_async_destination_before_the_wait_is_reported():
+    # (thread 0 reads what thread 63 copies, which it has not yet: an uninitialised read here)
+    with pytest.raises((cf.UninitializedReadError, cf.RaceError), match=r"ReadsBeforeWait .*__shared__ variable 'tile'.* at "
+                       r"ReadsBeforeWait\.body, line 4: "):  # fmt: skip
+        ReadsBeforeWait(np.ones(64, np.float32), np.zeros(64, np.float32), grid=1, device="cpu", check=True)

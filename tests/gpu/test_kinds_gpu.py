@@ -141,3 +141,25 @@ def test_the_cubin_and_the_driver_give_one_static_shared_size():
         assert k.compile().resources()["shared_bytes"] == k.attributes.static_shared_bytes == size
 
 
+
+
+def test_coalesced_group_collectives_and_memcpy_async_give_the_cpu_backend_s_results():
+    """The CPU backend's cg::reduce and scans over a labeled partition, and its memcpy_async,
+    against CUDA's own on the GPU: the same results, bit for bit (integers; copies)."""
+    from ..cpu.test_cpu_kinds import LabeledSums, StagedCopy
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 4, 128).astype(np.int32)
+    v = rng.integers(-50, 50, 128).astype(np.int32)
+    on_cpu = np.zeros(384, np.int32)
+    LabeledSums(keys, v, on_cpu, grid=2, device="cpu")
+    on_gpu = cf.zeros(384, cf.int32)
+    LabeledSums(cf.to_device(keys), cf.to_device(v), on_gpu, grid=2)
+    np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
+
+    x = np.arange(128, dtype=np.float32)
+    copied = np.zeros(128, np.float32)
+    StagedCopy(x, copied, grid=2, device="cpu")
+    y = cf.zeros(128, cf.float32)
+    StagedCopy(cf.to_device(x), y, grid=2)
+    np.testing.assert_array_equal(y.to_numpy(), copied)

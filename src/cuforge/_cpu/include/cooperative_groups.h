@@ -201,4 +201,27 @@ template <unsigned N, class T, class Op> inline T exclusive_scan(const thread_bl
 }
 template <unsigned N, class T> inline T exclusive_scan(const thread_block_tile<N>& g, T v) { return exclusive_scan(g, v, plus<T>()); }
 
+// The same over a coalesced group (coalesced_threads(), labeled_partition, binary_partition),
+// whose lanes need not be contiguous: each lane reads every rank's value, in rank order.
+template <class T, class Op> inline T reduce(const coalesced_group& g, T v, Op op) {
+    T acc = g.shfl(v, 0);
+    for (unsigned r = 1; r < g.size(); ++r) acc = op(acc, g.shfl(v, r));
+    return acc;
+}
+template <class T, class Op> inline T inclusive_scan(const coalesced_group& g, T v, Op op) {
+    T acc = g.shfl(v, 0);
+    for (unsigned r = 1; r < g.size(); ++r) {
+        T other = g.shfl(v, r);
+        if (r <= g.thread_rank()) acc = op(acc, other);
+    }
+    return acc;
+}
+template <class T> inline T inclusive_scan(const coalesced_group& g, T v) { return inclusive_scan(g, v, plus<T>()); }
+template <class T, class Op> inline T exclusive_scan(const coalesced_group& g, T v, Op op) {
+    T inc = inclusive_scan(g, v, op);
+    T prev = g.shfl_up(inc, 1);
+    return g.thread_rank() == 0 ? T() : prev;
+}
+template <class T> inline T exclusive_scan(const coalesced_group& g, T v) { return exclusive_scan(g, v, plus<T>()); }
+
 }  // namespace cooperative_groups
