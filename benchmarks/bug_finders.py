@@ -1,11 +1,12 @@
 """Which bugs of cuforge's corpora (tests/cpu/check_corpus.py, tests/cpu/check_corpus_more.py,
-tests/cpu/check_probe_buggy.py with check_probe_correct.py) each tool finds: cuforge's checked
-CPU launch, and NVIDIA's compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the GPU.
+tests/cpu/check_probe_buggy.py with check_probe_correct.py, tests/cpu/check_probe4_buggy.py with
+check_probe4_correct.py) each tool finds: cuforge's checked CPU launch, and NVIDIA's
+compute-sanitizer (memcheck, racecheck, initcheck, synccheck) on the GPU.
 
     python benchmarks/bug_finders.py [OUT.json [CORPUS ...]]   (on the GPU machine, compute-sanitizer
                                                                 on PATH or in /usr/local/cuda/bin;
                                                                 CORPUS: check_corpus, check_corpus_more,
-                                                                check_probe; all by default)
+                                                                check_probe, check_probe4; all by default)
 
 Each buggy kernel runs with the arguments that show its bug, and each correct kernel with its
 own: checked on the CPU (the error it raises, if any), then on the GPU under each tool in a
@@ -33,6 +34,7 @@ CORPORA = {
     "check_corpus": (("check_corpus", "BUGGY"), ("check_corpus", "CORRECT")),
     "check_corpus_more": (("check_corpus_more", "BUGGY_MORE"), ("check_corpus_more", "CORRECT_MORE")),
     "check_probe": (("check_probe_buggy", "BUGGY"), ("check_probe_correct", "CORRECT")),
+    "check_probe4": (("check_probe4_buggy", "BUGGY"), ("check_probe4_correct", "CORRECT")),
 }
 
 CHILD = """

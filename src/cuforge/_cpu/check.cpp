@@ -221,6 +221,7 @@ struct Current {
     uint16_t fence_warp[CUFORGE_CPU_MAX_THREADS] = {};
     uint32_t fence_seq[CUFORGE_CPU_MAX_THREADS] = {};
     uint32_t atomic_seq[CUFORGE_CPU_MAX_THREADS] = {};
+    bool polled[CUFORGE_CPU_MAX_THREADS] = {};  // a volatile access since the thread's last fence (its place: see count_atomic)
     uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     unsigned shared_vars = 0;            // the table's declarations with regions below
     uint32_t epoch = 1;                  // counts the changes of `shared` (the sites that learnt a region of it)
@@ -648,8 +649,16 @@ __attribute__((always_inline)) inline bool no_other_threads(Current* c, const Si
 
 // An atomic's or a volatile access's place in the launch's sequence (the fence rules': kernel memory
 // only): either can be the poll of a flag that another thread set after a fence.
+//
+// The place is taken before the access runs, which another block's fence can fall between: the
+// poll that reads a flag set after that fence would seem to come before the fence. So an atomic
+// takes its place again once it is done (atomic_done), and a volatile access, which the kernel's
+// own code makes after its hook, at the thread's next fence (a poll, then __threadfence()).
 inline void count_atomic(Current* c, unsigned kind) {
-    if (kind & (A_READS | A_WRITES | VOLATILE)) launch.atomic_seq[c->block] = c->atomic_seq[thread_of(c)] = ++launch.seq;
+    if (!(kind & (A_READS | A_WRITES | VOLATILE))) return;
+    unsigned t = thread_of(c);
+    launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
+    if (kind & VOLATILE) c->polled[t] = true;
 }
 
 // What a site learns of the region an access of `size` bytes at `a` found (`from`: where the
@@ -792,7 +801,7 @@ __attribute__((noinline, cold)) void misaligned(uintptr_t a, unsigned size, bool
     char who[160];
     describe_thread(who, sizeof who, c->block, thread_of(c));
     report(c, pc, "misaligned %s of %u bytes at address %p (not a multiple of %u) by %s; on a GPU this is a "
-           "misaligned address error (a vector load or store needs an address aligned to its size); at @LINE@",
+           "misaligned address error (a vector load or store, or an atomic, needs an address aligned to its size); at @LINE@",
            write ? "write" : "read", size, reinterpret_cast<void*>(a), size, who);
 }
 
@@ -856,17 +865,22 @@ __attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds*
            "the object, even where the address is inside the object; at @LINE@", index, type, who);  // (report's pc below: the index's, not the access's)
 }
 
-// A misaligned access: reported where it is the kernel's memory, else observed as any other.
-__attribute__((noinline, cold)) void misaligned_access(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
-    misaligned(a, size, write, pc);
-    observe<false>(a, size, write, kind, pc);
-}
-
 void atomic_event(void* pc, uintptr_t a, unsigned size, unsigned kind) {
+    if (__builtin_expect(a % size != 0, 0)) misaligned(a, size, (kind & A_WRITES) != 0, pc);  // (an x86 lock splits it)
     observe<true>(a, size, (kind & A_WRITES) != 0, kind, pc);
 }
 
+// An atomic of the kernel's memory is done: its place in the sequence again (count_atomic).
+void atomic_done() {
+    Current* c = active();
+    if (!c) return;
+    unsigned t = thread_of(c);
+    if (c->atomic_seq[t]) launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
+}
+
 std::mutex wide;  // 16-byte atomics
+
+void fence_event();
 
 }  // namespace
 
@@ -1262,10 +1276,11 @@ void __tsan_write_range(void* a, unsigned long size) {
     if (size) observe<false>(reinterpret_cast<uintptr_t>(a), unsigned(size), true, PLAIN, __builtin_return_address(0));
 }
 
-// An access of N bytes the compiler takes to be aligned to N (a float, a float4): one that is not
-// is a misaligned address on a GPU.
+// An access of N bytes. Its alignment is checked where its type is known, by the compiler's
+// alignment check (-fsanitize=alignment, misaligned_type): a float4 must be at a multiple of 16,
+// a struct of two doubles at one of 8, though the compiler copies either with one 16-byte access
+// and may call the aligned form for both.
 __attribute__((always_inline)) inline void aligned(uintptr_t a, unsigned n, bool write, unsigned kind, void* pc) {
-    if (n > 1 && a % n) return misaligned_access(a, n, write, kind, pc);
     observe<true>(a, n, write, kind, pc);
 }
 #define CF_ACCESS(N)                                                                                                  \
@@ -1280,20 +1295,10 @@ CF_ACCESS(8)
 CF_ACCESS(16)
 #undef CF_ACCESS
 // The compiler calls the unaligned forms where it cannot prove alignment (a packed struct, a
-// cast); a vector type's access must be aligned to its size on a GPU.
-#define CF_UNALIGNED(N)                                                                      \
-    void __tsan_unaligned_read##N(void* a) {                                                 \
-        void* pc = __builtin_return_address(0);                                              \
-        if (N >= 8 && reinterpret_cast<uintptr_t>(a) % N)                                     \
-            return misaligned_access(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, pc);  \
-        observe<true>(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, pc);                  \
-    }                                                                                        \
-    void __tsan_unaligned_write##N(void* a) {                                                \
-        void* pc = __builtin_return_address(0);                                              \
-        if (N >= 8 && reinterpret_cast<uintptr_t>(a) % N)                                     \
-            return misaligned_access(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, pc);   \
-        observe<true>(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, pc);                   \
-    }
+// cast); as for the aligned ones, the alignment a GPU needs is the type's, checked with it.
+#define CF_UNALIGNED(N)                                                                                                \
+    void __tsan_unaligned_read##N(void* a) { observe<true>(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, __builtin_return_address(0)); } \
+    void __tsan_unaligned_write##N(void* a) { observe<true>(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, __builtin_return_address(0)); }
 CF_UNALIGNED(2)
 CF_UNALIGNED(4)
 CF_UNALIGNED(8)
@@ -1319,16 +1324,39 @@ void __ubsan_handle_out_of_bounds_abort(const UbsanOutOfBounds* data, void* inde
 
 void __tsan_atomic_thread_fence(int) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    fence_event();
+}
+void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+}  // extern "C"
+
+namespace {
+// A fence of the kernel's code (__threadfence(), __threadfence_block(), cuda::atomic_thread_fence),
+// or the one an atomic with release semantics makes before it (release_of).
+void fence_event() {
     Current* c = active();
     if (!c) return;
     unsigned t = thread_of(c);
+    if (c->polled[t]) {  // (the volatile access before it has run by now: count_atomic)
+        c->polled[t] = false;
+        launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
+    }
     launch.fences[c->block] = ++c->fences;
     launch.fence_seq[c->block] = c->fence_seq[t] = ++launch.seq;
     ++c->thread_fences[t];
     c->fence_warp[t] = c->warp_gen[t / 32];
     c->fenced = true;
 }
-void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// An atomic that writes with a memory order that releases (release, acq_rel, seq_cst: libcu++'s
+// cuda::atomic_ref and cuda::atomic, std::atomic; CUDA's atomicAdd and the like are relaxed) is a
+// fence, then the atomic: what was written before it is released to whoever acquires it after.
+inline void release_of(int order) {
+    if (order == __ATOMIC_RELEASE || order == __ATOMIC_ACQ_REL || order == __ATOMIC_SEQ_CST) fence_event();
+}
+}  // namespace
+
+extern "C" {
 
 // The atomics themselves (done here: the instrumented code calls these instead), each seen as an
 // atomic access first.
@@ -1337,51 +1365,84 @@ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); 
 #define CF_ATOMICS(N, T)                                                                                              \
     T __tsan_atomic##N##_load(const volatile T* a, int) {                                                             \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS);                    \
-        return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                  \
+        T r = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                  \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                                          \
+    void __tsan_atomic##N##_store(volatile T* a, T v, int mo) {                                                       \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_WRITES);                   \
         __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                     \
+        atomic_done();                                                                                                \
     }                                                                                                                 \
-    T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                                                          \
+    T __tsan_atomic##N##_exchange(volatile T* a, T v, int mo) {                                                       \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_WRITES);                   \
-        return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                           \
+        T r = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                           \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                                                         \
+    T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int mo) {                                                      \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                            \
+        T r = __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                            \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                                                         \
+    T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int mo) {                                                      \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                            \
+        T r = __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                            \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                                                         \
+    T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int mo) {                                                      \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                            \
+        T r = __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                            \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                                                          \
+    T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int mo) {                                                       \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                             \
+        T r = __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                             \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                                                         \
+    T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int mo) {                                                      \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                            \
+        T r = __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                            \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int) {                                                        \
+    T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int mo) {                                                     \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                           \
+        T r = __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                           \
+        atomic_done();                                                                                               \
+        return r;                                                                                                    \
     }                                                                                                                 \
-    int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {                              \
+    int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int mo, int) {                           \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
-        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+        int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+        atomic_done();                                                                                                 \
+        return r;                                                                                                      \
     }                                                                                                                 \
-    int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {                                \
+    int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int mo, int) {                             \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+        int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+        atomic_done();                                                                                                 \
+        return r;                                                                                                      \
     }                                                                                                                 \
-    T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                                    \
+    T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int mo, int) {                                 \
+        release_of(mo);                                                                                               \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
         __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                             \
+        atomic_done();                                                                                                \
         return c;                                                                                                     \
     }
 CF_ATOMICS(8, char)

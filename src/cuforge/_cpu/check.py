@@ -167,10 +167,21 @@ def where(path: str, pc: int, line_sources: dict[str, str]) -> str:
     frames = _frames(path, pc)
     if frames is None:
         return f"code offset {pc:#x} of {os.path.basename(path)} (addr2line, from binutils, names the line)"
-    for file, line in frames:
-        if file and file != "??" and not file.startswith((_runtime.INCLUDE, "/usr/")) and line:
+    for file, line in frames:  # (the kernel's own sources first: a header's line inlined there is not the kernel's)
+        if line and any(file == s or file.endswith("/" + s) for s in line_sources):
+            return source_line(file, line, line_sources)
+    for file, line in frames:  # (else a header of the user's own)
+        if file and file != "??" and not file.startswith((*_toolkit_headers(), "/usr/")) and line:
             return source_line(file, line, line_sources)
     return f"code offset {pc:#x} of {os.path.basename(path)}"
+
+
+@functools.lru_cache(maxsize=1)
+def _toolkit_headers() -> tuple[str, ...]:
+    """The folders of headers that are not the user's: cuforge's runtime (its shims too), CUDA's and CCCL's."""
+    from .._compile.headers import cccl_include_dir, cuda_include_dir
+
+    return (_runtime.INCLUDE, *(d for d in (cuda_include_dir(), cccl_include_dir()) if d))
 
 
 def own_line(path: str, pc: int, line_sources: dict[str, str]) -> str | None:
