@@ -874,6 +874,27 @@ def test_constructs_the_cpu_cannot_run_are_refused_at_compile(kernel, construct,
 
 
 @cf.kernel
+class NotInlined:
+    """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and
+    <memory>, which libcu++ headers bring in): both build."""
+
+    y: cf.Out[cf.float32]
+    preamble = """
+    #include <cuda/std/functional>
+    __device__ __noinline__ float twice(float v) { return 2 * v; }
+    __device__ __attribute__((__noinline__)) float thrice(float v) { return 3 * v; }
+    """
+    body = "y[threadIdx.x] = cuda::std::plus<float>{}(twice(threadIdx.x), thrice(1.f));  // (__noinline__ in a comment)"
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_noinline_as_a_specifier_and_as_an_attribute_name(check):
+    y = np.zeros(4, np.float32)
+    NotInlined(y, grid=1, block=4, device="cpu", check=check)
+    np.testing.assert_array_equal(y, 2 * np.arange(4) + 3)
+
+
+@cf.kernel
 class UndefinedTable:
     y: cf.Out[cf.float32]
     preamble = "extern __device__ float table[16];"

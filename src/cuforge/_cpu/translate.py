@@ -272,8 +272,28 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
     plain = _is_plain(source) and not linked and not checked
     if checked:  # (local variables without an initializer: the checker follows them)
         source = follow_locals(source, masked(source))
+    source = _rewrite_noinline(source)
     body = _rewrite_shared(label, source, masked(source), line_sources, checked)
     return _assemble(label, body, plain, entries, checked=checked)
+
+
+# CUDA's __noinline__ function specifier. The CPU build's crt/host_defines.h makes the token the
+# attribute's name (libstdc++ writes __attribute__((__noinline__)) since GCC 13), so a kernel's
+# own use is written out as the attribute, on its line (the same length or longer: columns after
+# it move, lines do not).
+_NOINLINE = re.compile(r"\b__noinline__\b")
+_IN_ATTRIBUTE = re.compile(r"__attribute__\s*\(\([^;{}]*\Z")
+
+
+def _rewrite_noinline(source: str) -> str:
+    plain = masked(source)
+    out, last = [], 0
+    for m in _NOINLINE.finditer(plain):
+        if _IN_ATTRIBUTE.search(plain, max(0, m.start() - 200), m.start()):  # (already an attribute's name)
+            continue
+        out += [source[last : m.start()], "__attribute__((noinline))"]
+        last = m.end()
+    return "".join(out) + source[last:]
 
 
 def _is_plain(source: str) -> bool:
@@ -320,7 +340,9 @@ def excerpt_lines(label: str, source: str, line_sources: Mapping[str, str],
     ``#line`` regions give different texts is left out: no excerpt rather than a wrong one."""
     plain = _is_plain(source)
     user = _assemble(label, source, plain, entries)
-    compiled = _assemble(label, _rewrite_shared(label, source, masked(source), line_sources), plain, entries).split("\n")
+    rewritten = _rewrite_noinline(source)
+    rewritten = _rewrite_shared(label, rewritten, masked(rewritten), line_sources)
+    compiled = _assemble(label, rewritten, plain, entries).split("\n")
     found: dict[tuple[str, int], tuple[str, bool]] = {}
     ambiguous: set[tuple[str, int]] = set()
     file, line = "", 0

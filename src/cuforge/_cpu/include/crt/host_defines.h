@@ -3,7 +3,10 @@
 // real one built in; the CUDA runtime headers wheel ships without crt/.
 #pragma once
 #define __no_return__ __attribute__((noreturn))
-#define __noinline__ __attribute__((noinline))
+// (__noinline__ is the attribute's name here, for libstdc++'s own __attribute__((__noinline__)) in
+// <string> and <memory> since GCC 13; the translation writes a kernel's __noinline__, a function
+// specifier, as __attribute__((noinline)): cuforge/_cpu/translate.py)
+#define __noinline__ noinline
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __inline_hint__
 #define __align__(n) __attribute__((aligned(n)))
