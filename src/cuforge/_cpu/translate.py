@@ -28,7 +28,11 @@ _REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), what)
     for pattern, what in (
         (r"\basm\b\s*(volatile\b\s*)?\(|\b__asm__\b", "inline PTX (asm)"),
-        (r"#\s*include\s*[<\"](cub|thrust)/|\b(cub|thrust)::", "CUB/Thrust device code"),
+        (r"#\s*include\s*[<\"]thrust/|\bthrust::", "Thrust device code"),
+        (r"#\s*include\s*[<\"]cub/(?!(?:cub|block/block_reduce|block/block_scan|warp/warp_reduce|warp/warp_scan)\.cuh[>\"])"
+         r"|\bcub::(?!(?:BlockReduce|BlockScan|WarpReduce|WarpScan|BLOCK_REDUCE_\w+|BLOCK_SCAN_\w+|BlockReduceAlgorithm|"
+         r"BlockScanAlgorithm|Uninitialized|NullType|RowMajorTid|LaneId)\b)\w+",
+         "CUB device code other than cub::BlockReduce, BlockScan, WarpReduce and WarpScan"),
         (r"\btex(1D|2D|3D|1Dfetch|Cubemap)\w*\s*[<(]|\bsurf(1D|2D|3D)\w*\s*[<(]|\bcuda(Texture|Surface)Object_t\b",
          "textures and surfaces"),
         (r"<<<", "dynamic parallelism (a launch from device code)"),
@@ -56,7 +60,7 @@ _BEFORE_A_CALL = frozenset(("return", "else", "do", "case", "co_return", "co_yie
 _SYNCS = re.compile(
     r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|"
     r"__activemask|__lanemask\w*|__nanosleep|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|"
-    r"coalesced_threads|labeled_partition|binary_partition|"
+    r"coalesced_threads|labeled_partition|binary_partition|cub|"
     r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
 )
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)

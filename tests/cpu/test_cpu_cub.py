@@ -1,0 +1,231 @@
+"""CUB's block and warp collectives on the CPU backend (cub::BlockReduce, BlockScan, WarpReduce,
+WarpScan), checked and not, against NumPy; their misuse reported, and the rest of CUB refused.
+tests/gpu/test_cub_gpu.py runs the same kernels against CUB itself on a GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cuforge as cf
+
+CUB = """
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#include <cub/warp/warp_scan.cuh>
+"""
+
+
+@cf.kernel
+class Collectives:
+    """Each collective once, on integers: out has 8 columns per thread, -7 where CUB's result is
+    not defined (a reduction's, outside its first thread or lane)."""
+
+    x: cf.In[cf.int32]
+    out: cf.Array[cf.int32]
+    block = 96  # (three warps: a block's warps and a logical warp of 16 lanes)
+    preamble = CUB
+    body = """
+    using BR = cub::BlockReduce<int, 96>;
+    using BS = cub::BlockScan<int, 96>;
+    using WR = cub::WarpReduce<int>;
+    using WS = cub::WarpScan<int, 16>;
+    __shared__ typename BR::TempStorage br;
+    __shared__ typename BS::TempStorage bs;
+    __shared__ typename WR::TempStorage wr[3];
+    __shared__ typename WS::TempStorage ws[6];
+    int t = threadIdx.x, i = blockIdx.x * 96 + t, v = x[i];
+    int total = BR(br).Sum(v);
+    if (t == 0) out[8 * i + 0] = total;
+    int inclusive, exclusive, aggregate;
+    BS(bs).InclusiveSum(v, inclusive);
+    __syncthreads();
+    BS(bs).ExclusiveSum(v, exclusive, aggregate);
+    out[8 * i + 1] = inclusive;
+    out[8 * i + 2] = exclusive;
+    out[8 * i + 3] = aggregate;
+    int warp_sum = WR(wr[t / 32]).Sum(v);
+    if (t % 32 == 0) out[8 * i + 4] = warp_sum;
+    int lane_inclusive, lane_max;
+    WS(ws[t / 16]).InclusiveSum(v, lane_inclusive);
+    WS(ws[t / 16]).ExclusiveScan(v, lane_max, 100, cuda::maximum<>{});
+    out[8 * i + 5] = lane_inclusive;
+    out[8 * i + 6] = lane_max;
+    int items[3] = {v, 2 * v, 3 * v}, scanned[3];
+    __syncthreads();
+    BS(bs).ExclusiveSum(items, scanned);
+    out[8 * i + 7] = scanned[2];
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_block_and_warp_collectives_against_numpy(check):
+    x = np.random.default_rng(0).integers(-100, 100, 192).astype(np.int32)
+    out = np.full(192 * 8, -7, np.int32)
+    Collectives(x, out, grid=2, device="cpu", check=check)
+    got = out.reshape(2, 96, 8)
+    for xs, o in zip(x.reshape(2, 96), got):
+        np.testing.assert_array_equal(o[:, 0], [xs.sum()] + [-7] * 95)
+        np.testing.assert_array_equal(o[:, 1], np.cumsum(xs))
+        np.testing.assert_array_equal(o[:, 2], np.cumsum(xs) - xs)
+        np.testing.assert_array_equal(o[:, 3], xs.sum())
+        np.testing.assert_array_equal(o[::32, 4], xs.reshape(3, 32).sum(axis=1))
+        assert (np.delete(o[:, 4], [0, 32, 64]) == -7).all()
+        segments = xs.reshape(6, 16)
+        np.testing.assert_array_equal(o[:, 5], np.cumsum(segments, axis=1).ravel())
+        running = np.maximum.accumulate(np.maximum(segments, 100), axis=1)
+        np.testing.assert_array_equal(o[:, 6], np.concatenate([np.full((6, 1), 100), running[:, :-1]], axis=1).ravel())
+        np.testing.assert_array_equal(o[:, 7], np.cumsum(6 * xs) - 6 * xs + 3 * xs)
+
+
+@cf.kernel
+class TiledScan:
+    """A scan of many tiles by one block, a prefix callback carrying the running total (CUB's
+    documented pattern), and an argmax of a 16-byte struct by a block's own TempStorage."""
+
+    x: cf.In[cf.float64]
+    scan: cf.Out[cf.float64]
+    best: cf.Out[cf.float64]
+    where: cf.Out[cf.int32]
+    n: cf.int32
+    block = (32, 4)
+    preamble = (
+        CUB
+        + """
+    struct Running {
+        double total;
+        __device__ double operator()(double block_aggregate) { double old = total; total += block_aggregate; return old; }
+    };
+    struct Candidate { double value; long long index; };
+    struct Larger {
+        __device__ Candidate operator()(const Candidate& a, const Candidate& b) const {
+            return b.value > a.value || (b.value == a.value && b.index < a.index) ? b : a;
+        }
+    };
+    """
+    )
+    body = """
+    using BS = cub::BlockScan<double, 32, cub::BLOCK_SCAN_WARP_SCANS, 4>;
+    __shared__ typename BS::TempStorage temp;
+    Running running{0.0};
+    int t = threadIdx.y * 32 + threadIdx.x;
+    Candidate mine{-1e300, -1};
+    for (int base = 0; base < n; base += 128) {
+        int i = base + t;
+        double v = i < n ? x[i] : 0.0;
+        double s;
+        BS(temp).InclusiveSum(v, s, running);
+        __syncthreads();
+        if (i < n) {
+            scan[i] = s;
+            if (v > mine.value) mine = Candidate{v, i};
+        }
+    }
+    Candidate top = cub::BlockReduce<Candidate, 32, cub::BLOCK_REDUCE_WARP_REDUCTIONS, 4>().Reduce(mine, Larger{}, n < 128 ? n : 128);
+    if (t == 0) { best[0] = top.value; where[0] = int(top.index); }
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+@pytest.mark.parametrize("n", [500, 100])
+def test_a_prefix_callback_over_tiles_and_a_struct_reduction(n, check):
+    x = np.random.default_rng(n).integers(-9, 10, n).astype(np.float64)
+    scan, best, where = np.zeros(n), np.zeros(1), np.zeros(1, np.int32)
+    TiledScan(x, scan, best, where, n, grid=1, device="cpu", check=check)
+    np.testing.assert_array_equal(scan, np.cumsum(x))
+    assert (best[0], where[0]) == (x.max(), int(np.argmax(x)))
+
+
+@cf.kernel
+class ReusedWithoutBarrier:
+    x: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    block = 64
+    preamble = CUB
+    body = """
+    using BS = cub::BlockScan<int, 64>;
+    __shared__ typename BS::TempStorage temp;
+    int v = x[threadIdx.x], a, b;
+    BS(temp).InclusiveSum(v, a);
+    BS(temp).ExclusiveSum(v, b);
+    out[threadIdx.x] = a + b;
+    """
+
+
+@cf.kernel
+class WarpReduceInABranch:
+    x: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    block = 64
+    preamble = CUB
+    body = """
+    using WR = cub::WarpReduce<int>;
+    __shared__ typename WR::TempStorage temp[2];
+    int s = 0;
+    if (threadIdx.x % 32 < 16) s = WR(temp[threadIdx.x / 32]).Sum(x[threadIdx.x]);
+    out[threadIdx.x] = s;
+    """
+
+
+@cf.kernel
+class BlockOfTheWrongSize:
+    x: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    preamble = CUB
+    body = """
+    using BR = cub::BlockReduce<int, 128>;
+    __shared__ typename BR::TempStorage temp;
+    int s = BR(temp).Sum(x[threadIdx.x]);
+    if (threadIdx.x == 0) out[0] = s;
+    """
+
+
+def _run(kernel, check, **launch):
+    kernel(np.arange(64, dtype=np.int32), np.zeros(64, np.int32), grid=1, device="cpu", check=check, **launch)
+
+
+def test_a_temp_storage_reused_without_a_barrier_is_a_race_at_the_second_use():
+    with pytest.raises(cf.RaceError, match=r"ReusedWithoutBarrier .*data race on __shared__ variable 'temp'.* at "
+                       r"ReusedWithoutBarrier\.body, line 5: BS\(temp\)\.ExclusiveSum\(v, b\);"):  # fmt: skip
+        _run(ReusedWithoutBarrier, True)
+    _run(ReusedWithoutBarrier, False)  # (unchecked: the race goes unseen, as on a GPU)
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_warp_reduction_some_lanes_skip_is_warp_misuse(check):
+    with pytest.raises(cf.LaunchError, match=r"WarpReduceInABranch .*thread 16 \(lane 16\) exited without reaching the "
+                       r"__shfl_sync that lanes 0x0000ffff of its warp wait at"):  # fmt: skip
+        _run(WarpReduceInABranch, check)
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_block_collective_for_another_block_size_is_refused_with_the_fix(check):
+    with pytest.raises(cf.LaunchError, match=r"BlockOfTheWrongSize .*cub::BlockReduce's BlockDimX \* BlockDimY \* BlockDimZ "
+                       r"is 128 threads, but the block has 64; name the launch's block in its template arguments"):  # fmt: skip
+        _run(BlockOfTheWrongSize, check, block=64)
+
+
+@pytest.mark.parametrize(
+    "preamble, body, construct",
+    [("#include <cub/block/block_radix_sort.cuh>", "", "CUB device code other than cub::BlockReduce, BlockScan, WarpReduce "
+      "and WarpScan"),
+     (CUB, "cub::BlockLoad<int, 64, 1> *load = nullptr;", "CUB device code other than cub::BlockReduce, BlockScan, "
+      "WarpReduce and WarpScan"),
+     ("#include <thrust/sort.h>", "", "Thrust device code")],
+    ids=["radix-sort header", "block load", "thrust"],
+)  # fmt: skip
+def test_the_rest_of_cub_and_thrust_are_refused_at_compile(preamble, body, construct):
+    Refused = cf.kernel(type("Refused", (), {"__annotations__": {"x": cf.Array[cf.int32]}, "preamble": preamble,
+                                             "body": body + " x[threadIdx.x] = 1;"}))  # fmt: skip
+    with pytest.raises(cf.CompileError, match=rf"Refused: {construct} cannot run on the CPU \(.*\); launch it on a GPU "
+                       r"with device='cuda'"):  # fmt: skip
+        Refused(np.zeros(64, np.int32), grid=1, block=64, device="cpu")
+
+
+def test_cub_cub_cuh_is_refused_as_nvrtc_refuses_it():
+    Whole = cf.kernel(type("Whole", (), {"__annotations__": {"x": cf.Array[cf.int32]}, "preamble": "#include <cub/cub.cuh>",
+                                         "body": "x[threadIdx.x] = 1;"}))  # fmt: skip
+    with pytest.raises(cf.CompileError, match=r"Including <cub/cub\.cuh> is not supported when compiling with NVRTC\. Include "
+                       r"the specific device header instead"):  # fmt: skip
+        Whole(np.zeros(64, np.int32), grid=1, block=64, device="cpu")

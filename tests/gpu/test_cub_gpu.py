@@ -1,0 +1,34 @@
+"""The CPU backend's CUB (cub::BlockReduce, BlockScan, WarpReduce, WarpScan: tests/cpu/test_cpu_cub.py)
+against CUB itself on a GPU: the same kernels give the same results, bit for bit (integers, and
+sums of small integers in doubles)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import cuforge as cf
+from cuforge.pytest_plugin import gpu_module
+
+from ..cpu.test_cpu_cub import Collectives, TiledScan
+
+pytestmark = gpu_module()
+
+
+def test_block_and_warp_collectives_match_the_cpu_backend():
+    x = np.random.default_rng(0).integers(-100, 100, 192).astype(np.int32)
+    on_cpu = np.full(192 * 8, -7, np.int32)
+    Collectives(x, on_cpu, grid=2, device="cpu")
+    on_gpu = cf.to_device(np.full(192 * 8, -7, np.int32))
+    Collectives(cf.to_device(x), on_gpu, grid=2)
+    np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
+
+
+def test_a_prefix_callback_over_tiles_and_a_struct_reduction_match_the_cpu_backend():
+    for n in (500, 100):
+        x = np.random.default_rng(n).integers(-9, 10, n).astype(np.float64)
+        cpu = (np.zeros(n), np.zeros(1), np.zeros(1, np.int32))
+        TiledScan(x, *cpu, n, grid=1, device="cpu")
+        gpu = (cf.zeros(n, cf.float64), cf.zeros(1, cf.float64), cf.zeros(1, cf.int32))
+        TiledScan(cf.to_device(x), *gpu, n, grid=1)
+        for got, want in zip(gpu, cpu):
+            np.testing.assert_array_equal(got.to_numpy(), want)
