@@ -816,3 +816,29 @@ CORRECT["Half2ShuffleReduce"] = Correct(
     lambda a: [(a[1], a[0].astype(np.float32).reshape(2, 64).sum(1))],
     "__half2 warp shuffles (llama.cpp warp_reduce_sum(half2), FlashAttention)",
 )
+
+
+# 26 ----------------------------------------------------------------- one buffer passed as In and Out, each thread its own element
+@cf.kernel
+class InPlaceSameIndex:
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int32
+    block = 64
+    body = """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2.f * x[i] + 1.f;
+    """
+
+
+def _inplace():
+    buf = R(200)
+    return (buf, buf, 200), {"grid": 4}
+
+
+CORRECT["InPlaceSameIndex"] = Correct(
+    InPlaceSameIndex,
+    _inplace,
+    lambda a: [(a[1], 2 * R(200) + 1)],
+    "in-place elementwise op (x and out the same tensor: PyTorch's out= aliasing an input, each element read then written by one thread)",
+)

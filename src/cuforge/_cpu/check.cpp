@@ -26,7 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <vector>
 #include <dlfcn.h>
@@ -101,7 +103,9 @@ enum Flags : uint8_t { INIT = 1, W_SET = 2, W_VOLATILE = 4, R_SET = 8, R_MANY = 
 // PTX's memory model), nor with a plain read that follows a compare-and-swap (a CAS loop's first
 // read, which its CAS checks: the Programming Guide's pattern); with other plain accesses they
 // do, and an atomic that reads (all but a store or an exchange) reads an element uninitialised.
-enum Access : unsigned { PLAIN = 0, A_READS = 1, A_WRITES = 2, A_CAS = 4, VOLATILE = 8 };
+// A_BLOCK: an atomic of the block's scope (atomicAdd_block and the like, which cpu_atomic.h marks
+// with the consume order): atomic for the threads of its block only.
+enum Access : unsigned { PLAIN = 0, A_READS = 1, A_WRITES = 2, A_CAS = 4, VOLATILE = 8, A_BLOCK = 16 };
 
 // One element's shadow.
 struct Cell {
@@ -161,6 +165,7 @@ struct Launch {
     // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
     char* shadow = nullptr;
     size_t shadow_bytes = 0, shadow_used = 0;
+    std::deque<std::string> names;  // (the names of arrays that share a buffer, made per launch)
 };
 Launch launch;
 std::mutex launching;  // one checked launch at a time
@@ -558,6 +563,10 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             if (written && !(cell.flags & W_VOLATILE) &&
                 !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
                 race(c, me, r, a, true, cell.w, true, false, pc, true, false);
+            // a block-scope atomic is no atomic for another block's: the two race unless ordered
+            if ((kind & A_BLOCK) && read && by_atomic && !same_block(me, cell.r) &&
+                !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+                race(c, me, r, a, true, cell.r, true, false, pc, true, true);
             if (!(kind & A_WRITES)) continue;
             if (!by_atomic && !(kind & A_CAS) && !(cell.flags & R_VOLATILE))  // (not a poll; a CAS loop's reads come first)
                 after_reads(c, me, r, a, cell, true, pc);
@@ -654,10 +663,12 @@ __attribute__((always_inline)) inline bool no_other_threads(Current* c, const Si
 // poll that reads a flag set after that fence would seem to come before the fence. So an atomic
 // takes its place again once it is done (atomic_done), and a volatile access, which the kernel's
 // own code makes after its hook, at the thread's next fence (a poll, then __threadfence()).
+// A block-scope atomic orders nothing for other blocks: it takes a place for its thread only.
 inline void count_atomic(Current* c, unsigned kind) {
     if (!(kind & (A_READS | A_WRITES | VOLATILE))) return;
     unsigned t = thread_of(c);
-    launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
+    c->atomic_seq[t] = ++launch.seq;
+    if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
     if (kind & VOLATILE) c->polled[t] = true;
 }
 
@@ -871,16 +882,20 @@ void atomic_event(void* pc, uintptr_t a, unsigned size, unsigned kind) {
 }
 
 // An atomic of the kernel's memory is done: its place in the sequence again (count_atomic).
-void atomic_done() {
+void atomic_done(unsigned kind) {
     Current* c = active();
     if (!c) return;
     unsigned t = thread_of(c);
-    if (c->atomic_seq[t]) launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
+    if (!c->atomic_seq[t]) return;
+    c->atomic_seq[t] = ++launch.seq;
+    if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
 }
+// The scope an atomic's memory order marks (cpu_atomic.h): the block's, or the device's.
+inline unsigned scope_of(int order) { return order == __ATOMIC_CONSUME ? A_BLOCK : 0; }
 
 std::mutex wide;  // 16-byte atomics
 
-void fence_event();
+void fence_event(bool block_scope = false);
 
 }  // namespace
 
@@ -925,6 +940,31 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         c->fences = launch.fences[block], c->grid_syncs = launch.grid_syncs[block];
         ++c->gen;
         memset(c->warp_gen, 0, sizeof c->warp_gen);
+    }
+}
+
+// An __ldg of `bytes` at `p` (cuforge/cpu_intrinsics.h), before its load: a read through the GPU's
+// non-coherent cache, which is not kept coherent with the kernel's own stores. Of an element this
+// launch wrote (by any thread, this one too), it may return the value from before the write,
+// whatever the order of the two: reported as a race. (A write after the __ldg is not followed.)
+CUFORGE_CPU_API void cuforge_check_noncoherent(const void* p, unsigned long bytes) {
+    Current* c = active();
+    if (!c || !bytes) return;
+    uintptr_t a = reinterpret_cast<uintptr_t>(p), from, to;
+    const Region* r = find_global_slow(a, &from, &to);  // (global memory: a kernel's __ldg of shared memory is its own business)
+    if (!r || r->kind == OTHER || !r->shadowed || a < r->base || a + bytes > r->end) return;  // (out of bounds: its load reports it)
+    size_t first = index_of(*r, a - r->base), last = index_of(*r, a + bytes - 1 - r->base);
+    for (size_t i = first; i <= last; ++i) {
+        const Cell& cell = r->cells[i];
+        if (cell.gen != launch.serial || !(cell.flags & W_SET) || !cell.w) continue;
+        char mine[160], theirs[160];
+        describe_thread(mine, sizeof mine, c->block, thread_of(c));
+        describe_thread(theirs, sizeof theirs, (cell.w - 1) / launch.n, (cell.w - 1) % launch.n);
+        report(c, __builtin_return_address(0), "data race on %s, index %zu (extent %llu): %s reads it with __ldg (through the "
+               "GPU's non-coherent cache), and %s wrote it in this launch; a non-coherent read of data the kernel writes "
+               "may return the value from before the write, whatever their order: read it with a plain load (not __ldg); "
+               "at @LINE@", what_of(*r), i * r->granule / r->elem, (unsigned long long)((r->end - r->base) / r->elem), mine,
+               theirs);
     }
 }
 
@@ -1185,6 +1225,43 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     for (size_t s = 0; s < spans.size(); ++s)
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
     if (!copy_all(L)) return 0;
+    auto elem_of = [](const cuforge_check_array& a) { return a.elem && a.bytes % a.elem == 0 ? a.elem : 1u; };
+    auto granule_of_array = [&](const cuforge_check_array& a) {  // (a complex's parts)
+        unsigned e = elem_of(a);
+        return a.floating && a.floating < e && e % a.floating == 0 ? a.floating : e;
+    };
+    // Arrays over one span of which one is written (an In and an Out over one buffer, overlapping
+    // views): one shadow for the span, in cells of their smallest granule, so that one thread's
+    // access through one name and another's through the other meet in the same cells.
+    std::vector<unsigned> common(spans.size(), 0);  // the span's granule where it has a shadow of its own, else 0
+    {
+        std::vector<int> count(spans.size(), 0);
+        std::vector<bool> written(spans.size(), false);
+        for (int i = 0; i < C->narrays; ++i)
+            if (span_of[i] >= 0) {
+                int s = span_of[i];
+                unsigned g = granule_of_array(C->arrays[i]);
+                ++count[s], written[s] = written[s] || C->arrays[i].intent != 0;
+                common[s] = common[s] ? std::min(common[s], g) : g;
+            }
+        for (int i = 0; i < C->narrays; ++i)
+            if (span_of[i] >= 0) {
+                int s = span_of[i];
+                const cuforge_check_array& a = C->arrays[i];
+                if (count[s] < 2 || !written[s] || granule_of_array(a) % common[s] || (a.host - spans[s].first) % common[s])
+                    common[s] = 0;
+            }
+    }
+    std::vector<uintptr_t> span_cells(spans.size(), 0);
+    std::vector<bool> span_init(spans.size(), false);  // (what one name reads another may have been given)
+    K.names.clear();
+    for (size_t s = 0; s < spans.size(); ++s)
+        if (common[s]) span_cells[s] = reinterpret_cast<uintptr_t>(shadow_cells((spans[s].second - spans[s].first) / common[s]));
+    for (int i = 0; i < C->narrays; ++i)
+        if (span_of[i] >= 0 && common[span_of[i]]) {
+            int s = span_of[i];
+            span_init[s] = span_init[s] || C->arrays[i].intent != 1;
+        }
     for (int i = 0; i < C->narrays; ++i) {
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] < 0) {
@@ -1196,11 +1273,22 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         *static_cast<void**>(L->args[a.param]) = reinterpret_cast<void*>(a.copy);
         Region r{};
         r.base = a.copy, r.end = a.copy + a.bytes;
-        r.elem = a.elem ? a.elem : 1;
-        if (a.bytes % r.elem) r.elem = 1;
-        r.granule = a.floating && a.floating < r.elem && r.elem % a.floating == 0 ? a.floating : r.elem;  // (a complex's parts)
-        r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0, r.name = a.name;
-        if (r.shadowed) r.cells = shadow_cells(a.bytes / r.granule);
+        r.elem = elem_of(a);
+        r.granule = granule_of_array(a);
+        r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0 || common[s], r.name = a.name;
+        if (common[s]) {  // (the span's cells, from this array's first; one name for what the span's addresses find)
+            r.granule = common[s];
+            r.cells = reinterpret_cast<Cell*>(span_cells[s] + (a.host - spans[s].first) / common[s] * sizeof(Cell));
+            r.init = span_init[s];
+            std::string name = a.name;
+            const char* also = ", one buffer with ";
+            for (int j = 0; j < C->narrays; ++j)
+                if (j != i && span_of[j] == s) name += also + std::string(C->arrays[j].name), also = " and ";
+            K.names.push_back(name);
+            r.name = K.names.back().c_str();
+        } else if (r.shadowed) {
+            r.cells = shadow_cells(a.bytes / r.granule);
+        }
         K.regions.push_back(r);
     }
     for (int i = 0; i < C->nvars; ++i) {
@@ -1322,9 +1410,9 @@ void __ubsan_handle_out_of_bounds_abort(const UbsanOutOfBounds* data, void* inde
     index_out_of_bounds(data, reinterpret_cast<uintptr_t>(index), __builtin_return_address(0));
 }
 
-void __tsan_atomic_thread_fence(int) {
+void __tsan_atomic_thread_fence(int order) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    fence_event();
+    fence_event(order == __ATOMIC_CONSUME);  // (cpu_atomic.h's mark of __threadfence_block())
 }
 void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
@@ -1332,8 +1420,9 @@ void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); 
 
 namespace {
 // A fence of the kernel's code (__threadfence(), __threadfence_block(), cuda::atomic_thread_fence),
-// or the one an atomic with release semantics makes before it (release_of).
-void fence_event() {
+// or the one an atomic with release semantics makes before it (release_of). A fence of the
+// block's scope (__threadfence_block()) orders for the threads of its block only.
+void fence_event(bool block_scope) {
     Current* c = active();
     if (!c) return;
     unsigned t = thread_of(c);
@@ -1341,8 +1430,8 @@ void fence_event() {
         c->polled[t] = false;
         launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
     }
-    launch.fences[c->block] = ++c->fences;
-    launch.fence_seq[c->block] = c->fence_seq[t] = ++launch.seq;
+    c->fence_seq[t] = ++launch.seq;
+    if (!block_scope) launch.fences[c->block] = ++c->fences, launch.fence_seq[c->block] = c->fence_seq[t];
     ++c->thread_fences[t];
     c->fence_warp[t] = c->warp_gen[t / 32];
     c->fenced = true;
@@ -1362,88 +1451,88 @@ extern "C" {
 // atomic access first.
 // (A weak compare-and-swap is cuforge's own update loop, cpu_atomic.h's atomic_update: a float's
 // atomicAdd, atomicMax, atomicInc; a read-modify-write, not a CAS. atomicCAS is the strong one.)
-#define CF_ATOMICS(N, T)                                                                                              \
-    T __tsan_atomic##N##_load(const volatile T* a, int) {                                                             \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS);                    \
-        T r = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                  \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    void __tsan_atomic##N##_store(volatile T* a, T v, int mo) {                                                       \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_WRITES);                   \
-        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                     \
-        atomic_done();                                                                                                \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_exchange(volatile T* a, T v, int mo) {                                                       \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_WRITES);                   \
-        T r = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                           \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int mo) {                                                      \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        T r = __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                            \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int mo) {                                                      \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        T r = __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                            \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int mo) {                                                      \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        T r = __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                            \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int mo) {                                                       \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        T r = __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                             \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int mo) {                                                      \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        T r = __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                            \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int mo) {                                                     \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        T r = __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                           \
-        atomic_done();                                                                                               \
-        return r;                                                                                                    \
-    }                                                                                                                 \
-    int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int mo, int) {                           \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
-        int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
-        atomic_done();                                                                                                 \
-        return r;                                                                                                      \
-    }                                                                                                                 \
-    int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int mo, int) {                             \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES);         \
-        int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
-        atomic_done();                                                                                                 \
-        return r;                                                                                                      \
-    }                                                                                                                 \
-    T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int mo, int) {                                 \
-        release_of(mo);                                                                                               \
-        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, A_READS | A_WRITES | A_CAS); \
-        __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                             \
-        atomic_done();                                                                                                \
-        return c;                                                                                                     \
+#define CF_ATOMICS(N, T)                                                                                                               \
+    T __tsan_atomic##N##_load(const volatile T* a, int mo) {                                                                           \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS) | scope_of(mo));                    \
+        T r = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                                    \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    void __tsan_atomic##N##_store(volatile T* a, T v, int mo) {                                                                        \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_WRITES) | scope_of(mo));                   \
+        __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                                      \
+        atomic_done(scope_of(mo));                                                                                                     \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_exchange(volatile T* a, T v, int mo) {                                                                        \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_WRITES) | scope_of(mo));                   \
+        T r = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                                             \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int mo) {                                                                       \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        T r = __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                                              \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int mo) {                                                                       \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        T r = __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                                              \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int mo) {                                                                       \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        T r = __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                                              \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int mo) {                                                                        \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        T r = __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                                               \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int mo) {                                                                       \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        T r = __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                                              \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int mo) {                                                                      \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        T r = __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                                             \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int mo, int) {                                            \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES | A_CAS) | scope_of(mo)); \
+        int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                                       \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int mo, int) {                                              \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
+        int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                                       \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return r;                                                                                                                      \
+    }                                                                                                                                  \
+    T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int mo, int) {                                                  \
+        release_of(mo);                                                                                                                \
+        atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES | A_CAS) | scope_of(mo)); \
+        __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                                              \
+        atomic_done(scope_of(mo));                                                                                                     \
+        return c;                                                                                                                      \
     }
 CF_ATOMICS(8, char)
 CF_ATOMICS(16, short)

@@ -4,33 +4,41 @@
 // Global and shared memory are both ordinary host memory here, so every atomic works on any
 // address. Each returns the old value. CUDA's atomics are relaxed; so are these (a fence orders
 // them, as on a GPU). Operations with no builtin are compare-and-swap loops on the value's
-// bytes. The _block and _system forms behave as the plain one: one host is one scope.
+// bytes. The _system forms behave as the plain one: one host is one system. The _block forms
+// and __threadfence_block() are marked with the consume order (relaxed on x86, as the others):
+// a checked build's checker (cuforge/_cpu/check.cpp) reads the mark as the block's scope, whose
+// atomics and fences order nothing for other blocks.
 #pragma once
 #include <cstdint>
+
+#define CF_BLOCK_SCOPE __ATOMIC_CONSUME
 
 namespace cuforge_cpu_math {
 
 // Replace *p with f(*p) atomically; return the old value.
-template <class T, class F> inline T atomic_update(T* p, F f) {
+template <int Order = __ATOMIC_RELAXED, class T, class F> inline T atomic_update(T* p, F f) {
     T old;
     __atomic_load(p, &old, __ATOMIC_RELAXED);
     for (;;) {
         T desired = f(old);
-        if (__atomic_compare_exchange(p, &old, &desired, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return old;
+        if (__atomic_compare_exchange(p, &old, &desired, true, Order, __ATOMIC_RELAXED)) return old;
     }
 }
 
 }  // namespace cuforge_cpu_math
 
 #define CF_SCOPES(R, NAME, PARAMS, ARGS)                               \
-    inline R NAME##_block PARAMS { return NAME ARGS; }                 \
     inline R NAME##_system PARAMS { return NAME ARGS; }
 #define CF_ATOMIC_FETCH(NAME, T, BUILTIN)                              \
     inline T NAME(T* p, T v) { return BUILTIN(p, v, __ATOMIC_RELAXED); } \
+    inline T NAME##_block(T* p, T v) { return BUILTIN(p, v, CF_BLOCK_SCOPE); } \
     CF_SCOPES(T, NAME, (T * p, T v), (p, v))
 #define CF_ATOMIC_UPDATE(NAME, T, EXPR)                                \
     inline T NAME(T* p, T v) {                                         \
         return cuforge_cpu_math::atomic_update(p, [v](T old) { return EXPR; }); \
+    }                                                                  \
+    inline T NAME##_block(T* p, T v) {                                 \
+        return cuforge_cpu_math::atomic_update<CF_BLOCK_SCOPE>(p, [v](T old) { return EXPR; }); \
     }                                                                  \
     CF_SCOPES(T, NAME, (T * p, T v), (p, v))
 
@@ -48,6 +56,11 @@ inline float2 atomicAdd(float2* p, float2 v) { return make_float2(atomicAdd(&p->
 inline float4 atomicAdd(float4* p, float4 v) {
     return make_float4(atomicAdd(&p->x, v.x), atomicAdd(&p->y, v.y), atomicAdd(&p->z, v.z), atomicAdd(&p->w, v.w));
 }
+inline float2 atomicAdd_block(float2* p, float2 v) { return make_float2(atomicAdd_block(&p->x, v.x), atomicAdd_block(&p->y, v.y)); }
+inline float4 atomicAdd_block(float4* p, float4 v) {
+    return make_float4(atomicAdd_block(&p->x, v.x), atomicAdd_block(&p->y, v.y), atomicAdd_block(&p->z, v.z),
+                       atomicAdd_block(&p->w, v.w));
+}
 CF_SCOPES(float2, atomicAdd, (float2 * p, float2 v), (p, v))
 CF_SCOPES(float4, atomicAdd, (float4 * p, float4 v), (p, v))
 
@@ -58,6 +71,11 @@ CF_ATOMIC_FETCH(atomicSub, unsigned int, __atomic_fetch_sub)
     inline T atomicExch(T* p, T v) {                                                        \
         T old;                                                                              \
         __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);                                   \
+        return old;                                                                         \
+    }                                                                                       \
+    inline T atomicExch_block(T* p, T v) {                                                  \
+        T old;                                                                              \
+        __atomic_exchange(p, &v, &old, CF_BLOCK_SCOPE);                                     \
         return old;                                                                         \
     }                                                                                       \
     CF_SCOPES(T, atomicExch, (T * p, T v), (p, v))
@@ -95,6 +113,10 @@ CF_ATOMIC_BITS(unsigned long long)
         __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
         return compare;                                                                      \
     }                                                                                        \
+    inline T atomicCAS_block(T* p, T compare, T v) {                                         \
+        __atomic_compare_exchange_n(p, &compare, v, false, CF_BLOCK_SCOPE, __ATOMIC_RELAXED); \
+        return compare;                                                                      \
+    }                                                                                        \
     CF_SCOPES(T, atomicCAS, (T * p, T c, T v), (p, c, v))
 CF_ATOMIC_CAS(int)
 CF_ATOMIC_CAS(unsigned int)
@@ -108,7 +130,7 @@ CF_ATOMIC_CAS(unsigned short)
 
 // ---------------------------------------------------------------- fences, time
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __threadfence_block() { __atomic_thread_fence(CF_BLOCK_SCOPE); }  // (a block's threads share a host thread)
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // A monotonic tick count (the x86 time-stamp counter), as the GPU's SM clock counts cycles.

@@ -102,8 +102,17 @@ inline double __hiloint2double(int hi, int lo) {
 }
 
 // ---------------------------------------------------------------- cache-hinted loads and stores
-// Host memory has no such caches: each is the plain load or store.
+// Host memory has no such caches: each is the plain load or store. A checked build's __ldg tells
+// the checker first (a read through the non-coherent cache of data the kernel writes is a bug).
+#ifdef CUFORGE_CPU_CHECK
+extern "C" __attribute__((visibility("default"))) void cuforge_check_noncoherent(const void* p, unsigned long bytes);
+template <class T> inline T __ldg(const T* p) {
+    cuforge_check_noncoherent(p, sizeof(T));
+    return *p;
+}
+#else
 template <class T> inline T __ldg(const T* p) { return *p; }
+#endif
 template <class T> inline T __ldcg(const T* p) { return *p; }
 template <class T> inline T __ldca(const T* p) { return *p; }
 template <class T> inline T __ldcs(const T* p) { return *p; }
