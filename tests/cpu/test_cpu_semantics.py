@@ -876,6 +876,50 @@ def test_constructs_the_cpu_cannot_run_are_refused_at_compile(kernel, construct,
 
 
 @cf.kernel
+class PackedDots:
+    """__dp4a and __dp2a_lo/_hi (sm_61's packed-integer dot products; ggml's quantized dots use
+    them), signed and unsigned, on ints and on char4; and __builtin_assume, which GCC lacks."""
+
+    a: cf.In[cf.int32]
+    b: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    body = """
+    int i = threadIdx.x;
+    __builtin_assume(i >= 0);
+    out[6 * i + 0] = __dp4a(a[i], b[i], 7);
+    out[6 * i + 1] = (int)__dp4a((unsigned)a[i], (unsigned)b[i], 7u);
+    out[6 * i + 2] = __dp2a_lo(a[i], b[i], -3);
+    out[6 * i + 3] = __dp2a_hi(a[i], b[i], -3);
+    out[6 * i + 4] = (int)__dp2a_hi((unsigned)a[i], (unsigned)b[i], 5u);
+    out[6 * i + 5] = __dp4a(*reinterpret_cast<const char4*>(&a[i]), *reinterpret_cast<const char4*>(&b[i]), 0);
+    """
+
+
+def packed_dots_inputs():
+    rng = np.random.default_rng(3)
+    return tuple(rng.integers(-(2**31), 2**31, 64, dtype=np.int64).astype(np.int32) for _ in range(2))
+
+
+def test_packed_integer_dot_products_against_numpy():
+    a, b = packed_dots_inputs()
+    out = np.zeros((64, 6), np.int32)
+    PackedDots(a, b, out.ravel(), grid=1, block=64, device="cpu")
+    sa, sb = (v.view(np.int8).reshape(64, 4).astype(np.int64) for v in (a, b))
+    ua, ub = (v.view(np.uint8).reshape(64, 4).astype(np.int64) for v in (a, b))
+    ha, uha = a.view(np.int16).reshape(64, 2).astype(np.int64), a.view(np.uint16).reshape(64, 2).astype(np.int64)
+
+    def wrap(v):
+        return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+    np.testing.assert_array_equal(out[:, 0], wrap((sa * sb).sum(1) + 7))
+    np.testing.assert_array_equal(out[:, 1], wrap((ua * ub).sum(1) + 7))
+    np.testing.assert_array_equal(out[:, 2], wrap(ha[:, 0] * sb[:, 0] + ha[:, 1] * sb[:, 1] - 3))
+    np.testing.assert_array_equal(out[:, 3], wrap(ha[:, 0] * sb[:, 2] + ha[:, 1] * sb[:, 3] - 3))
+    np.testing.assert_array_equal(out[:, 4], wrap(uha[:, 0] * ub[:, 2] + uha[:, 1] * ub[:, 3] + 5))
+    np.testing.assert_array_equal(out[:, 5], wrap((sa * sb).sum(1)))
+
+
+@cf.kernel
 class NotInlined:
     """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and
     <memory>, which libcu++ headers bring in): both build."""

@@ -13,6 +13,11 @@ template <class To, class From> inline To bit_cast(From v) {
 }
 }  // namespace cuforge_cpu_math
 
+// NVRTC's (and clang's) hint that a condition holds, never evaluated; GCC has no such builtin.
+#ifndef __clang__
+#define __builtin_assume(condition) ((void)sizeof(condition))
+#endif
+
 // ---------------------------------------------------------------- bit counts and reversal
 inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
@@ -87,6 +92,56 @@ inline int __hadd(int x, int y) { return (int)(((long long)x + y) >> 1); }
 inline int __rhadd(int x, int y) { return (int)(((long long)x + y + 1) >> 1); }
 inline unsigned int __uhadd(unsigned int x, unsigned int y) { return (unsigned int)(((unsigned long long)x + y) >> 1); }
 inline unsigned int __urhadd(unsigned int x, unsigned int y) { return (unsigned int)(((unsigned long long)x + y + 1) >> 1); }
+
+// ---------------------------------------------------------------- dot products of packed integers (sm_61)
+// __dp4a: c plus the four products of the operands' bytes (signed or unsigned). __dp2a_lo/_hi:
+// c plus the products of a's two 16-bit halves and b's low (_lo) or high (_hi) two bytes.
+namespace cuforge_cpu_math {
+template <class E, class T> inline E lane_of(T v, int k, int bits) {
+    return (E)(v >> (bits * k));  // (the k-th field of `bits` bits, converted to E: signed or not)
+}
+}  // namespace cuforge_cpu_math
+inline int __dp4a(int a, int b, int c) {
+    int s = c;
+    for (int k = 0; k < 4; ++k)
+        s += (int)cuforge_cpu_math::lane_of<signed char>(a, k, 8) * (int)cuforge_cpu_math::lane_of<signed char>(b, k, 8);
+    return s;
+}
+inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
+    unsigned int s = c;
+    for (int k = 0; k < 4; ++k)
+        s += (unsigned int)cuforge_cpu_math::lane_of<unsigned char>(a, k, 8) *
+             (unsigned int)cuforge_cpu_math::lane_of<unsigned char>(b, k, 8);
+    return s;
+}
+inline int __dp4a(char4 a, char4 b, int c) { return c + a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+inline unsigned int __dp4a(uchar4 a, uchar4 b, unsigned int c) {
+    return c + (unsigned int)a.x * b.x + (unsigned int)a.y * b.y + (unsigned int)a.z * b.z + (unsigned int)a.w * b.w;
+}
+inline int __dp2a_lo(int a, int b, int c) {
+    using cuforge_cpu_math::lane_of;
+    return c + (int)lane_of<short>(a, 0, 16) * (int)lane_of<signed char>(b, 0, 8) +
+           (int)lane_of<short>(a, 1, 16) * (int)lane_of<signed char>(b, 1, 8);
+}
+inline int __dp2a_hi(int a, int b, int c) {
+    using cuforge_cpu_math::lane_of;
+    return c + (int)lane_of<short>(a, 0, 16) * (int)lane_of<signed char>(b, 2, 8) +
+           (int)lane_of<short>(a, 1, 16) * (int)lane_of<signed char>(b, 3, 8);
+}
+inline unsigned int __dp2a_lo(unsigned int a, unsigned int b, unsigned int c) {
+    using cuforge_cpu_math::lane_of;
+    return c + (unsigned int)lane_of<unsigned short>(a, 0, 16) * lane_of<unsigned char>(b, 0, 8) +
+           (unsigned int)lane_of<unsigned short>(a, 1, 16) * lane_of<unsigned char>(b, 1, 8);
+}
+inline unsigned int __dp2a_hi(unsigned int a, unsigned int b, unsigned int c) {
+    using cuforge_cpu_math::lane_of;
+    return c + (unsigned int)lane_of<unsigned short>(a, 0, 16) * lane_of<unsigned char>(b, 2, 8) +
+           (unsigned int)lane_of<unsigned short>(a, 1, 16) * lane_of<unsigned char>(b, 3, 8);
+}
+inline int __dp2a_lo(short2 a, char4 b, int c) { return c + a.x * b.x + a.y * b.y; }
+inline int __dp2a_hi(short2 a, char4 b, int c) { return c + a.x * b.z + a.y * b.w; }
+inline unsigned int __dp2a_lo(ushort2 a, uchar4 b, unsigned int c) { return c + (unsigned int)a.x * b.x + (unsigned int)a.y * b.y; }
+inline unsigned int __dp2a_hi(ushort2 a, uchar4 b, unsigned int c) { return c + (unsigned int)a.x * b.z + (unsigned int)a.y * b.w; }
 
 // ---------------------------------------------------------------- type punning
 inline int __float_as_int(float x) { return cuforge_cpu_math::bit_cast<int>(x); }

@@ -1,0 +1,22 @@
+"""The CPU backend's packed-integer dot products (tests/cpu/test_cpu_semantics.py) against the
+GPU's own __dp4a and __dp2a: the same results, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import cuforge as cf
+from cuforge.pytest_plugin import gpu_module
+
+from ..cpu.test_cpu_semantics import PackedDots, packed_dots_inputs
+
+pytestmark = gpu_module()
+
+
+def test_dp4a_and_dp2a_match_the_cpu_backend():
+    a, b = packed_dots_inputs()
+    on_cpu = np.zeros(64 * 6, np.int32)
+    PackedDots(a, b, on_cpu, grid=1, block=64, device="cpu")
+    on_gpu = cf.zeros(64 * 6, cf.int32)
+    PackedDots(cf.to_device(a), cf.to_device(b), on_gpu, grid=1, block=64)
+    np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
