@@ -155,6 +155,19 @@ def test_a_kernel_the_cpu_cannot_run_is_not_offered_the_cpu(saxpy_sm90):
         n: cf.int64
 
     @cf.kernel
+    class BlockSort:
+        x: cf.Array[cf.float32]
+        preamble = "#include <cub/block/block_radix_sort.cuh>"
+        block = 128
+        body = """
+        using Sort = cub::BlockRadixSort<float, 128, 1>;
+        __shared__ typename Sort::TempStorage tmp;
+        float key[1] = {x[threadIdx.x]};
+        Sort(tmp).Sort(key);
+        x[threadIdx.x] = key[0];
+        """
+
+    @cf.kernel
     class BlockSum:
         x: cf.In[cf.float32]
         out: cf.Out[cf.float32]
@@ -172,8 +185,11 @@ def test_a_kernel_the_cpu_cannot_run_is_not_offered_the_cpu(saxpy_sm90):
                                                 r"driver; the CPU cannot run this kernel \(it is prebuilt \(module=<cuforge.Module "
                                                 r"<bytes> \(cubin\)>\): GPU code, with no source to compile for the CPU\)"):  # fmt: skip
         Prebuilt(2.0, x, x, 128)
-    with pytest.raises(cf.NoDeviceError, match=r"^BlockSum: no CUDA device .*; the CPU cannot run this kernel \(it uses "
-                                                r"CUB/Thrust device code, which the CPU backend cannot run\)"):  # fmt: skip
+    with pytest.raises(cf.NoDeviceError, match=r"^BlockSort: no CUDA device .*; the CPU cannot run this kernel \(it uses "
+                                                r"CUB device code other than cub::BlockReduce, BlockScan, WarpReduce and WarpScan, "
+                                                r"which the CPU backend cannot run\)"):  # fmt: skip
+        BlockSort(x, grid=1)
+    with pytest.raises(cf.NoDeviceError, match=r"^BlockSum: .*, or the CPU: pass device='cpu'"):  # (CUB's reductions run there)
         BlockSum(x, np.zeros(1, np.float32), grid=1)
     with pytest.raises(cf.NoDeviceError, match=r"^Saxpy: .*, or the CPU: pass device='cpu'"):  # a kernel the CPU runs
         Saxpy(2.0, x, x, 128)
