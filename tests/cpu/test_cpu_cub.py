@@ -181,6 +181,33 @@ class BlockOfTheWrongSize:
     """
 
 
+@cf.kernel
+class NormalizeByEveryThread:
+    """Every thread divides by the block's sum: CUB defines a reduction's result in thread 0 only."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = CUB
+    body = """
+    using BR = cub::BlockReduce<float, 64>;
+    __shared__ typename BR::TempStorage temp;
+    float total = BR(temp).Sum(x[threadIdx.x]);
+    y[threadIdx.x] = x[threadIdx.x] / total;
+    """
+
+
+def test_a_reduction_s_result_used_outside_its_first_thread_is_reported_at_the_call():
+    x = np.ones(64, np.float32)
+    with pytest.raises(cf.UninitializedReadError, match=r"NormalizeByEveryThread .*cub::BlockReduce's result is defined in "
+                       r"the first thread only \(CUB's contract\), and thread \(\d+, 0, 0\) of block \(0, 0, 0\)'s .* reached "
+                       r"parameter 'y'.* at NormalizeByEveryThread\.body, line 3: "):  # fmt: skip
+        NormalizeByEveryThread(x, np.zeros(64, np.float32), grid=1, device="cpu", check=True)
+    y = np.zeros(64, np.float32)
+    NormalizeByEveryThread(x, y, grid=1, device="cpu", check=False)  # (warps' partial sums, as CUB leaves them)
+    assert y[0] == 1 / 64 and y[32] == 1 / 32  # (lane 0 of each warp: its warp's sum; others less)
+
+
 def _run(kernel, check, **launch):
     kernel(np.arange(64, dtype=np.int32), np.zeros(64, np.int32), grid=1, device="cpu", check=check, **launch)
 

@@ -1159,10 +1159,16 @@ static void find_undefined(cuforge_cpu_launch* L, cuforge_check_launch* C) {
         char who[160];
         describe_thread(who, sizeof who, u.block, u.thread);
         L->status = CHECKED;
-        snprintf(L->message, sizeof L->message, "warp misuse: %s read lanes outside its mask or past the block's last "
-                 "thread (the first: %s read lane %u of its warp), whose values are undefined on a GPU (here marked "
-                 "NaNs), and such a value reached %s, element %zu; name only lanes that call it in the mask, or discard "
-                 "what is read from the others; at @LINE@", u.name, who, u.src, a.name, index * a.floating / a.elem);
+        if (strncmp(u.name, "cub::", 5) == 0)  // (a CUB reduction's result outside its first thread: cub/detail/cuforge_cpu.cuh)
+            snprintf(L->message, sizeof L->message, "uninitialized read: %s is defined in the first thread only (CUB's "
+                     "contract), and %s's (here a marked NaN) reached %s, element %zu; use it in that thread, or "
+                     "broadcast it (through shared memory, after a __syncthreads()) first; at @LINE@", u.name, who, a.name,
+                     index * a.floating / a.elem);
+        else
+            snprintf(L->message, sizeof L->message, "warp misuse: %s read lanes outside its mask or past the block's last "
+                     "thread (the first: %s read lane %u of its warp), whose values are undefined on a GPU (here marked "
+                     "NaNs), and such a value reached %s, element %zu; name only lanes that call it in the mask, or discard "
+                     "what is read from the others; at @LINE@", u.name, who, u.src, a.name, index * a.floating / a.elem);
         C->file = u.file, C->line = u.line;
         return;
     }

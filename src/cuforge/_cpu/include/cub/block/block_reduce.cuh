@@ -27,7 +27,7 @@ class BlockReduce {
     _TempStorage& temp_storage;
     unsigned linear_tid;
 
-    template <bool FullTile, class ReductionOp> CF_CUB_INLINE T reduce(T input, ReductionOp op, int num_valid) {
+    template <bool FullTile, class ReductionOp> CF_CUB_INLINE T reduce(T input, ReductionOp op, int num_valid, cuforge_cpu_detail::Site at) {
         namespace d = cuforge_cpu_detail;
         int warp = int(linear_tid) / 32, warp_offset = warp * LOGICAL_WARP;
         int warp_valid = (FullTile && EVEN_WARPS) || warp_offset + LOGICAL_WARP <= num_valid ? LOGICAL_WARP : num_valid - warp_offset;
@@ -38,7 +38,7 @@ class BlockReduce {
         if (linear_tid == 0)
             for (int k = 1; k < WARPS; ++k)
                 if (FullTile || k * LOGICAL_WARP < num_valid) aggregate = op(aggregate, temp_storage.warp_aggregates[k]);
-        return aggregate;
+        return d::defined_in_first(aggregate, linear_tid == 0, "cub::BlockReduce's result", at);
     }
 
 public:
@@ -54,16 +54,20 @@ public:
         cuforge_cpu_detail::check_block("cub::BlockReduce", BLOCK_THREADS);
     }
 
-    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp reduction_op) { return reduce<true>(input, reduction_op, BLOCK_THREADS); }
-    template <int N, class ReductionOp> CF_CUB_INLINE T Reduce(T (&inputs)[N], ReductionOp reduction_op) {
-        return Reduce(cuforge_cpu_detail::thread_reduce(inputs, reduction_op), reduction_op);
+    using Site = cuforge_cpu_detail::Site;
+    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp reduction_op, Site at = Site::here()) {
+        return reduce<true>(input, reduction_op, BLOCK_THREADS, at);
     }
-    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp reduction_op, int num_valid) {
-        return num_valid >= BLOCK_THREADS ? reduce<true>(input, reduction_op, num_valid) : reduce<false>(input, reduction_op, num_valid);
+    template <int N, class ReductionOp> CF_CUB_INLINE T Reduce(T (&inputs)[N], ReductionOp reduction_op, Site at = Site::here()) {
+        return Reduce(cuforge_cpu_detail::thread_reduce(inputs, reduction_op), reduction_op, at);
     }
-    CF_CUB_INLINE T Sum(T input) { return Reduce(input, ::cuda::std::plus<>{}); }
-    template <int N> CF_CUB_INLINE T Sum(T (&inputs)[N]) { return Reduce(inputs, ::cuda::std::plus<>{}); }
-    CF_CUB_INLINE T Sum(T input, int num_valid) { return Reduce(input, ::cuda::std::plus<>{}, num_valid); }
+    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp reduction_op, int num_valid, Site at = Site::here()) {
+        return num_valid >= BLOCK_THREADS ? reduce<true>(input, reduction_op, num_valid, at)
+                                          : reduce<false>(input, reduction_op, num_valid, at);
+    }
+    CF_CUB_INLINE T Sum(T input, Site at = Site::here()) { return Reduce(input, ::cuda::std::plus<>{}, at); }
+    template <int N> CF_CUB_INLINE T Sum(T (&inputs)[N], Site at = Site::here()) { return Reduce(inputs, ::cuda::std::plus<>{}, at); }
+    CF_CUB_INLINE T Sum(T input, int num_valid, Site at = Site::here()) { return Reduce(input, ::cuda::std::plus<>{}, num_valid, at); }
 };
 
 }  // namespace cub

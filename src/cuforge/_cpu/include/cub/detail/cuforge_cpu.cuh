@@ -113,6 +113,32 @@ template <int N, class T, class Op> CF_CUB_INLINE void thread_scan_inclusive(con
     for (int i = 1; i < N; ++i) out[i] = inclusive = op(inclusive, in[i]);
 }
 
+// Where a collective is called (its default arguments': the kernel's line), for a report.
+struct Site {
+    const char* file;
+    unsigned line;
+    static CF_CUB_INLINE Site here(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) { return Site{file, line}; }
+};
+
+// A reduction's result, which CUB defines in its first thread (or lane) only: in a checked build,
+// a float or a double elsewhere is a marked NaN, reported if it reaches an array the kernel
+// writes (cuforge/cpu_check.h's shuffled() marks a shuffle's undefined lanes so). Elsewhere,
+// what CUB's algorithm leaves there (a warp's partial result).
+template <class T> CF_CUB_INLINE T defined_in_first(T v, bool first, const char* what, Site at) {
+#ifdef CUFORGE_CPU_CHECK
+    constexpr bool f32 = std::is_same<T, float>::value, f64 = std::is_same<T, double>::value;
+    if constexpr (f32 || f64) {
+        if (!first) {
+            unsigned long long site = cuforge_check_undefined(what, at.file, at.line, 0);
+            return cuforge_cpu::from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32 | site : CUFORGE_CHECK_UNDEFINED_F64 | site);
+        }
+    }
+#else
+    (void)first, (void)what, (void)at;
+#endif
+    return v;
+}
+
 // A block collective's template names its block's size, which must be the launch's (CUB
 // reads and writes its TempStorage by warp; a GPU gives no error, only wrong results or worse).
 CF_CUB_INLINE void check_block(const char* collective, int threads) {

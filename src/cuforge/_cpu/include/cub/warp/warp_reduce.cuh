@@ -13,23 +13,33 @@ public:
 
     CF_CUB_INLINE WarpReduce(TempStorage&) {}
 
-    CF_CUB_INLINE T Sum(T input) { return Reduce(input, ::cuda::std::plus<>{}); }
-    template <int N> CF_CUB_INLINE T Sum(const T (&input)[N]) { return Sum(cuforge_cpu_detail::thread_reduce(input, ::cuda::std::plus<>{})); }
-    CF_CUB_INLINE T Sum(T input, int valid_items) { return Reduce(input, ::cuda::std::plus<>{}, valid_items); }
-    CF_CUB_INLINE T Max(T input) { return Reduce(input, ::cuda::maximum<>{}); }
-    template <int N> CF_CUB_INLINE T Max(const T (&input)[N]) { return Max(cuforge_cpu_detail::thread_reduce(input, ::cuda::maximum<>{})); }
-    CF_CUB_INLINE T Max(T input, int valid_items) { return Reduce(input, ::cuda::maximum<>{}, valid_items); }
-    CF_CUB_INLINE T Min(T input) { return Reduce(input, ::cuda::minimum<>{}); }
-    template <int N> CF_CUB_INLINE T Min(const T (&input)[N]) { return Min(cuforge_cpu_detail::thread_reduce(input, ::cuda::minimum<>{})); }
-    CF_CUB_INLINE T Min(T input, int valid_items) { return Reduce(input, ::cuda::minimum<>{}, valid_items); }
-
-    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp op) { return Reduce(input, op, LogicalWarpThreads); }
-    template <int N, class ReductionOp> CF_CUB_INLINE T Reduce(const T (&input)[N], ReductionOp op) {
-        return Reduce(cuforge_cpu_detail::thread_reduce(input, op), op);
+    using Site = cuforge_cpu_detail::Site;
+    CF_CUB_INLINE T Sum(T input, Site at = Site::here()) { return Reduce(input, ::cuda::std::plus<>{}, at); }
+    template <int N> CF_CUB_INLINE T Sum(const T (&input)[N], Site at = Site::here()) {
+        return Sum(cuforge_cpu_detail::thread_reduce(input, ::cuda::std::plus<>{}), at);
     }
-    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp op, int valid_items) {
+    CF_CUB_INLINE T Sum(T input, int valid_items, Site at = Site::here()) { return Reduce(input, ::cuda::std::plus<>{}, valid_items, at); }
+    CF_CUB_INLINE T Max(T input, Site at = Site::here()) { return Reduce(input, ::cuda::maximum<>{}, at); }
+    template <int N> CF_CUB_INLINE T Max(const T (&input)[N], Site at = Site::here()) {
+        return Max(cuforge_cpu_detail::thread_reduce(input, ::cuda::maximum<>{}), at);
+    }
+    CF_CUB_INLINE T Max(T input, int valid_items, Site at = Site::here()) { return Reduce(input, ::cuda::maximum<>{}, valid_items, at); }
+    CF_CUB_INLINE T Min(T input, Site at = Site::here()) { return Reduce(input, ::cuda::minimum<>{}, at); }
+    template <int N> CF_CUB_INLINE T Min(const T (&input)[N], Site at = Site::here()) {
+        return Min(cuforge_cpu_detail::thread_reduce(input, ::cuda::minimum<>{}), at);
+    }
+    CF_CUB_INLINE T Min(T input, int valid_items, Site at = Site::here()) { return Reduce(input, ::cuda::minimum<>{}, valid_items, at); }
+
+    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp op, Site at = Site::here()) {
+        return Reduce(input, op, LogicalWarpThreads, at);
+    }
+    template <int N, class ReductionOp> CF_CUB_INLINE T Reduce(const T (&input)[N], ReductionOp op, Site at = Site::here()) {
+        return Reduce(cuforge_cpu_detail::thread_reduce(input, op), op, at);
+    }
+    template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp op, int valid_items, Site at = Site::here()) {
         cuforge_cpu_detail::Warp w = cuforge_cpu_detail::logical_warp<LogicalWarpThreads>(cuforge_cpu_detail::block_threads());
-        return cuforge_cpu_detail::warp_reduce<LogicalWarpThreads>(w, input, op, valid_items);
+        T result = cuforge_cpu_detail::warp_reduce<LogicalWarpThreads>(w, input, op, valid_items);
+        return cuforge_cpu_detail::defined_in_first(result, w.lane == 0, "cub::WarpReduce's result", at);
     }
 };
 
