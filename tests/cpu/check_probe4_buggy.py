@@ -1535,3 +1535,35 @@ BUGGY["ShiftOverlappingViews"] = Buggy(
     0,
     "torch 'unsupported operation: more than one element of the written-to tensor refers to a single memory location' (overlapping in/out)",
 )
+
+
+@cf.kernel
+class WarpHandoffFlagBeforeData:
+    """Global race: one warp hands data to another of its block, but sets the flag before writing it."""
+
+    x: cf.In[cf.float32]
+    data: cf.Array[cf.float32]
+    flag: cf.Array[cf.int32]
+    out: cf.Out[cf.float32]
+    block = 64
+    body = """
+    int t = threadIdx.x;
+    if (t < 32) {
+        if (t == 0) { while (atomicAdd(&flag[0], 0) == 0) ; }
+        __syncwarp();
+        out[t] = data[t] + 1.f;
+    } else {
+        __syncwarp();
+        if (t == 32) atomicExch(&flag[0], 1);
+        data[t - 32] = 2.f * x[t - 32];
+    }
+    """
+
+
+BUGGY["WarpHandoffFlagBeforeData"] = Buggy(
+    WarpHandoffFlagBeforeData,
+    lambda: ((R(32), np.zeros(32, np.float32), np.zeros(1, np.int32), np.zeros(32, np.float32)), {"grid": 1}),
+    (cf.RaceError,),
+    5,
+    "producer warp publishing its flag before its data (the ordering bug of hand-written warp-specialised pipelines)",
+)

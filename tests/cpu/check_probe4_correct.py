@@ -842,3 +842,55 @@ CORRECT["InPlaceSameIndex"] = Correct(
     lambda a: [(a[1], 2 * R(200) + 1)],
     "in-place elementwise op (x and out the same tensor: PyTorch's out= aliasing an input, each element read then written by one thread)",
 )
+
+
+# 27, 28 ------------------------------------------------------------- warps of one block hand data over through global memory,
+# the consumer spinning without __nanosleep (an atomic poll, a volatile poll), the others waiting at __syncwarp
+WARP_HANDOFF = """
+    int t = threadIdx.x;
+    if (t < 32) {
+        if (t == 0) { while (%s) ; }
+        __syncwarp();
+        out[blockIdx.x * 32 + t] = data[blockIdx.x * 32 + t] + 1.f;
+    } else {
+        data[blockIdx.x * 32 + t - 32] = 2.f * x[blockIdx.x * 32 + t - 32];
+        __threadfence_block();
+        __syncwarp();
+        if (t == 32) atomicExch(&flag[blockIdx.x], 1);
+    }
+"""
+
+
+@cf.kernel
+class WarpHandoffAtomicSpin:
+    x: cf.In[cf.float32]
+    data: cf.Array[cf.float32]
+    flag: cf.Array[cf.int32]
+    out: cf.Out[cf.float32]
+    block = 64
+    body = WARP_HANDOFF % "atomicAdd(&flag[blockIdx.x], 0) == 0"
+
+
+@cf.kernel
+class WarpHandoffVolatileSpin:
+    x: cf.In[cf.float32]
+    data: cf.Array[cf.float32]
+    flag: cf.Array[cf.int32]
+    out: cf.Out[cf.float32]
+    block = 64
+    body = WARP_HANDOFF % "((volatile int*)flag)[blockIdx.x] == 0"
+
+
+def _handoff():
+    return (R(64), np.zeros(64, np.float32), np.zeros(2, np.int32), np.zeros(64, np.float32)), {"grid": 2}
+
+
+# (the volatile spin runs checked only: an unchecked launch does not see a volatile load, and spins on it
+# for ever; test_cpu_check_probe4.py)
+CORRECT["WarpHandoffAtomicSpin"] = Correct(
+    WarpHandoffAtomicSpin,
+    _handoff,
+    lambda a: [(a[3], 2 * R(64) + 1)],
+    "warp-specialised producer and consumer in one block through global memory, the consumer spinning without "
+    "__nanosleep (CUTLASS/FlashAttention-3 style pipelines; the CPU must let the producer run)",
+)

@@ -60,6 +60,17 @@ def test_flag_handoff_is_never_flagged_whatever_the_timing(name):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_a_warp_spinning_on_a_volatile_flag_sees_the_other_warp_set_it():
+    """Checked: the spin is seen (the volatile loads are the checker's), the producer warp runs,
+    and the handoff is not flagged. (Unchecked, a volatile spin on a thread of the same block
+    never ends: the CPU guide says so, and __nanosleep() in the loop is the fix.)"""
+    from .check_probe4_correct import WarpHandoffVolatileSpin, _handoff
+
+    args, launch = _handoff()
+    WarpHandoffVolatileSpin(*args, device="cpu", check=True, **launch)
+    np.testing.assert_allclose(args[3], 2 * R(64) + 1, rtol=1e-6)
+
+
 # Two kernels of one module sharing a __device__ buffer between launches (ggml/llama.cpp globals,
 # CUDA samples): the second reads what the first wrote. (The mixed test has a module of its own, whose
 # unchecked library no other test has loaded: a checked launch's variables reach an unchecked

@@ -197,6 +197,7 @@ ALIGNED_SHARED = [
     "extern __shared__ __align__((16)) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
     "extern __shared__ __attribute__((aligned(16))) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
     "extern __shared__ __attribute__((aligned(4 * 4))) float tile[];",
+    "__shared__ float tile[64];",  # (no alignment asked: a shared array of 16 bytes or more is at a multiple of 16, as on a GPU)
 ]
 
 

@@ -227,6 +227,14 @@ struct Current {
     uint32_t fence_seq[CUFORGE_CPU_MAX_THREADS] = {};
     uint32_t atomic_seq[CUFORGE_CPU_MAX_THREADS] = {};
     bool polled[CUFORGE_CPU_MAX_THREADS] = {};  // a volatile access since the thread's last fence (its place: see count_atomic)
+    // A thread that reads one address again and again with atomics or volatile loads is waiting for
+    // another to change it (a spin): every POLLS such reads it lets the block's other threads run,
+    // as a GPU runs them meanwhile (the kernel library's yield; a thread spinning without
+    // __nanosleep would otherwise never see the flag another thread of its block sets).
+    void (*yield)() = nullptr;
+    bool atomics_since_barrier = false;  // (cuforge_check_sync)
+    uintptr_t poll_at[CUFORGE_CPU_MAX_THREADS] = {};
+    uint16_t polls[CUFORGE_CPU_MAX_THREADS] = {};
     uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     unsigned shared_vars = 0;            // the table's declarations with regions below
     uint32_t epoch = 1;                  // counts the changes of `shared` (the sites that learnt a region of it)
@@ -409,15 +417,19 @@ inline bool volatile_apart(const Me& me, uint32_t who) {
     return !same_block(me, who) || thread_in_block(me, who) / 32 != me.t / 32;
 }
 
-// Whether thread `other`'s write to shared memory (its warp's generation then `warp`, its own fence
+// Whether thread `other`'s write to memory of the block (its warp's generation then `warp`, its own fence
 // count `fence`) was released to me, as a flag set with an atomic after __threadfence_block() and
 // read with an atomic releases the data written before it: a thread fenced after the write (the
 // writer, or a thread of its warp after a __syncwarp that followed it) and I did an atomic after
 // that fence. (That my atomic read that thread's flag is not followed: this errs towards no report.)
+//
+// Global memory's cells keep the block's device fences, not the writer's own count (the rule
+// between blocks needs those): there, a fence of the writer's before my atomic counts, whether
+// or not it came after the write (this errs towards no report).
 inline bool released(const Current* c, const Me& me, unsigned other, uint16_t warp, uint8_t fence) {
     uint32_t acquired = c->atomic_seq[me.t];
     auto before_mine = [&](unsigned p) { return c->fence_seq[p] != 0 && c->fence_seq[p] < acquired; };
-    if (c->thread_fences[other] != fence && before_mine(other)) return true;
+    if ((!me.shared || c->thread_fences[other] != fence) && before_mine(other)) return true;
     unsigned first = other / 32 * 32, last = std::min(first + 32, c->n);
     for (unsigned p = first; p < last; ++p)
         if (int16_t(c->fence_warp[p] - warp) > 0 && before_mine(p)) return true;
@@ -432,7 +444,7 @@ inline bool ordered(const Current* c, const Me& me, uint32_t who, uint16_t bar, 
         if (bar != me.bar) return true;  // a __syncthreads between
         unsigned other = thread_in_block(me, who);
         if (other / 32 == me.t / 32 && warp != c->warp_gen[me.t / 32]) return true;  // a __syncwarp between
-        return was_write && me.shared && c->fenced && released(c, me, other, warp, fence);
+        return was_write && c->fenced && released(c, me, other, warp, fence);
     }
     unsigned ob = (who - 1) / launch.n;
     if (ob >= launch.fences.size()) return true;
@@ -670,6 +682,7 @@ inline void count_atomic(Current* c, unsigned kind) {
     c->atomic_seq[t] = ++launch.seq;
     if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
     if (kind & VOLATILE) c->polled[t] = true;
+    c->atomics_since_barrier = true;
 }
 
 // What a site learns of the region an access of `size` bytes at `a` found (`from`: where the
@@ -881,14 +894,29 @@ void atomic_event(void* pc, uintptr_t a, unsigned size, unsigned kind) {
     observe<true>(a, size, (kind & A_WRITES) != 0, kind, pc);
 }
 
-// An atomic of the kernel's memory is done: its place in the sequence again (count_atomic).
-void atomic_done(unsigned kind) {
+enum { POLLS = 32 };
+// A read of `a` by an atomic or a volatile load (see Current::poll_at): after POLLS in a row, a yield.
+inline void poll(Current* c, uintptr_t a) {
+    unsigned t = thread_of(c);
+    if (c->poll_at[t] != a) {
+        c->poll_at[t] = a, c->polls[t] = 0;
+        return;
+    }
+    if (++c->polls[t] < POLLS || !c->yield) return;
+    c->polls[t] = 0;
+    c->yield();  // (the other threads run; this one comes back here, where nothing of it is held)
+}
+
+// An atomic of the kernel's memory is done: its place in the sequence again (count_atomic); a
+// read of the same address again, a spin's (poll).
+void atomic_done(unsigned kind, uintptr_t a) {
     Current* c = active();
     if (!c) return;
     unsigned t = thread_of(c);
     if (!c->atomic_seq[t]) return;
     c->atomic_seq[t] = ++launch.seq;
     if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
+    poll(c, a);
 }
 // The scope an atomic's memory order marks (cpu_atomic.h): the block's, or the device's.
 inline unsigned scope_of(int order) { return order == __ATOMIC_CONSUME ? A_BLOCK : 0; }
@@ -904,7 +932,7 @@ extern "C" {
 
 // A block of a checked launch starts (cuforge/cpu_check.h calls this before its first thread's body).
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
-                                          const unsigned* bar_gen, cuforge_check_shared* table) {
+                                          const unsigned* bar_gen, cuforge_check_shared* table, void (*yield)()) {
     Current* c = mine();
     if (c->serial != launch.serial) {  // its first block of this launch
         c->serial = launch.serial;
@@ -919,7 +947,9 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         }
         c->locals = 0, c->local_lo = UINTPTR_MAX, c->local_hi = 0, c->index_past = {};
         c->local_sites.clear();
+        memset(c->poll_at, 0, sizeof c->poll_at);
     }
+    c->yield = yield;
     c->region = stack_pointer() & ~uintptr_t(CUFORGE_CPU_REGION - 1);
     size_t i = c->region >> REGION_SHIFT;
     if (i < REGIONS && by_region[i] != c) {
@@ -969,10 +999,25 @@ CUFORGE_CPU_API void cuforge_check_noncoherent(const void* p, unsigned long byte
 }
 
 // A __syncwarp over `warp` completed (what 2), or a grid.sync() / cluster.sync() (what 1).
+// A barrier of the block (what 3) or a __syncwarp orders what each thread did before it before
+// what any does after: an atomic one of them did (the poll of a flag) counts as each one's
+// (released: a thread that waited at the barrier for the poller reads ordered).
 CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp) {
     Current* c = active();
     if (!c) return;
-    if (what == 2 && warp < CUFORGE_CPU_MAX_THREADS / 32) ++c->warp_gen[warp];
+    auto acquire_together = [c](unsigned lo, unsigned hi) {
+        uint32_t latest = 0;
+        for (unsigned t = lo; t < hi; ++t) latest = std::max(latest, c->atomic_seq[t]);
+        for (unsigned t = lo; t < hi; ++t) c->atomic_seq[t] = std::max(latest, c->atomic_seq[t]);
+    };
+    if (what == 2 && warp < CUFORGE_CPU_MAX_THREADS / 32) {
+        ++c->warp_gen[warp];
+        acquire_together(warp * 32, std::min(warp * 32 + 32, c->n));
+    }
+    if (what == 3 && c->atomics_since_barrier) {  // (a block that did no atomic: nothing to spread)
+        acquire_together(0, c->n);
+        c->atomics_since_barrier = false;
+    }
     if (what == 1) launch.grid_syncs[c->block] = ++c->grid_syncs;
 }
 
@@ -1377,10 +1422,15 @@ void __tsan_write_range(void* a, unsigned long size) {
 __attribute__((always_inline)) inline void aligned(uintptr_t a, unsigned n, bool write, unsigned kind, void* pc) {
     observe<true>(a, n, write, kind, pc);
 }
+// A volatile load: a poll of a flag, maybe (poll), then observed.
+__attribute__((noinline)) void volatile_read(uintptr_t a, unsigned n, void* pc) {
+    if (Current* c = active()) poll(c, a);
+    observe<true>(a, n, false, VOLATILE, pc);
+}
 #define CF_ACCESS(N)                                                                                                  \
     void __tsan_read##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, false, PLAIN, __builtin_return_address(0)); } \
     void __tsan_write##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, true, PLAIN, __builtin_return_address(0)); } \
-    void __tsan_volatile_read##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, false, VOLATILE, __builtin_return_address(0)); } \
+    void __tsan_volatile_read##N(void* a) { volatile_read(reinterpret_cast<uintptr_t>(a), N, __builtin_return_address(0)); } \
     void __tsan_volatile_write##N(void* a) { aligned(reinterpret_cast<uintptr_t>(a), N, true, VOLATILE, __builtin_return_address(0)); }
 CF_ACCESS(1)
 CF_ACCESS(2)
@@ -1461,83 +1511,83 @@ extern "C" {
     T __tsan_atomic##N##_load(const volatile T* a, int mo) {                                                                           \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS) | scope_of(mo));                    \
         T r = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                                    \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     void __tsan_atomic##N##_store(volatile T* a, T v, int mo) {                                                                        \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_WRITES) | scope_of(mo));                   \
         __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                                      \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
     }                                                                                                                                  \
     T __tsan_atomic##N##_exchange(volatile T* a, T v, int mo) {                                                                        \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_WRITES) | scope_of(mo));                   \
         T r = __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                                                             \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int mo) {                                                                       \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         T r = __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                                                              \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int mo) {                                                                       \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         T r = __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                                                              \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int mo) {                                                                       \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         T r = __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                                                              \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int mo) {                                                                        \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         T r = __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                                                               \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int mo) {                                                                       \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         T r = __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                                                              \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int mo) {                                                                      \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         T r = __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                                                             \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int mo, int) {                                            \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES | A_CAS) | scope_of(mo)); \
         int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                                       \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int mo, int) {                                              \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES) | scope_of(mo));         \
         int r = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                                       \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return r;                                                                                                                      \
     }                                                                                                                                  \
     T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int mo, int) {                                                  \
         release_of(mo);                                                                                                                \
         atomic_event(__builtin_return_address(0), reinterpret_cast<uintptr_t>(a), N / 8, (A_READS | A_WRITES | A_CAS) | scope_of(mo)); \
         __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                                              \
-        atomic_done(scope_of(mo));                                                                                                     \
+        atomic_done(scope_of(mo), reinterpret_cast<uintptr_t>(a));                                                                     \
         return c;                                                                                                                      \
     }
 CF_ATOMICS(8, char)

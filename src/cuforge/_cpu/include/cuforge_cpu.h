@@ -177,6 +177,8 @@ struct Worker {
     void* runner;       // the worker's own context, parked while fibers run
     Warp warps[MAX_THREADS / 32];
     char* shared;       // this block's arena: static, then dynamic from STATIC_SHARED
+    const void* poll_at;  // the address the running thread's last atomics updated, and how many in a row
+    unsigned poll_thread, polls;  // (cuforge/cpu_atomic.h: a spin lets the block's other threads run)
 };
 
 static_assert(sizeof(Worker) <= CUFORGE_CPU_HEADER, "the worker's state must fit its region's header");
@@ -422,6 +424,7 @@ CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nu
         w.bar_arrived = 0;
         w.bar_res[g] = w.bar_acc[g];
         ++w.bar_gen;
+        CF_CHECK_SYNC(3, 0);
         for (unsigned t = 0; t < w.n; ++t)
             if (w.f[t].state == WAIT_BAR) w.f[t].state = READY;
     } else {
@@ -671,7 +674,12 @@ constexpr size_t SHARED_REFUSED = size_t(1) << 62, SHARED_ARENA_FULL = size_t(1)
 // another kernel, is that kernel's). This runs as the static local is initialised, which a jump
 // out of (fail) would leave marked as under way, and the next thread to reach it would wait for
 // forever: a declaration that does not fit is answered SHARED_REFUSED, which block_shared reports.
+// A declaration of 16 bytes or more is placed at a multiple of 16 whatever its type's alignment: a
+// GPU's compiler places a shared array so, and kernels read one of floats as float4 (an aligned
+// vector access here as there).
+inline size_t shared_alignment(size_t size, size_t align) { return size >= 16 && align < 16 ? 16 : align; }
 inline size_t static_shared_offset(size_t size, size_t align) {
+    align = shared_alignment(size, align);
     struct Total {
         ThreadFn kernel;
         size_t bytes;

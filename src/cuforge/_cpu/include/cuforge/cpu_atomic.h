@@ -27,17 +27,42 @@ template <int Order = __ATOMIC_RELAXED, class T, class F> inline T atomic_update
 
 }  // namespace cuforge_cpu_math
 
+// A thread that updates one address again and again (atomicAdd(&flag, 0), atomicCAS in a loop)
+// may be waiting for another thread of its block to change it: every 64 such atomics in a row,
+// the block's other threads run, as a GPU runs them meanwhile (without, a spin on a flag another
+// thread of the block sets would never end). A checked build's checker does this for every atomic
+// and volatile load itself (cuforge/_cpu/check.cpp).
+#if defined(CUFORGE_CPU) && !defined(CUFORGE_CPU_CHECK)
+namespace cuforge_cpu_math {
+inline void polled(const void* p) {
+    cuforge_cpu::Worker& w = cuforge_cpu::worker();
+    if (w.poll_at != p || w.poll_thread != w.cur) {
+        w.poll_at = p, w.poll_thread = w.cur, w.polls = 0;
+        return;
+    }
+    if (++w.polls < 64) return;
+    w.polls = 0;
+    cuforge_cpu::yield_now();
+}
+}  // namespace cuforge_cpu_math
+#define CF_POLL(p) cuforge_cpu_math::polled(p)
+#else
+#define CF_POLL(p) ((void)0)
+#endif
+
 #define CF_SCOPES(R, NAME, PARAMS, ARGS)                               \
     inline R NAME##_system PARAMS { return NAME ARGS; }
 #define CF_ATOMIC_FETCH(NAME, T, BUILTIN)                              \
-    inline T NAME(T* p, T v) { return BUILTIN(p, v, __ATOMIC_RELAXED); } \
-    inline T NAME##_block(T* p, T v) { return BUILTIN(p, v, CF_BLOCK_SCOPE); } \
+    inline T NAME(T* p, T v) { CF_POLL(p); return BUILTIN(p, v, __ATOMIC_RELAXED); } \
+    inline T NAME##_block(T* p, T v) { CF_POLL(p); return BUILTIN(p, v, CF_BLOCK_SCOPE); } \
     CF_SCOPES(T, NAME, (T * p, T v), (p, v))
 #define CF_ATOMIC_UPDATE(NAME, T, EXPR)                                \
     inline T NAME(T* p, T v) {                                         \
+        CF_POLL(p);                                                    \
         return cuforge_cpu_math::atomic_update(p, [v](T old) { return EXPR; }); \
     }                                                                  \
     inline T NAME##_block(T* p, T v) {                                 \
+        CF_POLL(p);                                                    \
         return cuforge_cpu_math::atomic_update<CF_BLOCK_SCOPE>(p, [v](T old) { return EXPR; }); \
     }                                                                  \
     CF_SCOPES(T, NAME, (T * p, T v), (p, v))
@@ -69,11 +94,13 @@ CF_ATOMIC_FETCH(atomicSub, unsigned int, __atomic_fetch_sub)
 
 #define CF_ATOMIC_EXCH(T)                                                                   \
     inline T atomicExch(T* p, T v) {                                                        \
+        CF_POLL(p);                                                                         \
         T old;                                                                              \
         __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);                                   \
         return old;                                                                         \
     }                                                                                       \
     inline T atomicExch_block(T* p, T v) {                                                  \
+        CF_POLL(p);                                                                         \
         T old;                                                                              \
         __atomic_exchange(p, &v, &old, CF_BLOCK_SCOPE);                                     \
         return old;                                                                         \
@@ -110,10 +137,12 @@ CF_ATOMIC_BITS(unsigned long long)
 
 #define CF_ATOMIC_CAS(T)                                                                     \
     inline T atomicCAS(T* p, T compare, T v) {                                               \
+        CF_POLL(p);                                                                          \
         __atomic_compare_exchange_n(p, &compare, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
         return compare;                                                                      \
     }                                                                                        \
     inline T atomicCAS_block(T* p, T compare, T v) {                                         \
+        CF_POLL(p);                                                                          \
         __atomic_compare_exchange_n(p, &compare, v, false, CF_BLOCK_SCOPE, __ATOMIC_RELAXED); \
         return compare;                                                                      \
     }                                                                                        \

@@ -17,7 +17,7 @@ CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* f
 CUFORGE_CPU_API int cuforge_check_local(void* at, size_t bytes, const char* name, unsigned line);
 CUFORGE_CPU_API void cuforge_check_local_end(void* at, size_t bytes);
 CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, const unsigned* cur, unsigned n, char* arena,
-                                          const unsigned* bar_gen, cuforge_check_shared* table);
+                                          const unsigned* bar_gen, cuforge_check_shared* table, void (*yield)());
 }
 
 namespace cuforge_cpu {
@@ -29,6 +29,7 @@ inline cuforge_check_shared& check_table() {
 
 // static_shared_offset's checked form: each declaration with a gap before it.
 CF_NOCHECK inline size_t check_shared_offset(size_t size, size_t align, size_t elem, const char* name) {
+    align = shared_alignment(size, align);
     static std::mutex lock;
     cuforge_check_shared& t = check_table();
     size_t gap = size < 256 ? 256 : size > 4096 ? 4096 : size, at;
@@ -60,7 +61,7 @@ CF_NOCHECK inline void* check_dynamic_shared(const char* name, size_t elem) {
 // the checker knows the running thread from the worker's w.cur, which the runtime keeps.
 CF_NOCHECK inline void check_announce(Worker& w) {
     long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-    cuforge_check_thread(&w.jump, block, &w.cur, w.n, w.shared, &w.bar_gen, &check_table());
+    cuforge_check_thread(&w.jump, block, &w.cur, w.n, w.shared, &w.bar_gen, &check_table(), &yield_now);  // (yield: a spin's)
 }
 
 // A shuffle's result (cuforge_cpu.h's __shfl_*_sync): a float or double read from an undefined
