@@ -921,6 +921,56 @@ def test_packed_integer_dot_products_against_numpy():
 
 
 @cf.kernel
+class SpecialFunctions:
+    """The inverse error functions, the normal distribution's, the modified Bessel functions of
+    order 0 and 1 (CUDA's math API; the CPU computes them in long double), and __tanhf."""
+
+    x: cf.In[cf.float64]
+    out: cf.Out[cf.float64]
+    n: cf.int32
+    body = """
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double v = x[i];
+    out[8 * i + 0] = erfinv(v);
+    out[8 * i + 1] = erfcinv(v + 1.0);
+    out[8 * i + 2] = normcdf(4 * v);
+    out[8 * i + 3] = normcdfinv((v + 1.0) / 2.0);
+    out[8 * i + 4] = cyl_bessel_i0(20 * v);
+    out[8 * i + 5] = cyl_bessel_i1(20 * v);
+    out[8 * i + 6] = erfinvf((float)v);
+    out[8 * i + 7] = __tanhf((float)v);
+    """
+
+
+def test_special_functions_invert_python_s_erf_and_sum_the_bessel_series():
+    import math
+
+    v = np.concatenate([np.linspace(-0.999999, 0.999999, 101), [1e-12, -1e-7, 0.9999999999, -0.99999999]])
+    out = np.zeros((v.size, 8))
+    SpecialFunctions(v, out.ravel(), v.size, grid=2, block=64, device="cpu")
+    erf, erfc = np.vectorize(math.erf), np.vectorize(math.erfc)
+
+    def bessel(order, x):
+        q, term = x * x / 4, (x / 2 if order else 1.0)
+        total, k = term, 1
+        while abs(term) > abs(total) * 1e-18:
+            term *= q / (k * (k + order))
+            total, k = total + term, k + 1
+        return total
+
+    np.testing.assert_allclose(erf(out[:, 0]), v, rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(erfc(out[:, 1]), v + 1, rtol=1e-14)
+    np.testing.assert_allclose(out[:, 2], 0.5 * erfc(-4 * v / math.sqrt(2)), rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(0.5 * erfc(-out[:, 3] / math.sqrt(2)), (v + 1) / 2, rtol=1e-13)
+    np.testing.assert_allclose(out[:, 4], [bessel(0, 20 * t) for t in v], rtol=1e-14)
+    np.testing.assert_allclose(out[:, 5], [bessel(1, 20 * t) for t in v], rtol=1e-14, atol=1e-300)
+    vf = v.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(erf(out[:, 6]), vf, rtol=2e-7, atol=1e-30)
+    np.testing.assert_allclose(out[:, 7], np.tanh(vf), atol=2e-7)
+
+
+@cf.kernel
 class NotInlined:
     """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and
     <memory>, which libcu++ headers bring in): both build."""

@@ -235,6 +235,66 @@ inline double rnorm(int dim, const double* p) {
     return double(1.0L / std::sqrt(s));
 }
 
+// The inverse error functions, the normal distribution's, and the modified Bessel functions of
+// the first kind of order 0 and 1: computed in long double and rounded to the type. erfinv and
+// erfcinv refine Giles' first guess with Newton steps on erf or erfc (erfc near its ends, where
+// erf has no digits left); the Bessel functions sum their series, whose terms are all positive.
+namespace cuforge_cpu_math {
+inline long double erfinv_guess(long double y, long double w) {  // w = -log((1 - y)(1 + y))
+    long double p;
+    if (w < 5) {
+        w -= 2.5L;
+        p = 2.81022636e-08L;
+        for (long double c : {3.43273939e-07L, -3.5233877e-06L, -4.39150654e-06L, 0.00021858087L, -0.00125372503L,
+                              -0.00417768164L, 0.246640727L, 1.50140941L})
+            p = c + p * w;
+    } else {
+        w = std::sqrt(w) - 3;
+        p = -0.000200214257L;
+        for (long double c : {0.000100950558L, 0.00134934322L, -0.00367342844L, 0.00573950773L, -0.0076224613L,
+                              0.00943887047L, 1.00167406L, 2.83297682L})
+            p = c + p * w;
+    }
+    return p * y;
+}
+constexpr long double two_over_sqrt_pi = 1.1283791670955125738961589031215452L;
+// erfc's inverse at z in [0, 2], from z itself (no digits lost to 1 - z near 0).
+inline long double erfcinv(long double z) {
+    if (std::isnan(z) || z < 0 || z > 2) return NAN;
+    if (z == 0) return INFINITY;
+    if (z == 2) return -INFINITY;
+    if (z > 1) return -erfcinv(2 - z);
+    long double x = erfinv_guess(1 - z, -std::log(z * (2 - z)));
+    for (int i = 0; i < 4; ++i) x += (std::erfc(x) - z) / (two_over_sqrt_pi * std::exp(-x * x));
+    return x;
+}
+inline long double erfinv(long double y) {
+    if (std::isnan(y) || y < -1 || y > 1) return NAN;
+    if (y < 0) return -erfinv(-y);
+    if (y >= 0.5L) return erfcinv(1 - y);
+    long double x = erfinv_guess(y, -std::log((1 - y) * (1 + y)));
+    for (int i = 0; i < 4; ++i) x -= (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
+    return x;
+}
+inline long double bessel_i(int order, long double x) {  // order 0 (even) or 1 (odd)
+    long double a = std::fabs(x), q = a * a / 4, term = order ? a / 2 : 1, sum = term;
+    for (int k = 1; k < 2000 && term > sum * 1e-21L; ++k) sum += term *= q / ((long double)k * (k + order));
+    return order && x < 0 ? -sum : sum;
+}
+}  // namespace cuforge_cpu_math
+inline float erfinvf(float y) { return float(cuforge_cpu_math::erfinv(y)); }
+inline double erfinv(double y) { return double(cuforge_cpu_math::erfinv(y)); }
+inline float erfcinvf(float z) { return float(cuforge_cpu_math::erfcinv(z)); }
+inline double erfcinv(double z) { return double(cuforge_cpu_math::erfcinv(z)); }
+inline float normcdff(float x) { return float(0.5L * std::erfc(-(long double)x / 1.4142135623730950488016887242097L)); }
+inline double normcdf(double x) { return double(0.5L * std::erfc(-(long double)x / 1.4142135623730950488016887242097L)); }
+inline float normcdfinvf(float p) { return float(-1.4142135623730950488016887242097L * cuforge_cpu_math::erfcinv(2.0L * p)); }
+inline double normcdfinv(double p) { return double(-1.4142135623730950488016887242097L * cuforge_cpu_math::erfcinv(2.0L * p)); }
+inline float cyl_bessel_i0f(float x) { return float(cuforge_cpu_math::bessel_i(0, x)); }
+inline double cyl_bessel_i0(double x) { return double(cuforge_cpu_math::bessel_i(0, x)); }
+inline float cyl_bessel_i1f(float x) { return float(cuforge_cpu_math::bessel_i(1, x)); }
+inline double cyl_bessel_i1(double x) { return double(cuforge_cpu_math::bessel_i(1, x)); }
+
 // The fast-math intrinsics, exact here (see the list at the top).
 inline float __fdividef(float x, float y) { return x / y; }
 inline float __expf(float x) { return std::exp(x); }
@@ -245,6 +305,7 @@ inline float __log10f(float x) { return std::log10(x); }
 inline float __sinf(float x) { return std::sin(x); }
 inline float __cosf(float x) { return std::cos(x); }
 inline float __tanf(float x) { return std::tan(x); }
+inline float __tanhf(float x) { return std::tanh(x); }
 inline float __powf(float x, float y) { return std::pow(x, y); }
 inline void __sincosf(float x, float* s, float* c) { *s = std::sin(x); *c = std::cos(x); }
 // Clamped to [0, 1]; NaN gives +0, as the GPU's .sat modifier.
