@@ -971,6 +971,32 @@ def test_special_functions_invert_python_s_erf_and_sum_the_bessel_series():
 
 
 @cf.kernel
+class Fp8RoundTrip:
+    """<cuda_fp8.h>'s e4m3 and e5m2, each float converted and back (its constructor saturates)."""
+
+    x: cf.In[cf.float32]
+    e4m3: cf.Out[cf.float32]
+    e5m2: cf.Out[cf.float32]
+    preamble = "#include <cuda_fp8.h>"
+    body = """
+    int i = threadIdx.x;
+    e4m3[i] = float(__nv_fp8_e4m3(x[i]));
+    e5m2[i] = float(__nv_fp8_e5m2(x[i]));
+    """
+
+
+FP8_INPUTS = np.array([0.0, 1.0, -1.5, 3.14159, 100.0, 500.0, 1e-3, -0.0625, 448.0, 1000.0, 57344.0, 1e5], np.float32)
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_fp8_conversions_round_and_saturate(check):
+    e4m3, e5m2 = np.zeros(12, np.float32), np.zeros(12, np.float32)
+    Fp8RoundTrip(FP8_INPUTS, e4m3, e5m2, grid=1, block=12, device="cpu", check=check)
+    np.testing.assert_array_equal(e4m3, [0, 1, -1.5, 3.25, 96, 448, 2**-9, -0.0625, 448, 448, 448, 448])
+    np.testing.assert_array_equal(e5m2, [0, 1, -1.5, 3, 96, 512, 2**-10, -0.0625, 448, 1024, 57344, 57344])
+
+
+@cf.kernel
 class NotInlined:
     """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and
     <memory>, which libcu++ headers bring in): both build."""

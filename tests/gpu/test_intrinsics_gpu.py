@@ -1,5 +1,5 @@
-"""The CPU backend's packed-integer dot products (tests/cpu/test_cpu_semantics.py) against the
-GPU's own __dp4a and __dp2a: the same results, bit for bit."""
+"""The CPU backend's packed-integer dot products and fp8 conversions (tests/cpu/test_cpu_semantics.py)
+against the GPU's own __dp4a, __dp2a and cvt instructions: the same results, bit for bit."""
 
 from __future__ import annotations
 
@@ -20,3 +20,14 @@ def test_dp4a_and_dp2a_match_the_cpu_backend():
     on_gpu = cf.zeros(64 * 6, cf.int32)
     PackedDots(cf.to_device(a), cf.to_device(b), on_gpu, grid=1, block=64)
     np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
+
+
+def test_fp8_conversions_match_the_cpu_backend():
+    from ..cpu.test_cpu_semantics import FP8_INPUTS, Fp8RoundTrip
+
+    on_cpu = (np.zeros(12, np.float32), np.zeros(12, np.float32))
+    Fp8RoundTrip(FP8_INPUTS, *on_cpu, grid=1, block=12, device="cpu")
+    on_gpu = (cf.zeros(12, cf.float32), cf.zeros(12, cf.float32))
+    Fp8RoundTrip(cf.to_device(FP8_INPUTS), *on_gpu, grid=1, block=12)
+    for got, want in zip(on_gpu, on_cpu):
+        np.testing.assert_array_equal(got.to_numpy(), want)
