@@ -997,6 +997,34 @@ def test_fp8_conversions_round_and_saturate(check):
 
 
 @cf.kernel
+class PipelineCopy:
+    """<cuda_pipeline_primitives.h>'s copy into shared memory, and the address-space predicates."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 32
+    preamble = "#include <cuda_pipeline_primitives.h>"
+    body = """
+    __shared__ float s[32];
+    float mine;
+    int i = threadIdx.x;
+    __pipeline_memcpy_async(&s[i], &x[i], sizeof(float));
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    y[i] = s[31 - i] + 100.f * __isShared(&s[i]) + 1000.f * __isGlobal(&x[i]) + 10000.f * __isLocal(&mine);
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_pipeline_primitives_copy_and_the_address_space_predicates(check):
+    x = np.arange(32, dtype=np.float32)
+    y = np.zeros(32, np.float32)
+    PipelineCopy(x, y, grid=1, device="cpu", check=check)
+    np.testing.assert_array_equal(y, x[::-1] + 11100)
+
+
+@cf.kernel
 class NotInlined:
     """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and
     <memory>, which libcu++ headers bring in): both build."""

@@ -31,3 +31,14 @@ def test_fp8_conversions_match_the_cpu_backend():
     Fp8RoundTrip(cf.to_device(FP8_INPUTS), *on_gpu, grid=1, block=12)
     for got, want in zip(on_gpu, on_cpu):
         np.testing.assert_array_equal(got.to_numpy(), want)
+
+
+def test_pipeline_copies_and_address_predicates_match_the_cpu_backend():
+    from ..cpu.test_cpu_semantics import PipelineCopy
+
+    x = np.arange(32, dtype=np.float32)
+    on_cpu = np.zeros(32, np.float32)
+    PipelineCopy(x, on_cpu, grid=1, device="cpu")
+    on_gpu = cf.zeros(32, cf.float32)
+    PipelineCopy(cf.to_device(x), on_gpu, grid=1)
+    np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)

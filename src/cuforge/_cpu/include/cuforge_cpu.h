@@ -970,6 +970,19 @@ inline void __syncthreads(const char* file = __builtin_FILE(), unsigned line = _
 inline int __syncthreads_count(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_COUNT); }
 inline int __syncthreads_and(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_AND); }
 inline int __syncthreads_or(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_OR); }
+// CUDA's address-space predicates: the block's shared memory (its arena), the thread's own (its
+// stack and the worker's region), global memory (the rest); no constant bank here.
+inline unsigned int __isShared(const void* p) {
+    const cuforge_cpu::Worker& w = cuforge_cpu::worker();
+    const char* c = static_cast<const char*>(p);
+    return w.L && w.shared && c >= w.shared && c < w.shared + cuforge_cpu::STATIC_SHARED + w.L->shared_mem;
+}
+inline unsigned int __isLocal(const void* p) {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p), region = reinterpret_cast<uintptr_t>(&cuforge_cpu::worker());
+    return a - region < CUFORGE_CPU_REGION && !__isShared(p);
+}
+inline unsigned int __isGlobal(const void* p) { return !__isShared(p) && !__isLocal(p); }
+inline unsigned int __isConstant(const void*) { return 0; }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { cuforge_cpu::warp_op(cuforge_cpu::W_SYNC, mask, 0, 0, 32); }
 inline unsigned __activemask() { return cuforge_cpu::coalesced_lanes("__activemask"); }
 inline unsigned __lanemask_lt() { return (1u << cuforge_cpu::lane_id()) - 1; }
