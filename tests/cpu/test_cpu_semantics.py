@@ -225,6 +225,35 @@ def test_shared_memory_declared_with_an_alignment_takes_vector_accesses(declarat
 
 
 @cf.kernel
+class SharedTypesDefinedInPlace:
+    """__shared__ declarations of a type they define (an anonymous union, a named struct, an array
+    of it): one object for the block, as on a GPU, not one per thread."""
+
+    x: cf.In[cf.int32]
+    out: cf.Out[cf.int32]
+    block = 32
+    body = """
+    __shared__ union { int as_int[32]; float as_float[32]; } u;
+    __shared__ struct Pair { int a; int b; } pairs[32], last;
+    int t = threadIdx.x;
+    u.as_int[t] = x[t];
+    pairs[t].a = t;
+    pairs[t].b = 2 * x[t];
+    if (t == 31) last = pairs[t];
+    __syncthreads();
+    out[t] = u.as_int[31 - t] + pairs[31 - t].b + 1000 * last.a;
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_shared_declarations_of_types_they_define_are_the_block_s(check):
+    x = np.arange(32, dtype=np.int32) * 3
+    out = np.zeros(32, np.int32)
+    SharedTypesDefinedInPlace(x, out, grid=1, device="cpu", check=check)
+    np.testing.assert_array_equal(out, 3 * x[::-1] + 31000)
+
+
+@cf.kernel
 class SharedPair:
     """Two __shared__ arrays of one kernel, and a __shared__ array in a __device__ function."""
 

@@ -276,7 +276,7 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
     plain = _is_plain(source) and not linked and not checked
     if checked:  # (local variables without an initializer: the checker follows them)
         source = follow_locals(source, masked(source))
-    source = _rewrite_noinline(source)
+    source = _name_shared_types(_rewrite_noinline(source))
     body = _rewrite_shared(label, source, masked(source), line_sources, checked)
     return _assemble(label, body, plain, entries, checked=checked)
 
@@ -287,6 +287,32 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
 # it move, lines do not).
 _NOINLINE = re.compile(r"\b__noinline__\b")
 _IN_ATTRIBUTE = re.compile(r"__attribute__\s*\(\([^;{}]*\Z")
+
+
+# A __shared__ declaration of a type defined in it (`__shared__ union { ... } temp;`, CUB's way of
+# sharing TempStorage between collectives): the type is named and defined first, on the same
+# lines, so that the declaration is one the shared-memory rewrite knows.
+_SHARED_TYPE = re.compile(r"(?:\bstatic\s+)?(?:volatile\s+)?__shared__\s+(?P<kind>struct|union|class)\b\s*(?P<name>\w+)?\s*\{")
+
+
+def _name_shared_types(source: str) -> str:
+    plain = masked(source)
+    out, last, n = [], 0, 0
+    for m in _SHARED_TYPE.finditer(plain):
+        if m.start() < last:
+            continue
+        depth, i = 1, m.end()
+        while i < len(plain) and depth:
+            depth += {"{": 1, "}": -1}.get(plain[i], 0)
+            i += 1
+        if depth:
+            break
+        name = m.group("name") or f"cuforge_shared_type_{n}"
+        n += 1
+        head = source[m.start() : m.start("kind")]  # (static, volatile, __shared__)
+        out += [source[last : m.start()], f"{m.group('kind')} {name} ", source[m.end() - 1 : i], "; ", head, name, " "]
+        last = i
+    return "".join(out) + source[last:]
 
 
 def _rewrite_noinline(source: str) -> str:
@@ -344,7 +370,7 @@ def excerpt_lines(label: str, source: str, line_sources: Mapping[str, str],
     ``#line`` regions give different texts is left out: no excerpt rather than a wrong one."""
     plain = _is_plain(source)
     user = _assemble(label, source, plain, entries)
-    rewritten = _rewrite_noinline(source)
+    rewritten = _name_shared_types(_rewrite_noinline(source))
     rewritten = _rewrite_shared(label, rewritten, masked(rewritten), line_sources)
     compiled = _assemble(label, rewritten, plain, entries).split("\n")
     found: dict[tuple[str, int], tuple[str, bool]] = {}
