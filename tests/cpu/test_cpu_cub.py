@@ -10,8 +10,10 @@ import pytest
 import cuforge as cf
 
 CUB = """
+#include <cub/block/block_load.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 """
@@ -138,6 +140,58 @@ def test_a_prefix_callback_over_tiles_and_a_struct_reduction(n, check):
 
 
 @cf.kernel
+class TileCumsum:
+    """A cumulative sum tile by tile, as PyTorch's and cuDF's scans are written: BlockLoad (warp
+    transposed, the tail guarded with a default), BlockScan over items per thread with a running
+    prefix, BlockStore (guarded); and a striped load and store of the same tile beside it."""
+
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    striped: cf.Out[cf.int32]
+    n: cf.int32
+    block = 64
+    preamble = (
+        CUB
+        + """
+    struct Running {
+        int total;
+        __device__ int operator()(int block_aggregate) { int old = total; total += block_aggregate; return old; }
+    };
+    """
+    )
+    body = """
+    using Load = cub::BlockLoad<int, 64, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+    using Scan = cub::BlockScan<int, 64>;
+    using Store = cub::BlockStore<int, 64, 4, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+    __shared__ union { typename Load::TempStorage load; typename Scan::TempStorage scan; typename Store::TempStorage store; } temp;
+    Running running{0};
+    for (int base = 0; base < n; base += 256) {
+        int items[4], left = n - base;
+        Load(temp.load).Load(x + base, items, left, 0);
+        __syncthreads();
+        Scan(temp.scan).InclusiveSum(items, items, running);
+        __syncthreads();
+        Store(temp.store).Store(y + base, items, left);
+        __syncthreads();
+        int raw[4];
+        cub::BlockLoad<int, 64, 4, cub::BLOCK_LOAD_STRIPED>().Load(x + base, raw, left, -1);
+        for (int i = 0; i < 4; ++i) raw[i] *= 2;
+        cub::BlockStore<int, 64, 4, cub::BLOCK_STORE_STRIPED>().Store(striped + base, raw, left);
+    }
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_tiles_loaded_scanned_and_stored(check):
+    n = 700
+    x = np.random.default_rng(4).integers(-50, 50, n).astype(np.int32)
+    y, striped = np.zeros(n, np.int32), np.zeros(n, np.int32)
+    TileCumsum(x, y, striped, n, grid=1, device="cpu", check=check)
+    np.testing.assert_array_equal(y, np.cumsum(x))
+    np.testing.assert_array_equal(striped, 2 * x)
+
+
+@cf.kernel
 class ReusedWithoutBarrier:
     x: cf.In[cf.int32]
     out: cf.Out[cf.int32]
@@ -235,12 +289,12 @@ def test_a_block_collective_for_another_block_size_is_refused_with_the_fix(check
 
 @pytest.mark.parametrize(
     "preamble, body, construct",
-    [("#include <cub/block/block_radix_sort.cuh>", "", "CUB device code other than cub::BlockReduce, BlockScan, WarpReduce "
-      "and WarpScan"),
-     (CUB, "cub::BlockLoad<int, 64, 1> *load = nullptr;", "CUB device code other than cub::BlockReduce, BlockScan, "
-      "WarpReduce and WarpScan"),
+    [("#include <cub/block/block_radix_sort.cuh>", "", "CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, "
+      "BlockStore, WarpReduce and WarpScan"),
+     (CUB, "cub::BlockExchange<int, 64, 1> *exchange = nullptr;", "CUB device code other than cub::BlockReduce, BlockScan, "
+      "BlockLoad, BlockStore, WarpReduce and WarpScan"),
      ("#include <thrust/sort.h>", "", "Thrust device code")],
-    ids=["radix-sort header", "block load", "thrust"],
+    ids=["radix-sort header", "block exchange", "thrust"],
 )  # fmt: skip
 def test_the_rest_of_cub_and_thrust_are_refused_at_compile(preamble, body, construct):
     Refused = cf.kernel(type("Refused", (), {"__annotations__": {"x": cf.Array[cf.int32]}, "preamble": preamble,

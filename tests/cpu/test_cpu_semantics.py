@@ -894,7 +894,8 @@ class CubSort:
 @pytest.mark.parametrize(
     "kernel, construct, where",
     [(InlinePtx, r"inline PTX \(asm\)", r'InlinePtx\.body, line 2: asm\("mov\.u32 %0, %%laneid;" : "=r"\(lane\)\);'),
-     (CubSort, r"CUB device code other than cub::BlockReduce, BlockScan, WarpReduce and WarpScan",
+     (CubSort, r"CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce and "
+      r"WarpScan",
       r"line \d+")],  # (the rendered preamble has no #line of its own)
     ids=["asm", "cub"],
 )  # fmt: skip

@@ -1,4 +1,5 @@
-"""The CPU backend's CUB (cub::BlockReduce, BlockScan, WarpReduce, WarpScan: tests/cpu/test_cpu_cub.py)
+"""The CPU backend's CUB (cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce, WarpScan:
+tests/cpu/test_cpu_cub.py)
 against CUB itself on a GPU: the same kernels give the same results, bit for bit (integers, and
 sums of small integers in doubles)."""
 
@@ -9,7 +10,7 @@ import numpy as np
 import cuforge as cf
 from cuforge.pytest_plugin import gpu_module
 
-from ..cpu.test_cpu_cub import Collectives, TiledScan
+from ..cpu.test_cpu_cub import Collectives, TileCumsum, TiledScan
 
 pytestmark = gpu_module()
 
@@ -32,3 +33,14 @@ def test_a_prefix_callback_over_tiles_and_a_struct_reduction_match_the_cpu_backe
         TiledScan(cf.to_device(x), *gpu, n, grid=1)
         for got, want in zip(gpu, cpu):
             np.testing.assert_array_equal(got.to_numpy(), want)
+
+
+def test_tiles_loaded_scanned_and_stored_match_the_cpu_backend():
+    n = 700
+    x = np.random.default_rng(4).integers(-50, 50, n).astype(np.int32)
+    on_cpu = (np.zeros(n, np.int32), np.zeros(n, np.int32))
+    TileCumsum(x, *on_cpu, n, grid=1, device="cpu")
+    on_gpu = (cf.zeros(n, cf.int32), cf.zeros(n, cf.int32))
+    TileCumsum(cf.to_device(x), *on_gpu, n, grid=1)
+    for got, want in zip(on_gpu, on_cpu):
+        np.testing.assert_array_equal(got.to_numpy(), want)

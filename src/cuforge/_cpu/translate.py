@@ -29,10 +29,10 @@ _REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for pattern, what in (
         (r"\basm\b\s*(volatile\b\s*)?\(|\b__asm__\b", "inline PTX (asm)"),
         (r"#\s*include\s*[<\"]thrust/|\bthrust::", "Thrust device code"),
-        (r"#\s*include\s*[<\"]cub/(?!(?:cub|block/block_reduce|block/block_scan|warp/warp_reduce|warp/warp_scan)\.cuh[>\"])"
-         r"|\bcub::(?!(?:BlockReduce|BlockScan|WarpReduce|WarpScan|BLOCK_REDUCE_\w+|BLOCK_SCAN_\w+|BlockReduceAlgorithm|"
-         r"BlockScanAlgorithm|Uninitialized|NullType|RowMajorTid|LaneId)\b)\w+",
-         "CUB device code other than cub::BlockReduce, BlockScan, WarpReduce and WarpScan"),
+        (r"#\s*include\s*[<\"]cub/(?!(?:cub|block/block_(?:reduce|scan|load|store)|warp/warp_(?:reduce|scan))\.cuh[>\"])"
+         r"|\bcub::(?!(?:Block(?:Reduce|Scan|Load|Store)(?:Algorithm)?|Warp(?:Reduce|Scan)|BLOCK_(?:REDUCE|SCAN|LOAD|STORE)_\w+|"
+         r"(?:Load|Store)Direct\w+|Uninitialized|NullType|RowMajorTid|LaneId)\b)\w+",
+         "CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce and WarpScan"),
         (r"\btex(1D|2D|3D|1Dfetch|Cubemap)\w*\s*[<(]|\bsurf(1D|2D|3D)\w*\s*[<(]|\bcuda(Texture|Surface)Object_t\b",
          "textures and surfaces"),
         (r"<<<", "dynamic parallelism (a launch from device code)"),
