@@ -1054,6 +1054,61 @@ def test_pipeline_primitives_copy_and_the_address_space_predicates(check):
     np.testing.assert_array_equal(y, x[::-1] + 11100)
 
 
+SIMD_TWO = ["__vadd", "__vsub", "__vaddss", "__vsubss", "__vaddus", "__vsubus", "__vabsdiffs", "__vabsdiffu", "__vavgu",
+             "__vhaddu", "__vmaxs", "__vmaxu", "__vmins", "__vminu", "__vcmpeq", "__vcmpne", "__vcmpges", "__vcmpgeu",
+             "__vcmpgts", "__vcmpgtu", "__vcmples", "__vcmpleu", "__vcmplts", "__vcmpltu", "__vseteq", "__vsetne",
+             "__vsetges", "__vsetgeu", "__vsetgts", "__vsetgtu", "__vsetles", "__vsetleu", "__vsetlts", "__vsetltu",
+             "__vsads", "__vsadu"]  # fmt: skip
+SIMD_ONE = ["__vabs", "__vabsss", "__vneg", "__vnegss"]
+SIMD_CALLS = [f"{name}{w}(a[i], b[i])" for name in SIMD_TWO for w in "24"] + [
+    f"{name}{w}(a[i])" for name in SIMD_ONE for w in "24"
+]
+
+
+@cf.kernel
+class SimdVideo:
+    """CUDA's SIMD video intrinsics, each on every pair of inputs (column k: SIMD_CALLS[k])."""
+
+    a: cf.In[cf.uint32]
+    b: cf.In[cf.uint32]
+    out: cf.Out[cf.uint32]
+    n: cf.int32
+    body = "int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;\n" + "\n".join(
+        f"out[{k} * n + i] = {call};" for k, call in enumerate(SIMD_CALLS)
+    )
+
+
+def simd_inputs():
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(0, 2**32, 256, dtype=np.uint64).astype(np.uint32) for _ in range(2))
+    a[:8] = [0x80808080, 0x7F7F7F7F, 0, 0xFFFFFFFF, 0x80007FFF, 0x01020304, 0x80FF7F01, 0x8000]
+    b[:8] = [0x80808080, 0x80808080, 0xFFFFFFFF, 1, 0x7FFF8000, 0x04030201, 0x7F0180FF, 0x8000]
+    return a, b
+
+
+def test_simd_video_intrinsics_lane_by_lane():
+    a, b = simd_inputs()
+    out = np.zeros((len(SIMD_CALLS), 256), np.uint32)
+    SimdVideo(a, b, out.ravel(), 256, grid=4, block=64, device="cpu")
+    got = dict(zip(SIMD_CALLS, out))
+    sa, sb = a.view(np.int8).reshape(256, 4).astype(np.int64), b.view(np.int8).reshape(256, 4).astype(np.int64)
+    ua, ub = a.view(np.uint8).reshape(256, 4).astype(np.int64), b.view(np.uint8).reshape(256, 4).astype(np.int64)
+
+    def pack(lanes):
+        return (lanes.astype(np.int64) & 0xFF).astype(np.uint8).view(np.uint32).ravel()
+
+    np.testing.assert_array_equal(got["__vadd4(a[i], b[i])"], pack(ua + ub))
+    np.testing.assert_array_equal(got["__vaddss4(a[i], b[i])"], pack(np.clip(sa + sb, -128, 127)))
+    np.testing.assert_array_equal(got["__vsubus4(a[i], b[i])"], pack(np.clip(ua - ub, 0, 255)))
+    np.testing.assert_array_equal(got["__vabsdiffs4(a[i], b[i])"], pack(np.abs(sa - sb)))
+    np.testing.assert_array_equal(got["__vavgu4(a[i], b[i])"], pack((ua + ub + 1) >> 1))
+    np.testing.assert_array_equal(got["__vcmpgts4(a[i], b[i])"], pack(np.where(sa > sb, 255, 0)))
+    np.testing.assert_array_equal(got["__vsetltu4(a[i], b[i])"], pack((ua < ub).astype(np.int64)))
+    np.testing.assert_array_equal(got["__vsadu4(a[i], b[i])"], np.abs(ua - ub).sum(axis=1).astype(np.uint32))
+    np.testing.assert_array_equal(got["__vabsss4(a[i])"], pack(np.minimum(np.abs(sa), 127)))
+    np.testing.assert_array_equal(got["__vneg4(a[i])"], pack(-ua))
+
+
 @cf.kernel
 class NotInlined:
     """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and

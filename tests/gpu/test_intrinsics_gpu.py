@@ -1,5 +1,5 @@
-"""The CPU backend's packed-integer dot products and fp8 conversions (tests/cpu/test_cpu_semantics.py)
-against the GPU's own __dp4a, __dp2a and cvt instructions: the same results, bit for bit."""
+"""The CPU backend's packed-integer dot products, SIMD video intrinsics, fp8 conversions and pipeline
+copies (tests/cpu/test_cpu_semantics.py) against the GPU's own: the same results, bit for bit."""
 
 from __future__ import annotations
 
@@ -42,3 +42,16 @@ def test_pipeline_copies_and_address_predicates_match_the_cpu_backend():
     on_gpu = cf.zeros(32, cf.float32)
     PipelineCopy(cf.to_device(x), on_gpu, grid=1)
     np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
+
+
+def test_simd_video_intrinsics_match_the_cpu_backend():
+    from ..cpu.test_cpu_semantics import SIMD_CALLS, SimdVideo, simd_inputs
+
+    a, b = simd_inputs()
+    on_cpu = np.zeros(len(SIMD_CALLS) * 256, np.uint32)
+    SimdVideo(a, b, on_cpu, 256, grid=4, block=64, device="cpu")
+    on_gpu = cf.zeros(len(SIMD_CALLS) * 256, cf.uint32)
+    SimdVideo(cf.to_device(a), cf.to_device(b), on_gpu, 256, grid=4, block=64)
+    got = on_gpu.to_numpy().reshape(len(SIMD_CALLS), 256)
+    for call, row, want in zip(SIMD_CALLS, got, on_cpu.reshape(len(SIMD_CALLS), 256)):
+        np.testing.assert_array_equal(row, want, err_msg=call)

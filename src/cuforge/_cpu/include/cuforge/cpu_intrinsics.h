@@ -143,6 +143,104 @@ inline int __dp2a_hi(short2 a, char4 b, int c) { return c + a.x * b.z + a.y * b.
 inline unsigned int __dp2a_lo(ushort2 a, uchar4 b, unsigned int c) { return c + (unsigned int)a.x * b.x + (unsigned int)a.y * b.y; }
 inline unsigned int __dp2a_hi(ushort2 a, uchar4 b, unsigned int c) { return c + (unsigned int)a.x * b.z + (unsigned int)a.y * b.w; }
 
+// ---------------------------------------------------------------- SIMD video intrinsics
+// Each of the word's 2 halfwords or 4 bytes apart (signed or unsigned, wrapping or saturating);
+// comparisons give all ones (__vcmp*) or 1 (__vset*) per lane where true; __vsad* sums the
+// lanes' absolute differences.
+namespace cuforge_cpu_math {
+template <int Bits, bool Signed> struct simd_lane {
+    static constexpr unsigned mask = (1u << Bits) - 1;
+    static int get(unsigned x, int k) {
+        unsigned v = (x >> (Bits * k)) & mask;
+        return Signed && (v >> (Bits - 1)) ? int(v) - (1 << Bits) : int(v);
+    }
+    static int lo() { return Signed ? -(1 << (Bits - 1)) : 0; }
+    static int hi() { return Signed ? (1 << (Bits - 1)) - 1 : int(mask); }
+    static int sat(int v) { return v < lo() ? lo() : v > hi() ? hi() : v; }
+};
+template <int Bits, bool Signed, class F> inline unsigned simd_map(unsigned a, unsigned b, F f) {
+    using L = simd_lane<Bits, Signed>;
+    unsigned r = 0;
+    for (int k = 0; k < 32 / Bits; ++k) r |= (unsigned(f(L::get(a, k), L::get(b, k))) & L::mask) << (Bits * k);
+    return r;
+}
+template <int Bits, bool Signed, class F> inline unsigned simd_sum(unsigned a, unsigned b, F f) {
+    using L = simd_lane<Bits, Signed>;
+    unsigned r = 0;
+    for (int k = 0; k < 32 / Bits; ++k) r += unsigned(f(L::get(a, k), L::get(b, k)));
+    return r;
+}
+}  // namespace cuforge_cpu_math
+#define CF_SIMD(NAME, BITS, SIGNED, EXPR)                                                               \
+    inline unsigned int NAME(unsigned int a, unsigned int b) {                                          \
+        using L = cuforge_cpu_math::simd_lane<BITS, SIGNED>;                                            \
+        (void)sizeof(L);                                                                                 \
+        return cuforge_cpu_math::simd_map<BITS, SIGNED>(a, b, [](int x, int y) { (void)y; return EXPR; }); \
+    }
+#define CF_SIMD_BOTH(NAME, SIGNED, EXPR) CF_SIMD(NAME##2, 16, SIGNED, EXPR) CF_SIMD(NAME##4, 8, SIGNED, EXPR)
+CF_SIMD_BOTH(__vadd, false, x + y)
+CF_SIMD_BOTH(__vsub, false, x - y)
+CF_SIMD_BOTH(__vaddss, true, L::sat(x + y))
+CF_SIMD_BOTH(__vsubss, true, L::sat(x - y))
+CF_SIMD_BOTH(__vaddus, false, L::sat(x + y))
+CF_SIMD_BOTH(__vsubus, false, L::sat(x - y))
+CF_SIMD_BOTH(__vabsdiffs, true, x > y ? x - y : y - x)
+CF_SIMD_BOTH(__vabsdiffu, false, x > y ? x - y : y - x)
+CF_SIMD_BOTH(__vavgu, false, (x + y + 1) >> 1)
+CF_SIMD_BOTH(__vhaddu, false, (x + y) >> 1)
+CF_SIMD_BOTH(__vmaxs, true, x > y ? x : y)
+CF_SIMD_BOTH(__vmaxu, false, x > y ? x : y)
+CF_SIMD_BOTH(__vmins, true, x < y ? x : y)
+CF_SIMD_BOTH(__vminu, false, x < y ? x : y)
+CF_SIMD_BOTH(__vcmpeq, false, x == y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpne, false, x != y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpges, true, x >= y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpgeu, false, x >= y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpgts, true, x > y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpgtu, false, x > y ? -1 : 0)
+CF_SIMD_BOTH(__vcmples, true, x <= y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpleu, false, x <= y ? -1 : 0)
+CF_SIMD_BOTH(__vcmplts, true, x < y ? -1 : 0)
+CF_SIMD_BOTH(__vcmpltu, false, x < y ? -1 : 0)
+CF_SIMD_BOTH(__vseteq, false, x == y)
+CF_SIMD_BOTH(__vsetne, false, x != y)
+CF_SIMD_BOTH(__vsetges, true, x >= y)
+CF_SIMD_BOTH(__vsetgeu, false, x >= y)
+CF_SIMD_BOTH(__vsetgts, true, x > y)
+CF_SIMD_BOTH(__vsetgtu, false, x > y)
+CF_SIMD_BOTH(__vsetles, true, x <= y)
+CF_SIMD_BOTH(__vsetleu, false, x <= y)
+CF_SIMD_BOTH(__vsetlts, true, x < y)
+CF_SIMD_BOTH(__vsetltu, false, x < y)
+#undef CF_SIMD_BOTH
+#undef CF_SIMD
+// One operand: absolute values (wrapping: -128 stays -128; __vabsss saturates to 127), negation.
+inline unsigned int __vabs2(unsigned int a) { return __vabsdiffs2(a, 0u); }
+inline unsigned int __vabs4(unsigned int a) { return __vabsdiffs4(a, 0u); }
+inline unsigned int __vabsss2(unsigned int a) {
+    return cuforge_cpu_math::simd_map<16, true>(a, 0u, [](int x, int) { return cuforge_cpu_math::simd_lane<16, true>::sat(x < 0 ? -x : x); });
+}
+inline unsigned int __vabsss4(unsigned int a) {
+    return cuforge_cpu_math::simd_map<8, true>(a, 0u, [](int x, int) { return cuforge_cpu_math::simd_lane<8, true>::sat(x < 0 ? -x : x); });
+}
+inline unsigned int __vneg2(unsigned int a) { return __vsub2(0u, a); }
+inline unsigned int __vneg4(unsigned int a) { return __vsub4(0u, a); }
+inline unsigned int __vnegss2(unsigned int a) { return __vsubss2(0u, a); }
+inline unsigned int __vnegss4(unsigned int a) { return __vsubss4(0u, a); }
+// Sums of absolute differences.
+inline unsigned int __vsads2(unsigned int a, unsigned int b) {
+    return cuforge_cpu_math::simd_sum<16, true>(a, b, [](int x, int y) { return x > y ? x - y : y - x; });
+}
+inline unsigned int __vsads4(unsigned int a, unsigned int b) {
+    return cuforge_cpu_math::simd_sum<8, true>(a, b, [](int x, int y) { return x > y ? x - y : y - x; });
+}
+inline unsigned int __vsadu2(unsigned int a, unsigned int b) {
+    return cuforge_cpu_math::simd_sum<16, false>(a, b, [](int x, int y) { return x > y ? x - y : y - x; });
+}
+inline unsigned int __vsadu4(unsigned int a, unsigned int b) {
+    return cuforge_cpu_math::simd_sum<8, false>(a, b, [](int x, int y) { return x > y ? x - y : y - x; });
+}
+
 // ---------------------------------------------------------------- type punning
 inline int __float_as_int(float x) { return cuforge_cpu_math::bit_cast<int>(x); }
 inline float __int_as_float(int x) { return cuforge_cpu_math::bit_cast<float>(x); }
