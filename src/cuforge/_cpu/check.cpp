@@ -676,11 +676,14 @@ __attribute__((always_inline)) inline bool no_other_threads(Current* c, const Si
 // takes its place again once it is done (atomic_done), and a volatile access, which the kernel's
 // own code makes after its hook, at the thread's next fence (a poll, then __threadfence()).
 // A block-scope atomic orders nothing for other blocks: it takes a place for its thread only.
+inline void take_place(Current* c, unsigned t, unsigned kind) {
+    c->atomic_seq[t] = ++launch.seq;
+    if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
+}
 inline void count_atomic(Current* c, unsigned kind) {
     if (!(kind & (A_READS | A_WRITES | VOLATILE))) return;
     unsigned t = thread_of(c);
-    c->atomic_seq[t] = ++launch.seq;
-    if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
+    take_place(c, t, kind);
     if (kind & VOLATILE) c->polled[t] = true;
     c->atomics_since_barrier = true;
 }
@@ -914,8 +917,7 @@ void atomic_done(unsigned kind, uintptr_t a) {
     if (!c) return;
     unsigned t = thread_of(c);
     if (!c->atomic_seq[t]) return;
-    c->atomic_seq[t] = ++launch.seq;
-    if (!(kind & A_BLOCK)) launch.atomic_seq[c->block] = c->atomic_seq[t];
+    take_place(c, t, kind);
     poll(c, a);
 }
 // The scope an atomic's memory order marks (cpu_atomic.h): the block's, or the device's.
@@ -1285,6 +1287,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     // views): one shadow for the span, in cells of their smallest granule, so that one thread's
     // access through one name and another's through the other meet in the same cells.
     std::vector<unsigned> common(spans.size(), 0);  // the span's granule where it has a shadow of its own, else 0
+    std::vector<bool> span_init(spans.size(), false);  // (what one name reads another may have been given)
     {
         std::vector<int> count(spans.size(), 0);
         std::vector<bool> written(spans.size(), false);
@@ -1293,6 +1296,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
                 int s = span_of[i];
                 unsigned g = granule_of_array(C->arrays[i]);
                 ++count[s], written[s] = written[s] || C->arrays[i].intent != 0;
+                span_init[s] = span_init[s] || C->arrays[i].intent != 1;
                 common[s] = common[s] ? std::min(common[s], g) : g;
             }
         for (int i = 0; i < C->narrays; ++i)
@@ -1304,15 +1308,9 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
             }
     }
     std::vector<uintptr_t> span_cells(spans.size(), 0);
-    std::vector<bool> span_init(spans.size(), false);  // (what one name reads another may have been given)
     K.names.clear();
     for (size_t s = 0; s < spans.size(); ++s)
         if (common[s]) span_cells[s] = reinterpret_cast<uintptr_t>(shadow_cells((spans[s].second - spans[s].first) / common[s]));
-    for (int i = 0; i < C->narrays; ++i)
-        if (span_of[i] >= 0 && common[span_of[i]]) {
-            int s = span_of[i];
-            span_init[s] = span_init[s] || C->arrays[i].intent != 1;
-        }
     for (int i = 0; i < C->narrays; ++i) {
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] < 0) {
@@ -1484,7 +1482,7 @@ void fence_event(bool block_scope) {
     unsigned t = thread_of(c);
     if (c->polled[t]) {  // (the volatile access before it has run by now: count_atomic)
         c->polled[t] = false;
-        launch.atomic_seq[c->block] = c->atomic_seq[t] = ++launch.seq;
+        take_place(c, t, VOLATILE);
     }
     c->fence_seq[t] = ++launch.seq;
     if (!block_scope) launch.fences[c->block] = ++c->fences, launch.fence_seq[c->block] = c->fence_seq[t];

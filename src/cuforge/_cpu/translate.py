@@ -276,9 +276,14 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
     plain = _is_plain(source) and not linked and not checked
     if checked:  # (local variables without an initializer: the checker follows them)
         source = follow_locals(source, masked(source))
+    return _assemble(label, _rewritten(label, source, line_sources, checked), plain, entries, checked=checked)
+
+
+def _rewritten(label: str, source: str, line_sources: Mapping[str, str], checked: bool = False) -> str:
+    """``source`` as the CPU compiles it: CUDA's ``__noinline__`` as GCC's attribute, the types
+    ``__shared__`` declarations define named, and the ``__shared__`` declarations in the block's arena."""
     source = _name_shared_types(_rewrite_noinline(source))
-    body = _rewrite_shared(label, source, masked(source), line_sources, checked)
-    return _assemble(label, body, plain, entries, checked=checked)
+    return _rewrite_shared(label, source, masked(source), line_sources, checked)
 
 
 # CUDA's __noinline__ function specifier. The CPU build's crt/host_defines.h makes the token the
@@ -370,9 +375,7 @@ def excerpt_lines(label: str, source: str, line_sources: Mapping[str, str],
     ``#line`` regions give different texts is left out: no excerpt rather than a wrong one."""
     plain = _is_plain(source)
     user = _assemble(label, source, plain, entries)
-    rewritten = _name_shared_types(_rewrite_noinline(source))
-    rewritten = _rewrite_shared(label, rewritten, masked(rewritten), line_sources)
-    compiled = _assemble(label, rewritten, plain, entries).split("\n")
+    compiled = _assemble(label, _rewritten(label, source, line_sources), plain, entries).split("\n")
     found: dict[tuple[str, int], tuple[str, bool]] = {}
     ambiguous: set[tuple[str, int]] = set()
     file, line = "", 0

@@ -50,12 +50,12 @@ inline void polled(const void* p) {
 #define CF_POLL(p) ((void)0)
 #endif
 
-#define CF_SCOPES(R, NAME, PARAMS, ARGS)                               \
+#define CF_SYSTEM_SCOPE(R, NAME, PARAMS, ARGS)                               \
     inline R NAME##_system PARAMS { return NAME ARGS; }
 #define CF_ATOMIC_FETCH(NAME, T, BUILTIN)                              \
     inline T NAME(T* p, T v) { CF_POLL(p); return BUILTIN(p, v, __ATOMIC_RELAXED); } \
     inline T NAME##_block(T* p, T v) { CF_POLL(p); return BUILTIN(p, v, CF_BLOCK_SCOPE); } \
-    CF_SCOPES(T, NAME, (T * p, T v), (p, v))
+    CF_SYSTEM_SCOPE(T, NAME, (T * p, T v), (p, v))
 #define CF_ATOMIC_UPDATE(NAME, T, EXPR)                                \
     inline T NAME(T* p, T v) {                                         \
         CF_POLL(p);                                                    \
@@ -65,7 +65,7 @@ inline void polled(const void* p) {
         CF_POLL(p);                                                    \
         return cuforge_cpu_math::atomic_update<CF_BLOCK_SCOPE>(p, [v](T old) { return EXPR; }); \
     }                                                                  \
-    CF_SCOPES(T, NAME, (T * p, T v), (p, v))
+    CF_SYSTEM_SCOPE(T, NAME, (T * p, T v), (p, v))
 
 CF_ATOMIC_FETCH(atomicAdd, int, __atomic_fetch_add)
 CF_ATOMIC_FETCH(atomicAdd, unsigned int, __atomic_fetch_add)
@@ -86,8 +86,8 @@ inline float4 atomicAdd_block(float4* p, float4 v) {
     return make_float4(atomicAdd_block(&p->x, v.x), atomicAdd_block(&p->y, v.y), atomicAdd_block(&p->z, v.z),
                        atomicAdd_block(&p->w, v.w));
 }
-CF_SCOPES(float2, atomicAdd, (float2 * p, float2 v), (p, v))
-CF_SCOPES(float4, atomicAdd, (float4 * p, float4 v), (p, v))
+CF_SYSTEM_SCOPE(float2, atomicAdd, (float2 * p, float2 v), (p, v))
+CF_SYSTEM_SCOPE(float4, atomicAdd, (float4 * p, float4 v), (p, v))
 
 CF_ATOMIC_FETCH(atomicSub, int, __atomic_fetch_sub)
 CF_ATOMIC_FETCH(atomicSub, unsigned int, __atomic_fetch_sub)
@@ -105,7 +105,7 @@ CF_ATOMIC_FETCH(atomicSub, unsigned int, __atomic_fetch_sub)
         __atomic_exchange(p, &v, &old, CF_BLOCK_SCOPE);                                     \
         return old;                                                                         \
     }                                                                                       \
-    CF_SCOPES(T, atomicExch, (T * p, T v), (p, v))
+    CF_SYSTEM_SCOPE(T, atomicExch, (T * p, T v), (p, v))
 CF_ATOMIC_EXCH(int)
 CF_ATOMIC_EXCH(unsigned int)
 CF_ATOMIC_EXCH(unsigned long long)
@@ -146,7 +146,7 @@ CF_ATOMIC_BITS(unsigned long long)
         __atomic_compare_exchange_n(p, &compare, v, false, CF_BLOCK_SCOPE, __ATOMIC_RELAXED); \
         return compare;                                                                      \
     }                                                                                        \
-    CF_SCOPES(T, atomicCAS, (T * p, T c, T v), (p, c, v))
+    CF_SYSTEM_SCOPE(T, atomicCAS, (T * p, T c, T v), (p, c, v))
 CF_ATOMIC_CAS(int)
 CF_ATOMIC_CAS(unsigned int)
 CF_ATOMIC_CAS(unsigned long long)
@@ -155,7 +155,7 @@ CF_ATOMIC_CAS(unsigned short)
 
 #undef CF_ATOMIC_UPDATE
 #undef CF_ATOMIC_FETCH
-#undef CF_SCOPES
+#undef CF_SYSTEM_SCOPE
 
 // ---------------------------------------------------------------- fences, time
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
