@@ -371,6 +371,72 @@ def test_memcpy_async_by_a_block_and_by_its_warps(check):
 
 
 @cf.kernel
+class BarrierCopy:
+    """libcu++'s cuda::memcpy_async with a cuda::barrier: a block's row copied by the block,
+    then each thread's element copied by the thread alone, each completed by the barrier's wait;
+    then a pipeline's copy of one element per thread."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = PREAMBLE + "\n#include <cuda/barrier>\n#include <cuda/pipeline>"
+    body = """
+    __shared__ float tile[64], mine[64], piped[64];
+    __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+    cg::thread_block block = cg::this_thread_block();
+    if (block.thread_rank() == 0) init(&bar, block.size());
+    block.sync();
+    cuda::memcpy_async(block, tile, x + blockIdx.x * 64, sizeof(float) * 64, bar);
+    bar.arrive_and_wait();
+    cuda::memcpy_async(&mine[threadIdx.x], &tile[63 - threadIdx.x], cuda::aligned_size_t<4>(sizeof(float)), bar);
+    bar.arrive_and_wait();
+    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+    pipe.producer_acquire();
+    cuda::memcpy_async(&piped[threadIdx.x], &mine[threadIdx.x], sizeof(float), pipe);
+    pipe.producer_commit();
+    cuda::pipeline_consumer_wait_prior<0>(pipe);
+    pipe.consumer_release();
+    block.sync();
+    y[blockIdx.x * 64 + threadIdx.x] = piped[(threadIdx.x + 1) % 64];
+    """
+
+
+@cf.kernel
+class FlagWait:
+    """A block's last thread publishes a value with cuda::atomic_ref's release store and
+    notify_all; the others wait for it (wait(0)), with no other barrier in the kernel."""
+
+    x: cf.In[cf.float32]
+    flags: cf.Array[cf.int32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = "#include <cuda/atomic>"
+    body = """
+    __shared__ float v;
+    cuda::atomic_ref<int, cuda::thread_scope_block> flag(flags[blockIdx.x]);
+    if (threadIdx.x == 63) {
+        v = 2.f * x[blockIdx.x];
+        flag.store(1, cuda::memory_order_release);
+        flag.notify_all();
+    } else {
+        flag.wait(0, cuda::memory_order_acquire);
+    }
+    y[blockIdx.x * 64 + threadIdx.x] = v;
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_libcu_barrier_memcpy_async_and_pipeline(check):
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(128, np.float32)
+    BarrierCopy(x, y, grid=2, device="cpu", check=check)
+    np.testing.assert_array_equal(y.reshape(2, 64), np.roll(x.reshape(2, 64)[:, ::-1], -1, axis=1))
+    flags, y = np.zeros(2, np.int32), np.zeros(128, np.float32)
+    FlagWait(x[:2], flags, y, grid=2, device="cpu", check=check)  # (the waits let the last thread run)
+    np.testing.assert_array_equal(y, np.repeat(2 * x[:2], 64))
+
+
+@cf.kernel
 class ReadsBeforeWait:
     x: cf.In[cf.float32]
     y: cf.Out[cf.float32]

@@ -1109,6 +1109,180 @@ def test_simd_video_intrinsics_lane_by_lane():
     np.testing.assert_array_equal(got["__vneg4(a[i])"], pack(-ua))
 
 
+# ---------------------------------------------------------------- DPX and directed roundings
+DPX_THREE = [f"__vi{op}_{t}" for op in ("max3", "min3", "addmax", "addmin") for t in ("s32", "u32", "s16x2", "u16x2")] + [
+    f"__vi{op}_{t}_relu" for op in ("max3", "min3", "addmax", "addmin") for t in ("s32", "s16x2")]  # fmt: skip
+DPX_TWO = [f"__vi{op}_{t}_relu" for op in ("max", "min") for t in ("s32", "s16x2")]
+DPX_CALLS = [f"{f}(a[i], b[i], c[i])" for f in DPX_THREE] + [f"{f}(a[i], b[i])" for f in DPX_TWO]
+DPX_WINNERS = [f"__vib{op}_{t}" for op in ("max", "min") for t in ("s32", "u32", "s16x2", "u16x2")]
+
+
+@cf.kernel
+class Dpx:
+    """sm_90's DPX functions (emulated on older GPUs) on every triple of inputs: row k of `out` is
+    DPX_CALLS[k], then each of DPX_WINNERS' result and predicates (low bit lo, next hi)."""
+
+    a: cf.In[cf.uint32]
+    b: cf.In[cf.uint32]
+    c: cf.In[cf.uint32]
+    out: cf.Out[cf.uint32]
+    n: cf.int32
+    body = "int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;\nbool hi = false, lo = false;\n" + "\n".join(
+        f"out[{k} * n + i] = (unsigned)({call});" for k, call in enumerate(DPX_CALLS)
+    ) + "\n" + "\n".join(
+        f"out[{len(DPX_CALLS) + 2 * k} * n + i] = (unsigned){f}(({'int' if f.endswith('s32') else 'unsigned'})a[i], "
+        f"({'int' if f.endswith('s32') else 'unsigned'})b[i], {'&lo' if f.endswith('32') else '&hi, &lo'}); "
+        f"out[{len(DPX_CALLS) + 2 * k + 1} * n + i] = lo + 2 * hi; hi = lo = false;"
+        for k, f in enumerate(DPX_WINNERS)
+    )  # fmt: skip
+
+
+def dpx_inputs():
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.integers(0, 2**32, 256, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    a[:6] = [0x80000000, 0x7FFFFFFF, 0xFFFF8000, 0x00017FFF, 5, 0xFFFFFFFF]
+    b[:6] = [0xFFFFFFFF, 1, 0x80000001, 0x00010001, 5, 0]
+    c[:6] = [0x80000000, 0x80000000, 0, 0x80008000, 5, 0x7FFF7FFF]
+    return a, b, c
+
+
+def _dpx_model(name, a, b, c):
+    """What DPX function `name` gives, lane by lane in Python integers."""
+    op, kind = name[4:].split("_", 1)
+    relu, kind = kind.endswith("_relu"), kind.replace("_relu", "")
+    bits, signed = (32, kind == "s32") if kind.endswith("32") else (16, kind == "s16x2")
+
+    def lanes(x):
+        out = [(int(x) >> (bits * k)) & ((1 << bits) - 1) for k in range(32 // bits)]
+        return [v - (1 << bits) if signed and v >> (bits - 1) else v for v in out]
+
+    def wrap(v):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+    res = []
+    for x, y, z in zip(lanes(a), lanes(b), lanes(c)):
+        r = {"max3": max(x, y, z), "min3": min(x, y, z), "addmax": max(wrap(x + y), z), "addmin": min(wrap(x + y), z),
+             "max": max(x, y), "min": min(x, y)}[op]  # fmt: skip
+        res.append(max(r, 0) if relu else r)
+    return sum((v & ((1 << bits) - 1)) << (bits * k) for k, v in enumerate(res))
+
+
+def test_dpx_functions_lane_by_lane():
+    a, b, c = dpx_inputs()
+    rows = len(DPX_CALLS) + 2 * len(DPX_WINNERS)
+    out = np.zeros((rows, 256), np.uint32)
+    Dpx(a, b, c, out.ravel(), 256, grid=4, block=64, device="cpu")
+    for call, got in zip(DPX_CALLS, out):
+        want = [_dpx_model(call.split("(")[0], *abc) for abc in zip(a, b, c)]
+        np.testing.assert_array_equal(got, np.array(want, np.uint64).astype(np.uint32), err_msg=call)
+    for k, f in enumerate(DPX_WINNERS):
+        got, preds = out[len(DPX_CALLS) + 2 * k], out[len(DPX_CALLS) + 2 * k + 1]
+        best = "max" if "max" in f else "min"
+        want = [_dpx_model(f"__vi{best}_{f.split('_', 3)[3]}", x, y, 0) for x, y in zip(a, b)]
+        np.testing.assert_array_equal(got, np.array(want, np.uint64).astype(np.uint32), err_msg=f)
+        kind = f.split("_", 3)[3]
+        bits, signed = (32, kind == "s32") if kind.endswith("32") else (16, kind == "s16x2")
+        for lane in range(32 // bits):
+
+            def val(x, lane=lane, bits=bits, signed=signed):
+                v = (int(x) >> (bits * lane)) & ((1 << bits) - 1)
+                return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+            won = [(val(x) >= val(y)) if best == "max" else (val(x) <= val(y)) for x, y in zip(a, b)]
+            np.testing.assert_array_equal((preds >> lane) & 1, np.array(won, np.uint32), err_msg=f"{f} lane {lane}")
+
+
+ROUNDED = ["add", "sub", "mul", "div", "rcp", "sqrt", "fma"]
+
+
+def _rounded_calls(prefix, fma):
+    calls = []
+    for op in ROUNDED:
+        for mode in ("rz", "ru", "rd"):
+            args = {"rcp": "a[i]", "sqrt": "a[i]", "fma": "a[i], b[i], c[i]"}.get(op, "a[i], b[i]")
+            calls.append(f"{fma if op == 'fma' else prefix + op}_{mode}({args})")
+    return calls
+
+
+FLOAT_ROUNDED, DOUBLE_ROUNDED = _rounded_calls("__f", "__fmaf"), _rounded_calls("__d", "__fma")
+
+
+def _directed_kernel(name, ctype, calls):
+    """Each arithmetic intrinsic with a directed rounding on every triple of inputs (row k of
+    `out`: calls[k])."""
+    body = "int i = blockIdx.x * blockDim.x + threadIdx.x; if (i >= n) return;\n" + "\n".join(
+        f"out[{k} * n + i] = {call};" for k, call in enumerate(calls)
+    )
+    return cf.kernel(type(name, (), {"__annotations__": {"a": cf.In[ctype], "b": cf.In[ctype], "c": cf.In[ctype],
+                                                         "out": cf.Out[ctype], "n": cf.int32}, "body": body}))  # fmt: skip
+
+
+DIRECTED = {np.float32: _directed_kernel("DirectedRoundingFloat", cf.float32, FLOAT_ROUNDED),
+            np.float64: _directed_kernel("DirectedRoundingDouble", cf.float64, DOUBLE_ROUNDED)}  # fmt: skip
+
+
+def rounding_inputs(dtype):
+    rng = np.random.default_rng(7)
+    a, b, c = ((rng.standard_normal(96) * 4.0 ** rng.integers(-6, 6, 96)).astype(dtype) for _ in range(3))
+    a, b = np.abs(a), b  # (sqrt's operand is a)
+    tiny = np.finfo(dtype).tiny
+    a[:4] = [tiny, 3, 1, np.finfo(dtype).max]  # a subnormal product, exact cases, an overflowing sum
+    b[:4] = [dtype(0.75), 1, 3, np.finfo(dtype).max]
+    c[:4] = [0, -3, 1e-3, 0]
+    return a, b, c
+
+
+def _exact(v):
+    from fractions import Fraction
+
+    return Fraction(float(v))
+
+
+def _exact_round(q, dtype, mode):
+    """The value of `dtype` that rational q rounds to toward zero (rz), up (ru) or down (rd)."""
+    big = np.finfo(dtype).max
+    if q > _exact(big):
+        return dtype(np.inf) if mode == "ru" else big
+    if q < -_exact(big):
+        return dtype(-np.inf) if mode == "rd" else -big
+    v = dtype(float(q))
+    while _exact(v) > q:
+        v = np.nextafter(v, dtype(-np.inf))
+    while np.nextafter(v, dtype(np.inf)) <= big and _exact(np.nextafter(v, dtype(np.inf))) <= q:
+        v = np.nextafter(v, dtype(np.inf))
+    down = v  # the largest value <= q
+    up = down if _exact(down) == q else np.nextafter(down, dtype(np.inf))
+    return {"rd": down, "ru": up, "rz": down if q >= 0 else up}[mode]
+
+
+def _rounded_want(call, a, b, c, dtype):
+    op, mode = call.split("(")[0].rsplit("_", 1)
+    op = "fma" if "fma" in op else op[3:]
+    x, y, z = _exact(a), _exact(b), _exact(c)
+    if op == "sqrt":  # the largest value whose square is <= a, or the smallest whose square is >= a
+        v = dtype(np.sqrt(a))
+        while _exact(v) ** 2 > x:
+            v = np.nextafter(v, dtype(-np.inf))
+        while _exact(np.nextafter(v, dtype(np.inf))) ** 2 <= x:
+            v = np.nextafter(v, dtype(np.inf))
+        return v if _exact(v) ** 2 == x or mode != "ru" else np.nextafter(v, dtype(np.inf))
+    q = {"add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y, "div": lambda: x / y, "rcp": lambda: 1 / x,
+         "fma": lambda: x * y + z}[op]()  # fmt: skip
+    return _exact_round(q, dtype, mode)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_directed_rounding_intrinsics_are_exact(dtype):
+    calls = FLOAT_ROUNDED if dtype == np.float32 else DOUBLE_ROUNDED
+    a, b, c = rounding_inputs(dtype)
+    out = np.zeros((len(calls), len(a)), dtype)
+    DIRECTED[dtype](a, b, c, out.ravel(), len(a), grid=2, block=48, device="cpu")
+    for call, got in zip(calls, out):
+        want = np.array([_rounded_want(call, *abc, dtype) for abc in zip(a, b, c)], dtype)
+        np.testing.assert_array_equal(got, want, err_msg=call)
+
+
 @cf.kernel
 class NotInlined:
     """__noinline__ as CUDA code writes it, and as libstdc++ writes it (GCC 13's <string> and

@@ -1,5 +1,6 @@
-"""The CPU backend's packed-integer dot products, SIMD video intrinsics, fp8 conversions and pipeline
-copies (tests/cpu/test_cpu_semantics.py) against the GPU's own: the same results, bit for bit."""
+"""The CPU backend's packed-integer dot products, SIMD video intrinsics, DPX functions, directed
+roundings, fp8 conversions and pipeline copies (tests/cpu/test_cpu_semantics.py) against the GPU's
+own: the same results, bit for bit."""
 
 from __future__ import annotations
 
@@ -55,3 +56,30 @@ def test_simd_video_intrinsics_match_the_cpu_backend():
     got = on_gpu.to_numpy().reshape(len(SIMD_CALLS), 256)
     for call, row, want in zip(SIMD_CALLS, got, on_cpu.reshape(len(SIMD_CALLS), 256)):
         np.testing.assert_array_equal(row, want, err_msg=call)
+
+
+def test_dpx_functions_match_the_cpu_backend():
+    from ..cpu.test_cpu_semantics import DPX_CALLS, DPX_WINNERS, Dpx, dpx_inputs
+
+    a, b, c = dpx_inputs()
+    rows = len(DPX_CALLS) + 2 * len(DPX_WINNERS)
+    on_cpu = np.zeros(rows * 256, np.uint32)
+    Dpx(a, b, c, on_cpu, 256, grid=4, block=64, device="cpu")
+    on_gpu = cf.zeros(rows * 256, cf.uint32)
+    Dpx(cf.to_device(a), cf.to_device(b), cf.to_device(c), on_gpu, 256, grid=4, block=64)
+    names = DPX_CALLS + [f"{f} {part}" for f in DPX_WINNERS for part in ("result", "predicates")]
+    for name, row, want in zip(names, on_gpu.to_numpy().reshape(rows, 256), on_cpu.reshape(rows, 256)):
+        np.testing.assert_array_equal(row, want, err_msg=name)
+
+
+def test_directed_rounding_intrinsics_match_the_cpu_backend():
+    from ..cpu.test_cpu_semantics import DIRECTED, DOUBLE_ROUNDED, FLOAT_ROUNDED, rounding_inputs
+
+    for dtype, calls in ((np.float32, FLOAT_ROUNDED), (np.float64, DOUBLE_ROUNDED)):
+        a, b, c = rounding_inputs(dtype)
+        on_cpu = np.zeros(len(calls) * len(a), dtype)
+        DIRECTED[dtype](a, b, c, on_cpu, len(a), grid=2, block=48, device="cpu")
+        on_gpu = cf.zeros(len(calls) * len(a), cf.float32 if dtype == np.float32 else cf.float64)
+        DIRECTED[dtype](cf.to_device(a), cf.to_device(b), cf.to_device(c), on_gpu, len(a), grid=2, block=48)
+        for call, row, want in zip(calls, on_gpu.to_numpy().reshape(len(calls), -1), on_cpu.reshape(len(calls), -1)):
+            np.testing.assert_array_equal(row, want, err_msg=call)

@@ -141,8 +141,6 @@ def test_the_cubin_and_the_driver_give_one_static_shared_size():
         assert k.compile().resources()["shared_bytes"] == k.attributes.static_shared_bytes == size
 
 
-
-
 def test_coalesced_group_collectives_and_memcpy_async_give_the_cpu_backend_s_results():
     """The CPU backend's cg::reduce and scans over a labeled partition, and its memcpy_async,
     against CUDA's own on the GPU: the same results, bit for bit (integers; copies)."""
@@ -163,3 +161,21 @@ def test_coalesced_group_collectives_and_memcpy_async_give_the_cpu_backend_s_res
     y = cf.zeros(128, cf.float32)
     StagedCopy(cf.to_device(x), y, grid=2)
     np.testing.assert_array_equal(y.to_numpy(), copied)
+
+
+def test_libcu_barrier_memcpy_async_pipeline_and_wait_give_the_cpu_backend_s_results():
+    """libcu++'s cuda::memcpy_async with a barrier and with a pipeline, and atomic_ref's wait, as
+    the CPU backend runs them (tests/cpu/test_cpu_kinds.py) against the GPU: the same results."""
+    from ..cpu.test_cpu_kinds import BarrierCopy, FlagWait
+
+    x = np.arange(128, dtype=np.float32)
+    copied = np.zeros(128, np.float32)
+    BarrierCopy(x, copied, grid=2, device="cpu")
+    y = cf.zeros(128, cf.float32)
+    BarrierCopy(cf.to_device(x), y, grid=2)
+    np.testing.assert_array_equal(y.to_numpy(), copied)
+    waited = np.zeros(128, np.float32)
+    FlagWait(x[:2], np.zeros(2, np.int32), waited, grid=2, device="cpu")
+    y = cf.zeros(128, cf.float32)
+    FlagWait(cf.to_device(x[:2]), cf.zeros(2, cf.int32), y, grid=2)
+    np.testing.assert_array_equal(y.to_numpy(), waited)

@@ -56,12 +56,14 @@ _WORD_BEFORE = re.compile(r"\b(\w+)\s*\Z")
 _BEFORE_A_CALL = frozenset(("return", "else", "do", "case", "co_return", "co_yield"))  # (words a call may follow)
 
 # What makes a block's threads wait for each other: without any of these in the source, its
-# threads run as a plain loop (cuforge_cpu.h refuses a call to one of them that comes anyway).
+# threads run as a plain loop (cuforge_cpu.h refuses a call to one of them that comes anyway;
+# libcu++'s barriers, pipelines and atomics wait by polling, which must let the others run).
 _SYNCS = re.compile(
     r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|__all_sync|__match_\w+|__reduce_\w+_sync|"
     r"__activemask|__lanemask\w*|__nanosleep|cooperative_groups|this_thread_block|this_grid|this_cluster|tiled_partition|"
     r"coalesced_threads|labeled_partition|binary_partition|cub|"
-    r"sync|shfl\w*|ballot|any|all|match_\w+)\b"
+    r"sync|shfl\w*|ballot|any|all|match_\w+|"
+    r"barrier|arrive\w*|pipeline\w*|atomic|atomic_ref)\b"
 )
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 # An alignment a declaration asks for: __align__(E), alignas(E) or __attribute__((aligned(E))), E

@@ -241,6 +241,94 @@ inline unsigned int __vsadu4(unsigned int a, unsigned int b) {
     return cuforge_cpu_math::simd_sum<8, false>(a, b, [](int x, int y) { return x > y ? x - y : y - x; });
 }
 
+// ---------------------------------------------------------------- DPX (sm_90 in hardware, emulated before it)
+// Three-way max and min, with a ReLU (a floor of 0), after an add (wrapping), or telling which
+// operand won (`pred`: a >= b for max, a <= b for min), of 32-bit integers or of a word's two
+// 16-bit halves apart (signed s16x2, unsigned u16x2).
+namespace cuforge_cpu_math {
+template <int Bits, bool Signed, class F> inline unsigned simd_map3(unsigned a, unsigned b, unsigned c, F f) {
+    using L = simd_lane<Bits, Signed>;
+    unsigned r = 0;
+    for (int k = 0; k < 32 / Bits; ++k) r |= (unsigned(f(L::get(a, k), L::get(b, k), L::get(c, k))) & L::mask) << (Bits * k);
+    return r;
+}
+template <class T> inline T dpx_max(T x, T y) { return x > y ? x : y; }
+template <class T> inline T dpx_min(T x, T y) { return x < y ? x : y; }
+template <class T> inline T wrap_add(T x, T y) { return T(static_cast<typename std::make_unsigned<T>::type>(x) + static_cast<typename std::make_unsigned<T>::type>(y)); }
+inline int wrap16(int v) { return int(short(static_cast<unsigned short>(v))); }
+}  // namespace cuforge_cpu_math
+#define CF_DPX3(NAME, EXPR)                                                                                   \
+    inline int NAME##_s32(int a, int b, int c) { using namespace cuforge_cpu_math; return EXPR(int, a, b, c); } \
+    inline unsigned int NAME##_u32(unsigned int a, unsigned int b, unsigned int c) {                             \
+        using namespace cuforge_cpu_math;                                                                        \
+        return EXPR(unsigned int, a, b, c);                                                                      \
+    }                                                                                                            \
+    inline unsigned int NAME##_s16x2(unsigned int a, unsigned int b, unsigned int c) {                           \
+        using namespace cuforge_cpu_math;                                                                        \
+        return simd_map3<16, true>(a, b, c, [](int x, int y, int z) { return EXPR(int, x, y, z); });            \
+    }                                                                                                            \
+    inline unsigned int NAME##_u16x2(unsigned int a, unsigned int b, unsigned int c) {                           \
+        using namespace cuforge_cpu_math;                                                                        \
+        return simd_map3<16, false>(a, b, c, [](int x, int y, int z) { return EXPR(int, x, y, z); });           \
+    }
+#define CF_MAX3(T, x, y, z) dpx_max<T>(dpx_max<T>(x, y), z)
+#define CF_MIN3(T, x, y, z) dpx_min<T>(dpx_min<T>(x, y), z)
+CF_DPX3(__vimax3, CF_MAX3)
+CF_DPX3(__vimin3, CF_MIN3)
+#undef CF_DPX3
+#undef CF_MAX3
+#undef CF_MIN3
+// Adds then max or min: a 16-bit lane's sum wraps at 16 bits.
+inline int __viaddmax_s32(int a, int b, int c) { using namespace cuforge_cpu_math; return dpx_max(wrap_add(a, b), c); }
+inline int __viaddmin_s32(int a, int b, int c) { using namespace cuforge_cpu_math; return dpx_min(wrap_add(a, b), c); }
+inline unsigned int __viaddmax_u32(unsigned int a, unsigned int b, unsigned int c) { return a + b > c ? a + b : c; }
+inline unsigned int __viaddmin_u32(unsigned int a, unsigned int b, unsigned int c) { return a + b < c ? a + b : c; }
+inline unsigned int __viaddmax_s16x2(unsigned int a, unsigned int b, unsigned int c) {
+    using namespace cuforge_cpu_math;
+    return simd_map3<16, true>(a, b, c, [](int x, int y, int z) { return dpx_max(wrap16(x + y), z); });
+}
+inline unsigned int __viaddmin_s16x2(unsigned int a, unsigned int b, unsigned int c) {
+    using namespace cuforge_cpu_math;
+    return simd_map3<16, true>(a, b, c, [](int x, int y, int z) { return dpx_min(wrap16(x + y), z); });
+}
+inline unsigned int __viaddmax_u16x2(unsigned int a, unsigned int b, unsigned int c) {
+    using namespace cuforge_cpu_math;
+    return simd_map3<16, false>(a, b, c, [](int x, int y, int z) { return dpx_max((x + y) & 0xffff, z); });
+}
+inline unsigned int __viaddmin_u16x2(unsigned int a, unsigned int b, unsigned int c) {
+    using namespace cuforge_cpu_math;
+    return simd_map3<16, false>(a, b, c, [](int x, int y, int z) { return dpx_min((x + y) & 0xffff, z); });
+}
+// With a ReLU: the result's floor is 0 (signed only).
+inline int __vimax_s32_relu(int a, int b) { return cuforge_cpu_math::dpx_max(cuforge_cpu_math::dpx_max(a, b), 0); }
+inline int __vimin_s32_relu(int a, int b) { return cuforge_cpu_math::dpx_max(cuforge_cpu_math::dpx_min(a, b), 0); }
+inline int __vimax3_s32_relu(int a, int b, int c) { return __vimax_s32_relu(__vimax3_s32(a, b, c), 0); }
+inline int __vimin3_s32_relu(int a, int b, int c) { return __vimax_s32_relu(__vimin3_s32(a, b, c), 0); }
+inline int __viaddmax_s32_relu(int a, int b, int c) { return __vimax_s32_relu(__viaddmax_s32(a, b, c), 0); }
+inline int __viaddmin_s32_relu(int a, int b, int c) { return __vimax_s32_relu(__viaddmin_s32(a, b, c), 0); }
+inline unsigned int __vimax_s16x2_relu(unsigned int a, unsigned int b) { return __vimax3_s16x2(a, b, 0u); }
+inline unsigned int __vimin_s16x2_relu(unsigned int a, unsigned int b) { return __vimax3_s16x2(__vmins2(a, b), 0u, 0u); }
+inline unsigned int __vimax3_s16x2_relu(unsigned int a, unsigned int b, unsigned int c) { return __vimax3_s16x2(__vimax3_s16x2(a, b, c), 0u, 0u); }
+inline unsigned int __vimin3_s16x2_relu(unsigned int a, unsigned int b, unsigned int c) { return __vimax3_s16x2(__vimin3_s16x2(a, b, c), 0u, 0u); }
+inline unsigned int __viaddmax_s16x2_relu(unsigned int a, unsigned int b, unsigned int c) { return __vimax3_s16x2(__viaddmax_s16x2(a, b, c), 0u, 0u); }
+inline unsigned int __viaddmin_s16x2_relu(unsigned int a, unsigned int b, unsigned int c) { return __vimax3_s16x2(__viaddmin_s16x2(a, b, c), 0u, 0u); }
+// Max or min, and which operand won: *pred = a >= b (max) or a <= b (min); per half, *pred_hi and *pred_lo.
+inline int __vibmax_s32(int a, int b, bool* pred) { *pred = a >= b; return a >= b ? a : b; }
+inline unsigned int __vibmax_u32(unsigned int a, unsigned int b, bool* pred) { *pred = a >= b; return a >= b ? a : b; }
+inline int __vibmin_s32(int a, int b, bool* pred) { *pred = a <= b; return a <= b ? a : b; }
+inline unsigned int __vibmin_u32(unsigned int a, unsigned int b, bool* pred) { *pred = a <= b; return a <= b ? a : b; }
+#define CF_VIB16(NAME, SIGNED, CMP)                                                                             \
+    inline unsigned int NAME(unsigned int a, unsigned int b, bool* pred_hi, bool* pred_lo) {                    \
+        using L = cuforge_cpu_math::simd_lane<16, SIGNED>;                                                       \
+        *pred_hi = L::get(a, 1) CMP L::get(b, 1), *pred_lo = L::get(a, 0) CMP L::get(b, 0);                      \
+        return cuforge_cpu_math::simd_map<16, SIGNED>(a, b, [](int x, int y) { return x CMP y ? x : y; });       \
+    }
+CF_VIB16(__vibmax_s16x2, true, >=)
+CF_VIB16(__vibmax_u16x2, false, >=)
+CF_VIB16(__vibmin_s16x2, true, <=)
+CF_VIB16(__vibmin_u16x2, false, <=)
+#undef CF_VIB16
+
 // ---------------------------------------------------------------- type punning
 inline int __float_as_int(float x) { return cuforge_cpu_math::bit_cast<int>(x); }
 inline float __int_as_float(int x) { return cuforge_cpu_math::bit_cast<float>(x); }

@@ -25,9 +25,11 @@
 //   their h2 forms: the double function rounded once to half/bfloat16.
 //   __hcmadd: fused in float, rounded once per component.
 // Exact everywhere (bit for bit the GPU's result): every _rn/_rz/_ru/_rd conversion, the
-// arithmetic intrinsics __fadd_rn ... __fma_rn (never contracted with neighbouring operations),
+// arithmetic intrinsics __fadd_rn ... __fma_rn (never contracted with neighbouring operations)
+// and their directed roundings (__fadd_rz ... __fma_rd),
 // __hfma and its variants (fused, one rounding), the integer intrinsics, the atomics.
 #pragma once
+#include <cfenv>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -327,6 +329,41 @@ inline float __frsqrt_rn(float a) { return rsqrtf(a); }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+
+// The directed roundings (_rz toward zero, _ru up, _rd down) of one IEEE operation: the
+// processor's own operation under that rounding mode (<cfenv>), so exact as the GPU's, subnormal
+// results and overflow included. Operands are read, and the result written, through volatiles
+// between the mode's changes, so that the compiler neither folds the operation nor moves it out.
+namespace cuforge_cpu_math {
+template <Mode M, class F, class Op> inline F directed(Op op, F a, F b = F(0), F c = F(0)) {
+    int old = std::fegetround();
+    std::fesetround(M == RZ ? FE_TOWARDZERO : M == RU ? FE_UPWARD : FE_DOWNWARD);
+    volatile F va = a, vb = b, vc = c;
+    volatile F r = op(F(va), F(vb), F(vc));
+    std::fesetround(old);
+    return r;
+}
+}  // namespace cuforge_cpu_math
+#define CF_ARITH_DIRECTED(T, P, FMA, M, S)                                                                             \
+    inline T P##add_##S(T a, T b) { return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T y, T) { return x + y; }, a, b); } \
+    inline T P##sub_##S(T a, T b) { return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T y, T) { return x - y; }, a, b); } \
+    inline T P##mul_##S(T a, T b) { return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T y, T) { return x * y; }, a, b); } \
+    inline T P##div_##S(T a, T b) { return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T y, T) { return x / y; }, a, b); } \
+    inline T P##rcp_##S(T a) { return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T, T) { return T(1) / x; }, a); }     \
+    inline T P##sqrt_##S(T a) { return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T, T) { return std::sqrt(x); }, a); } \
+    inline T FMA##_##S(T a, T b, T c) {                                                                                \
+        return cuforge_cpu_math::directed<cuforge_cpu_math::M>([](T x, T y, T z) { return std::fma(x, y, z); }, a, b, c); \
+    }
+#define CF_ARITH_ALL(T, P, FMA) CF_ARITH_DIRECTED(T, P, FMA, RZ, rz) CF_ARITH_DIRECTED(T, P, FMA, RU, ru) CF_ARITH_DIRECTED(T, P, FMA, RD, rd)
+CF_ARITH_ALL(float, __f, __fmaf)
+CF_ARITH_ALL(double, __d, __fma)
+#undef CF_ARITH_ALL
+#undef CF_ARITH_DIRECTED
+// The _ieee forms of fmaf (no flush of subnormals, which the CPU never does anyway).
+inline float __fmaf_ieee_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fmaf_ieee_rz(float a, float b, float c) { return __fmaf_rz(a, b, c); }
+inline float __fmaf_ieee_ru(float a, float b, float c) { return __fmaf_ru(a, b, c); }
+inline float __fmaf_ieee_rd(float a, float b, float c) { return __fmaf_rd(a, b, c); }
 
 // ---------------------------------------------------------------- min and max
 // CUDA's overloads (crt/math_functions.hpp): a mixed signed/unsigned pair compares as unsigned
