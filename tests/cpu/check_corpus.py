@@ -367,8 +367,8 @@ BUGGY: dict[str, Buggy] = {
                                        cf.RaceError, 5, r"__shared__ variable 'c'"),
     "shuffle in half a warp": Buggy(ShuffleInHalfWarp, _xy(64), cf.WarpMisuseError, 0, r"exited without reaching the "
                                     r"__shfl_down_sync"),
-    "mask leaves lanes out": Buggy(MaskLeavesLanesOut, _xy(64), cf.WarpMisuseError, 0, r"mask 0x0000ffff, which leaves "
-                                   r"its own lane out"),
+    "mask leaves lanes out": Buggy(MaskLeavesLanesOut, _xy(64), cf.WarpMisuseError, 0, r"mask 0x0000ffff at MaskLeavesLanesOut"
+                                   r"\.body, line \d+, which leaves its own lane out"),
     "divergent barrier": Buggy(DivergentBarrier, _xy(128), cf.BarrierMisuseError, 0, r"__syncthreads"),
 }  # fmt: skip
 

@@ -692,15 +692,16 @@ def _last_block_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
 @cf.kernel
 class GridStrideBlockStride:
     """A grid-stride loop whose stride is blockDim.x, not blockDim.x * gridDim.x: every block walks
-    the whole array (the result is right, each element written by every block)."""
+    the rest of the array, each element updated by several blocks at once. (Were it a plain store
+    of the same value, each block's write would leave the same bytes: that is not reported.)"""
 
     x: cf.In[cf.float32]
-    y: cf.Out[cf.float32]
+    y: cf.Array[cf.float32]
     n: cf.int32
     block = 64
     body = """
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x)
-        y[i] = 2.f * x[i];
+        y[i] += 2.f * x[i];
     """
 
 

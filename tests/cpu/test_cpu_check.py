@@ -305,3 +305,79 @@ def test_locals_declared_every_way_compile_checked_and_compute_what_numpy_does()
         y = np.zeros(64, np.float32)
         LocalsOfEveryKind(x, y, grid=2, device="cpu", check=check)
         np.testing.assert_array_equal(y, expected)
+
+
+@cf.kernel
+class SetsAFlag:
+    """Rodinia bfs's `*g_over = true` from every thread with work (global memory), and a block's
+    `found = 1` (shared memory); mode 1 writes each thread's own index to the global flag instead,
+    mode 2 to the shared one."""
+
+    work: cf.In[cf.uint8]
+    over: cf.Array[cf.int32]
+    y: cf.Out[cf.int32]
+    mode: cf.int32
+    block = 96
+    body = """
+    __shared__ int found;
+    if (threadIdx.x == 0) found = 0;
+    __syncthreads();
+    int tid = blockIdx.x * 96 + threadIdx.x;
+    if (work[tid]) { *over = mode == 1 ? tid : 1; found = mode == 2 ? threadIdx.x : 1; }
+    __syncthreads();
+    y[tid] = found;
+    """
+
+
+@pytest.mark.parametrize("mode, where", [(1, r"parameter 'over'"), (2, r"__shared__ variable 'found'")])
+def test_many_threads_writing_the_same_value_is_no_race_but_other_values_are(mode, where):
+    work = (np.arange(384) % 7 == 0).astype(np.uint8)
+    over, y = np.zeros(1, np.int32), np.zeros(384, np.int32)
+    SetsAFlag(work, over, y, 0, grid=4, device="cpu", check=True)
+    assert over[0] == 1 and (y == 1).all()
+    with pytest.raises(cf.RaceError, match=rf"data race on {where}.* at SetsAFlag\.body, line 5: "):
+        SetsAFlag(work, np.zeros(1, np.int32), y, mode, grid=4, device="cpu", check=True)
+
+
+@cf.kernel
+class FilledByAHelper:
+    """A local array filled by a __device__ helper (mode 1: half of it, then all of it read) and
+    a CUB BlockLoad of a partial tile (mode 2: without its default for the items past the end,
+    then all of them reduced)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int32
+    mode: cf.int32
+    block = 32
+    preamble = """
+    #include <cub/block/block_load.cuh>
+    #include <cub/block/block_reduce.cuh>
+    __device__ void fill(const float* from, float* v, int count) { for (int k = 0; k < count; ++k) v[k] = from[k]; }
+    """
+    body = """
+    float v[4];
+    fill(x + threadIdx.x * 4, v, mode == 1 ? 2 : 4);
+    float s = v[0] + v[1] + v[2] + v[3];
+    typedef cub::BlockLoad<float, 32, 4> BL;
+    typedef cub::BlockReduce<float, 32> BR;
+    __shared__ typename BL::TempStorage load;
+    __shared__ typename BR::TempStorage reduce;
+    float items[4];
+    if (mode == 2) BL(load).Load(x, items, n);
+    else BL(load).Load(x, items, n, 0.f);
+    float total = BR(reduce).Sum(items);
+    if (threadIdx.x == 0) y[0] = total;
+    y[threadIdx.x + 1] = s;
+    """
+
+
+def test_a_local_filled_by_a_helper_or_by_cub_is_followed():
+    x = np.arange(128, dtype=np.float32)
+    y = np.zeros(33, np.float32)
+    FilledByAHelper(x, y, 100, 0, grid=1, device="cpu", check=True)
+    assert y[0] == x[:100].sum() and (y[1:] == x.reshape(32, 4).sum(1)).all()
+    with pytest.raises(cf.UninitializedReadError, match=r"local variable 'v' .* at FilledByAHelper\.body, line 3: "):
+        FilledByAHelper(x, y, 100, 1, grid=1, device="cpu", check=True)
+    with pytest.raises(cf.UninitializedReadError, match=r"local variable 'items' .* at FilledByAHelper\.body, line 11: "):
+        FilledByAHelper(x, y, 100, 2, grid=1, device="cpu", check=True)

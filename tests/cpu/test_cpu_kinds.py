@@ -456,3 +456,32 @@ def test_reading_a_memcpy_async_destination_before_the_wait_is_reported():
     with pytest.raises((cf.UninitializedReadError, cf.RaceError), match=r"ReadsBeforeWait .*__shared__ variable 'tile'.* at "
                        r"ReadsBeforeWait\.body, line 4: "):  # fmt: skip
         ReadsBeforeWait(np.ones(64, np.float32), np.zeros(64, np.float32), grid=1, device="cpu", check=True)
+
+
+@cf.kernel
+class GroupCallsInABranch:
+    """A block's sync, or a tile's shuffle, that some of its threads never reach (mode 0, 1)."""
+
+    y: cf.Out[cf.float32]
+    mode: cf.int32
+    block = 64
+    preamble = PREAMBLE
+    body = """
+    cg::thread_block block = cg::this_thread_block();
+    auto tile = cg::tiled_partition<32>(block);
+    if (mode == 0 && threadIdx.x < 48) block.sync();
+    if (mode == 1 && threadIdx.x % 32 < 8) y[threadIdx.x] = tile.shfl_down(1.f, 1);
+    y[threadIdx.x] = 1.f;
+    """
+
+
+@pytest.mark.parametrize(
+    "mode, message",
+    [(0, r"threads \[0-47\] wait at the __syncthreads at GroupCallsInABranch.body, line 3, which threads \[48-63\] exited"),
+     (1, r"exited without reaching the __shfl_down_sync that lanes 0x000000ff of its warp wait at \(mask 0xffffffff\) at "
+         r"GroupCallsInABranch.body, line 4;")],
+)  # fmt: skip
+def test_a_group_call_some_threads_skip_names_the_kernel_s_line(mode, message):
+    # (the cooperative-groups call's line, not the line in cuforge's header that makes the barrier)
+    with pytest.raises(cf.LaunchError, match=message):
+        GroupCallsInABranch(np.zeros(64, np.float32), mode, grid=1, device="cpu")

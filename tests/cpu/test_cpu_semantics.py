@@ -731,7 +731,7 @@ def test_warp_function_some_lanes_never_reach():
     with pytest.raises(
         cf.LaunchError,
         match=r"Faulty .* block \(0, 0, 0\): thread 8 \(lane 8\) exited without reaching the __shfl_sync that "
-        r"lanes 0x000000ff of its warp wait at \(mask 0xffffffff\)",
+        r"lanes 0x000000ff of its warp wait at \(mask 0xffffffff\) at Faulty.body, line 4;",
     ):
         Faulty(2, np.zeros(64, np.int32), grid=1, device="cpu")
     runs_well()

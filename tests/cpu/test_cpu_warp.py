@@ -470,7 +470,7 @@ def test_lanes_of_one_mask_at_different_warp_functions_is_a_launch_error():
     with pytest.raises(
         cf.LaunchError,
         match=r"CrossedWarpFunctions .* block \(0, 0, 0\): thread 1 \(lane 1\) called __ballot_sync \(mask 0x00000003, "
-        r"width 32\) while lanes 0x00000001 of its warp wait at __shfl_sync \(mask 0x00000003, width 32\), each waiting "
-        r"for the other",
+        r"width 32\) at CrossedWarpFunctions.body, line 3 while lanes 0x00000001 of its warp wait at __shfl_sync "
+        r"\(mask 0x00000003, width 32\) at CrossedWarpFunctions.body, line 2, each waiting for the other",
     ):
         CrossedWarpFunctions(np.zeros(32, np.int32), grid=1, device="cpu")

@@ -254,6 +254,25 @@ struct Current {
     // thread's next access unless that access is outside its object, which the region's check
     // reports with the object's name and extent.
     struct Index { const UbsanOutOfBounds* data; uintptr_t value; void* pc; unsigned thread; } index_past{};
+    // A plain write racing with another thread's plain write only (a write after write), held
+    // until its store has run (the worker's next access, its next block, the launch's end): the
+    // same bytes written again is no race (a flag that many threads set to true, as Rodinia's
+    // bfs sets its `over`; compute-sanitizer's racecheck does not report it either); other bytes
+    // are. `at`, `bytes`: the elements written by both; `old`: their bytes before this store.
+    struct Waw {
+        unsigned serial;  // the launch (0: none held)
+        uintptr_t at;
+        unsigned bytes;
+        unsigned char old[16];
+        Region r;
+        uintptr_t a;     // the access, as the rules took it (a shared variable's: an offset in the arena)
+        uint32_t other;  // the other writer
+        void* pc;
+        uint32_t who;
+        unsigned t, block;
+        uint16_t bar, warp;
+        bool shared;
+    } waw{};
 };
 [[noreturn]] void report_index(Current* c);
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
@@ -263,6 +282,7 @@ Current* by_region[REGIONS];  // (zero pages, but for the regions of workers tha
 // A thread's state is never freed, since by_region may name it: a thread that ends gives it back.
 std::mutex& spare_lock = *new std::mutex;  // (never destroyed: threads give theirs back as the process ends)
 std::vector<Current*>& spare = *new std::vector<Current*>;
+std::vector<Current*>& every = *new std::vector<Current*>;  // (each made: the launch's end settles their held writes)
 struct Holder {
     Current* c = nullptr;
     ~Holder() {
@@ -282,6 +302,7 @@ Current* mine() {
         std::lock_guard<std::mutex> hold(spare_lock);
         if (spare.empty()) {
             held.c = new Current;
+            every.push_back(held.c);
         } else {
             held.c = spare.back();
             spare.pop_back();
@@ -468,10 +489,11 @@ inline bool after_fence_and_atomic(const Me& me, uint32_t who) {
            launch.atomic_seq[me.block] > launch.fence_seq[ob];
 }
 
-[[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
-                       bool many, void* pc, bool mine_atomic = false, bool other_atomic = false) {
+// A race's report (race_text: its message, in `out`).
+void race_text(char* out, size_t size, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
+               bool many, bool mine_atomic, bool other_atomic) {
     char mine[160], theirs[160];
-    describe_thread(mine, sizeof mine, c->block, me.t);
+    describe_thread(mine, sizeof mine, me.block, me.t);
     unsigned ob = me.shared || !other ? me.block : (other - 1) / launch.n;
     if (other) describe_thread(theirs, sizeof theirs, ob, thread_in_block(me, other));
     else snprintf(theirs, sizeof theirs, "other threads of the block");
@@ -480,11 +502,51 @@ inline bool after_fence_and_atomic(const Me& me, uint32_t who) {
                           : ob == me.block ? "with no __syncthreads() between them"
                           : launch.L->cooperative ? "in different blocks with no grid.sync() between them"
                                                   : "in different blocks, which run concurrently on a GPU";
-    report(c, pc, "data race on %s, index %lld (extent %llu): %s %s it, and %s%s %s it %s; reported whether or not "
-           "the result came out right (order them with __syncthreads(), __syncwarp() or atomics); at @LINE@", what_of(r), index,
-           (unsigned long long)((r.end - r.base) / r.elem), mine, mine_atomic ? "atomically updates" : write ? "writes" : "reads",
-           theirs, many && other ? " (among other threads)" : "", other_atomic ? "atomically updated" : other_write ? "wrote" : "read",
-           between);
+    snprintf(out, size, "data race on %s, index %lld (extent %llu): %s %s it, and %s%s %s it %s; reported whether or not "
+             "the result came out right (order them with __syncthreads(), __syncwarp() or atomics); at @LINE@", what_of(r), index,
+             (unsigned long long)((r.end - r.base) / r.elem), mine, mine_atomic ? "atomically updates" : write ? "writes" : "reads",
+             theirs, many && other ? " (among other threads)" : "", other_atomic ? "atomically updated" : other_write ? "wrote" : "read",
+             between);
+}
+[[noreturn]] void race(Current* c, const Me& me, const Region& r, uintptr_t a, bool write, uint32_t other, bool other_write,
+                       bool many, void* pc, bool mine_atomic = false, bool other_atomic = false) {
+    char text[sizeof launch.L->message];
+    race_text(text, sizeof text, me, r, a, write, other, other_write, many, mine_atomic, other_atomic);
+    report(c, pc, "%s", text);
+}
+
+// A write after another thread's write, held (Current::waw): the bytes of cell `i` of r that the
+// access writes, and what they hold now. (A range access, over 16 bytes, is reported at once.)
+void hold_waw(Current* c, const Me& me, const Region& r, uintptr_t a, unsigned size, size_t i, uint32_t other, void* pc) {
+    uintptr_t origin = me.shared ? reinterpret_cast<uintptr_t>(c->arena) : 0;  // (a shared region's offsets: the arena's)
+    uintptr_t from = std::max<uintptr_t>(r.base + i * r.granule, a) + origin;
+    uintptr_t to = std::min<uintptr_t>(r.base + (i + 1) * r.granule, a + size) + origin;
+    Current::Waw& h = c->waw;
+    if (h.serial == launch.serial && h.pc == pc && h.a == a && from >= h.at && to - h.at <= sizeof h.old) {  // (this access's next cell)
+        memcpy(h.old + (from - h.at), reinterpret_cast<const void*>(from), to - from);
+        h.bytes = unsigned(std::max<uintptr_t>(h.at + h.bytes, to) - h.at);
+        return;
+    }
+    if (size > sizeof h.old) race(c, me, r, a, true, other, true, false, pc);
+    h.serial = launch.serial, h.at = from, h.bytes = unsigned(to - from), h.r = r, h.a = a, h.other = other, h.pc = pc;
+    h.who = me.who, h.t = me.t, h.block = me.block, h.bar = me.bar, h.warp = me.warp, h.shared = me.shared;
+    memcpy(h.old, reinterpret_cast<const void*>(from), h.bytes);
+}
+// The held write's store has run: the race's message where it wrote other bytes (true), else it is let go.
+bool waw_differs(Current* c, char* text, size_t size) {
+    Current::Waw& h = c->waw;
+    bool differs = h.serial == launch.serial && memcmp(reinterpret_cast<const void*>(h.at), h.old, h.bytes) != 0;
+    if (differs) {
+        Me me{h.who, h.t, h.block, h.bar, h.warp, h.shared};
+        race_text(text, size, me, h.r, h.a, true, h.other, true, false, false, false);
+    }
+    h.serial = 0;
+    return differs;
+}
+__attribute__((noinline, cold)) void settle_waw(Current* c) {
+    char text[sizeof launch.L->message];
+    void* pc = c->waw.pc;
+    if (waw_differs(c, text, sizeof text)) report(c, pc, "%s", text);
 }
 
 // The element at byte offset `off` of a region (a power of two's division is a shift: a 64-bit
@@ -590,8 +652,10 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             continue;
         }
         bool both_volatile = (kind & VOLATILE) && (cell.flags & W_VOLATILE) && volatile_apart(me, cell.w);
-        if (written && !both_volatile && !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true))
-            race(c, me, r, a, write, cell.w, true, false, pc);
+        if (written && !both_volatile && !ordered(c, me, cell.w, cell.w_bar, cell.w_warp, cell.w_grid, cell.w_fence, true)) {
+            if (write && kind == PLAIN) hold_waw(c, me, r, a, size, i, cell.w, pc);  // (the same bytes again: no race)
+            else race(c, me, r, a, write, cell.w, true, false, pc);
+        }
         if (by_atomic) {  // after an atomic: a race unless ordered, volatile, or a read after a CAS
             bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, cell.r);
             if (read && !excused && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
@@ -786,6 +850,7 @@ template <bool sited>
 __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
     Current* c = active_at(stack_pointer());
     if (!c) return;
+    if (__builtin_expect(c->waw.serial != 0, 0)) settle_waw(c);  // (its store has run by now)
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
     Site& s = site_of(c, pc);
     if (a - arena < launch.arena_span) {  // shared memory (only the arena's own bytes)
@@ -959,6 +1024,8 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         by_region[i] = c;
     }
     c->jump = jump;
+    if (c->waw.serial != 0 && c->waw.serial != launch.serial) c->waw.serial = 0;  // (an earlier launch's)
+    if (c->waw.serial != 0 && block != c->block) settle_waw(c);  // (the last block's: its store has run)
     c->cur = cur;
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {
@@ -1146,6 +1213,24 @@ void copy_pieces(cuforge_cpu_launch*, long long first, long long last) {
                 break;
             }
             at -= (c.bytes + PIECE - 1) / PIECE * PIECE;
+        }
+    }
+}
+
+// The writes each worker's last block left held (Current::waw), once the launch is over: the
+// first that wrote other bytes is the launch's report (unless another came first).
+void settle_held_writes(cuforge_cpu_launch* L) {
+    std::lock_guard<std::mutex> hold(spare_lock);
+    for (Current* c : every) {
+        if (c->waw.serial != launch.serial) continue;
+        char text[sizeof L->message];
+        void* pc = c->waw.pc;
+        if (!waw_differs(c, text, sizeof text) || !__sync_bool_compare_and_swap(&L->status, 0, CHECKED)) continue;
+        snprintf(L->message, sizeof L->message, "%s", text);
+        Dl_info info;
+        if (pc && dladdr(pc, &info) && info.dli_fname) {
+            launch.C->pc = reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
+            snprintf(launch.C->library, sizeof launch.C->library, "%s", info.dli_fname);
         }
     }
 }
@@ -1380,6 +1465,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.live = K.serial;
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.live = 0;
+    settle_held_writes(L);
     if (K.undefined_count && !L->status) find_undefined(L, C);
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];

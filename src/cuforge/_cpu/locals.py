@@ -8,7 +8,10 @@ A variable is left unfollowed where the checker could not see every write to it:
 
 - its address is taken (``&v``: a function of the C library or of cuforge's own runtime may
   write it, uninstrumented), or an array of it is used other than by subscript (passed to
-  ``memcpy``, cast to a ``float4*``);
+  ``memcpy``, cast to a ``float4*``), unless each such use is a whole argument of a call to a
+  function the source defines (a ``__device__`` helper that fills it: the checker sees its
+  writes) or to a CUB collective's method (``BlockLoad(...).Load(p, items, valid)``), in a
+  source that calls none of the C library's functions that write through a pointer;
 - it is passed to a shuffle (``__shfl_sync``, ``g.shfl``): the lanes that do not supply the value
   pass theirs undefined, as the warp-aggregated atomic does (``if (lane == 0) base = ...;
   base = __shfl_sync(mask, base, 0);``);
@@ -40,6 +43,16 @@ _CONTROL = re.compile(r"\b(?:else|do|try)\s*\Z")
 _AFTER_PARENS = re.compile(r"\)\s*(?:(?:const|noexcept|override|mutable|volatile|&&?)\s*)*(?:->[^;{}]*)?\Z")
 _SHUFFLE = re.compile(r"\b\w*shfl\w*\s*(?:<[^;{}()]*>\s*)?\(")  # (__shfl_sync, __shfl_down_sync, g.shfl, tile.shfl_xor<T>)
 _TEMPLATE_HEAD = re.compile(r"\btemplate\s*<[^;{}]*?>\s*")
+# What writes through a pointer without the checker seeing it (the C library's code, or what
+# lowers to it: std::copy and std::fill of trivial types are memmove and memset).
+_UNSEEN_WRITERS = re.compile(
+    r"\b(?:mem(?:cpy|move|set)|__builtin_mem\w+|str\w*cpy|s?n?printf|sincos(?:f|l)?|frexp\w*|modf\w*|remquo\w*|"
+    r"lgamma\w*_r|std\s*::\s*(?:copy\w*|fill\w*|move|move_backward|uninitialized_\w+))\s*\("
+)
+# A CUB collective's method, whose (instrumented) header code writes an array it is given.
+_CUB_METHODS = frozenset(
+    "Load Store Reduce Sum InclusiveSum ExclusiveSum InclusiveScan ExclusiveScan HeadFlags TailFlags".split()
+)
 
 
 def follow_locals(source: str, plain: str) -> str:
@@ -49,6 +62,7 @@ def follow_locals(source: str, plain: str) -> str:
         return source
     edits: list[tuple[int, str]] = []
     shuffled = " ".join(_arguments(plain, m.end()) for m in _SHUFFLE.finditer(plain))
+    seen = None if _UNSEEN_WRITERS.search(plain) else _defined_functions(plain)
     for at in _statement_starts(plain):
         start = _DIRECTIVE_OR_SPACE.match(plain, at).end()  # type: ignore[union-attr]
         m = _DECLARATION.match(plain, start)
@@ -56,7 +70,7 @@ def follow_locals(source: str, plain: str) -> str:
             continue
         names = [d for d in _NAME.finditer(m.group("names")) if d.group(1) not in _KEYWORDS]
         guards = [f"CF_LOCAL({d.group(1)});" for d in names
-                  if _followable(plain, d.group(1), bool(d.group(2).strip()), m, shuffled)]  # fmt: skip
+                  if _followable(plain, d.group(1), bool(d.group(2).strip()), m, shuffled, seen)]  # fmt: skip
         if guards:
             edits.append((m.end(), " " + " ".join(guards)))
     for end, text in reversed(edits):
@@ -64,21 +78,75 @@ def follow_locals(source: str, plain: str) -> str:
     return source
 
 
-def _followable(plain: str, name: str, array: bool, declaration: re.Match[str], shuffled: str) -> bool:
+def _followable(plain: str, name: str, array: bool, declaration: re.Match[str], shuffled: str,
+                seen: frozenset[str] | None = None) -> bool:  # fmt: skip
     """Whether every write to ``name`` is one the checker sees and every read a use: its address
-    is never taken (and an array's name is never used but by subscript), and it is not in
-    ``shuffled`` (the arguments of the source's shuffles)."""
+    is never taken (and an array's name is never used but by subscript) but as a whole argument
+    of a call to a function in ``seen`` (the source's own, None: none counts) or to a CUB
+    collective's method, and it is not in ``shuffled`` (the arguments of the source's shuffles)."""
     if re.search(rf"(?<![\w.>]){name}\b", shuffled):
         return False
-    for use in re.finditer(rf"(?<![\w.>]){name}\b", plain):
-        if declaration.start() <= use.start() < declaration.end():
-            continue
+    scope = re.compile(rf"(?<![\w.>]){name}\b")
+    for use in scope.finditer(plain, declaration.end(), _scope_end(plain, declaration.start())):  # (its scope's uses)
         before = plain[: use.start()].rstrip()
         if before.endswith("&") and not before.endswith("&&") and not re.search(r"[\w)\]]\s*&\Z", before):
-            return False  # (&name: unary)
-        if array and not plain.startswith("[", _DIRECTIVE_OR_SPACE.match(plain, use.end()).end()):  # type: ignore[union-attr]
-            return False
+            if not _argument_of_seen(plain, use.start() - (len(plain[: use.start()]) - len(before)) - 1, use.end(), seen):
+                return False  # (&name: unary)
+        elif array and not plain.startswith("[", _DIRECTIVE_OR_SPACE.match(plain, use.end()).end()):  # type: ignore[union-attr]
+            if not _argument_of_seen(plain, use.start(), use.end(), seen):
+                return False
     return True
+
+
+def _scope_end(plain: str, at: int) -> int:
+    """Where the block that holds ``at`` ends (its closing brace; the text's end if none)."""
+    depth = 0
+    for m in re.finditer(r"[{}]", plain[at:]):
+        if m.group() == "{":
+            depth += 1
+        elif depth == 0:
+            return at + m.start()
+        else:
+            depth -= 1
+    return len(plain)
+
+
+def _defined_functions(plain: str) -> frozenset[str]:
+    """The names of the functions (and lambdas named by a variable) the source defines, with a body."""
+    names = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\([^;{}]*\)\s*"
+                                            r"(?:(?:const|noexcept|mutable|override|->[^;{}]*)\s*)*\{", plain)}  # fmt: skip
+    names |= {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\s*=\s*\[[^\]]*\]\s*\(", plain)}
+    return frozenset(names - _KEYWORDS)
+
+
+def _argument_of_seen(plain: str, start: int, end: int, seen: frozenset[str] | None) -> bool:
+    """Whether ``plain[start:end]`` is a whole argument of a call to a function in ``seen`` or to a
+    CUB collective's method (``seen`` None: never)."""
+    if seen is None:
+        return False
+    before, after = plain[:start].rstrip(), plain[end:].lstrip()
+    if not before.endswith(("(", ",")) or not after.startswith((",", ")")):
+        return False
+    depth, i = 0, len(before) - 1
+    while i >= 0:  # (the call's opening parenthesis)
+        ch = before[i]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == ";" and depth == 0:
+            return False
+        i -= 1
+    if i < 0 or before[i] != "(":
+        return False
+    callee = re.search(r"(\.|->|::)?\s*([A-Za-z_]\w*)\s*(?:<[^;{}()]*>\s*)?\Z", before[:i])
+    if callee is None:
+        return False
+    if callee.group(1) in (".", "->") and callee.group(2) in _CUB_METHODS:
+        return True
+    return callee.group(1) != "::" and callee.group(2) in seen
 
 
 def _arguments(plain: str, start: int) -> str:

@@ -24,7 +24,7 @@ inline unsigned cf_block_threads() { return blockDim.x * blockDim.y * blockDim.z
 
 class thread_block {
 public:
-    void sync() const { __syncthreads(); }
+    void sync(CF_AT) const { __syncthreads(cf_file, cf_line); }
     unsigned thread_rank() const { return cf_linear_thread(); }
     unsigned size() const { return cf_block_threads(); }
     unsigned num_threads() const { return cf_block_threads(); }
@@ -42,20 +42,24 @@ template <unsigned N> class thread_block_tile {
 public:
     static unsigned mask() { return N == 32 ? 0xffffffffu : ((1u << N) - 1) << base(); }
     static unsigned get_mask() { return mask(); }
-    void sync() const { __syncwarp(mask()); }
+    void sync(CF_AT) const { __syncwarp(mask(), cf_file, cf_line); }
     unsigned thread_rank() const { return cuforge_cpu::lane_id() & (N - 1); }
     static constexpr unsigned size() { return N; }
     static constexpr unsigned num_threads() { return N; }
     unsigned meta_group_rank() const { return cf_linear_thread() / N; }
     unsigned meta_group_size() const { return (cf_block_threads() + N - 1) / N; }
-    template <class T> T shfl(T v, int src) const { return __shfl_sync(mask(), v, src, int(N)); }
-    template <class T> T shfl_down(T v, unsigned d) const { return __shfl_down_sync(mask(), v, d, int(N)); }
-    template <class T> T shfl_up(T v, unsigned d) const { return __shfl_up_sync(mask(), v, d, int(N)); }
-    template <class T> T shfl_xor(T v, unsigned m) const { return __shfl_xor_sync(mask(), v, int(m), int(N)); }
-    int any(int p) const { return __any_sync(mask(), p); }
-    int all(int p) const { return __all_sync(mask(), p); }
-    unsigned ballot(int p) const { return __ballot_sync(mask(), p) >> base(); }
-    template <class T> unsigned match_any(T v) const { return __match_any_sync(mask(), v) >> base(); }
+    template <class T> T shfl(T v, int src, CF_AT) const { return __shfl_sync(mask(), v, src, int(N), cf_file, cf_line); }
+    template <class T> T shfl_down(T v, unsigned d, CF_AT) const {
+        return __shfl_down_sync(mask(), v, d, int(N), cf_file, cf_line);
+    }
+    template <class T> T shfl_up(T v, unsigned d, CF_AT) const { return __shfl_up_sync(mask(), v, d, int(N), cf_file, cf_line); }
+    template <class T> T shfl_xor(T v, unsigned m, CF_AT) const {
+        return __shfl_xor_sync(mask(), v, int(m), int(N), cf_file, cf_line);
+    }
+    int any(int p, CF_AT) const { return __any_sync(mask(), p, cf_file, cf_line); }
+    int all(int p, CF_AT) const { return __all_sync(mask(), p, cf_file, cf_line); }
+    unsigned ballot(int p, CF_AT) const { return __ballot_sync(mask(), p, cf_file, cf_line) >> base(); }
+    template <class T> unsigned match_any(T v, CF_AT) const { return __match_any_sync(mask(), v, cf_file, cf_line) >> base(); }
 };
 template <unsigned N, class Parent> thread_block_tile<N> tiled_partition(const Parent&) { return thread_block_tile<N>(); }
 
@@ -68,25 +72,29 @@ class coalesced_group {
 public:
     explicit coalesced_group(unsigned mask) : mask_(mask) {}
     unsigned get_mask() const { return mask_; }
-    void sync() const { __syncwarp(mask_); }
+    void sync(CF_AT) const { __syncwarp(mask_, cf_file, cf_line); }
     unsigned size() const { return unsigned(__builtin_popcount(mask_)); }
     unsigned num_threads() const { return size(); }
     unsigned thread_rank() const { return unsigned(__builtin_popcount(mask_ & __lanemask_lt())); }
     unsigned meta_group_rank() const { return 0; }
     unsigned meta_group_size() const { return 1; }
-    template <class T> T shfl(T v, unsigned src_rank) const { return __shfl_sync(mask_, v, int(lane_of(src_rank))); }
-    template <class T> T shfl_down(T v, unsigned d) const {
+    template <class T> T shfl(T v, unsigned src_rank, CF_AT) const {
+        return __shfl_sync(mask_, v, int(lane_of(src_rank)), warpSize, cf_file, cf_line);
+    }
+    template <class T> T shfl_down(T v, unsigned d, CF_AT) const {
         unsigned r = thread_rank() + d;
-        return __shfl_sync(mask_, v, int(r < size() ? lane_of(r) : cuforge_cpu::lane_id()));
+        return __shfl_sync(mask_, v, int(r < size() ? lane_of(r) : cuforge_cpu::lane_id()), warpSize, cf_file, cf_line);
     }
-    template <class T> T shfl_up(T v, unsigned d) const {
+    template <class T> T shfl_up(T v, unsigned d, CF_AT) const {
         unsigned r = thread_rank();
-        return __shfl_sync(mask_, v, int(r >= d ? lane_of(r - d) : cuforge_cpu::lane_id()));
+        return __shfl_sync(mask_, v, int(r >= d ? lane_of(r - d) : cuforge_cpu::lane_id()), warpSize, cf_file, cf_line);
     }
-    int any(int p) const { return __any_sync(mask_, p); }
-    int all(int p) const { return __all_sync(mask_, p); }
-    unsigned ballot(int p) const { return cuforge_cpu::pack_lanes(__ballot_sync(mask_, p), mask_); }
-    template <class T> unsigned match_any(T v) const { return cuforge_cpu::pack_lanes(__match_any_sync(mask_, v), mask_); }
+    int any(int p, CF_AT) const { return __any_sync(mask_, p, cf_file, cf_line); }
+    int all(int p, CF_AT) const { return __all_sync(mask_, p, cf_file, cf_line); }
+    unsigned ballot(int p, CF_AT) const { return cuforge_cpu::pack_lanes(__ballot_sync(mask_, p, cf_file, cf_line), mask_); }
+    template <class T> unsigned match_any(T v, CF_AT) const {
+        return cuforge_cpu::pack_lanes(__match_any_sync(mask_, v, cf_file, cf_line), mask_);
+    }
 };
 inline coalesced_group coalesced_threads() { return coalesced_group(cuforge_cpu::coalesced_lanes("coalesced_threads")); }
 // The lanes of `g` with the same label, each group of them apart.
@@ -109,9 +117,9 @@ public:
     thread_group(const thread_block&) : mask_(0), size_(0) {}
     template <unsigned N> thread_group(const thread_block_tile<N>& t) : mask_(t.mask()), size_(N) {}
     thread_group(const coalesced_group& g) : mask_(g.get_mask()), size_(g.size()) {}
-    void sync() const {
-        if (size_) __syncwarp(mask_);
-        else __syncthreads();
+    void sync(CF_AT) const {
+        if (size_) __syncwarp(mask_, cf_file, cf_line);
+        else __syncthreads(cf_file, cf_line);
     }
     unsigned size() const { return size_ ? size_ : cf_block_threads(); }
     unsigned num_threads() const { return size(); }
@@ -138,7 +146,7 @@ inline thread_group tiled_partition(const thread_group& parent, unsigned n) {
 
 class grid_group {
 public:
-    void sync() const { cuforge_cpu::barrier(1, cuforge_cpu::B_GROUP); }
+    void sync(CF_AT) const { (void)cf_file, (void)cf_line, cuforge_cpu::barrier(1, cuforge_cpu::B_GROUP); }
     bool is_valid() const { return cuforge_cpu::worker().L->cooperative != 0; }
     unsigned long long block_rank() const {
         return blockIdx.x + (unsigned long long)gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
@@ -155,7 +163,7 @@ inline grid_group this_grid() { return grid_group(); }
 
 class cluster_group {
 public:
-    void sync() const { cuforge_cpu::barrier(1, cuforge_cpu::B_GROUP); }
+    void sync(CF_AT) const { (void)cf_file, (void)cf_line, cuforge_cpu::barrier(1, cuforge_cpu::B_GROUP); }
     unsigned block_rank() const { return cuforge_cpu::cluster_block_rank(); }
     unsigned num_blocks() const {
         return cuforge_cpu::cluster_dim(0) * cuforge_cpu::cluster_dim(1) * cuforge_cpu::cluster_dim(2);
@@ -171,7 +179,7 @@ public:
 };
 inline cluster_group this_cluster() { return cluster_group(); }
 
-template <class Group> inline void sync(const Group& g) { g.sync(); }
+template <class Group> inline void sync(const Group& g, CF_AT) { g.sync(cf_file, cf_line); }
 
 template <class T> struct plus { T operator()(T a, T b) const { return a + b; } };
 template <class T> struct less { T operator()(T a, T b) const { return b < a ? b : a; } };

@@ -131,6 +131,8 @@ struct WarpOp {  // the warp function a lane waits at
     int kind;
     unsigned mask;
     int width;
+    const char* file;  // where it is called (null: not known)
+    unsigned line;
 };
 // A warp's lanes waiting at warp functions. Each lane waits at one at most, so the lanes'
 // values and results are kept by lane. A function completes when every lane of its mask waits
@@ -349,6 +351,16 @@ inline unsigned waiting_at(const Warp& wp, const WarpOp& op) {  // the lanes wai
     return lanes;
 }
 
+// " at FILE, line N" of a warp function's call, or "" where it is not known.
+struct AtLine {
+    char text[256];
+};
+inline AtLine at_line(const char* file, unsigned line) {
+    AtLine a{};
+    if (file) snprintf(a.text, sizeof a.text, " at %s, line %u", file, line);
+    return a;
+}
+
 // t exits: may not leave a warp function waiting. A thread that leaves others waiting at a
 // __syncthreads is not refused here: the block's other threads run on, so that when none can,
 // deadlock() names every thread that waits there and every one that exited without reaching it.
@@ -357,9 +369,9 @@ CF_RUNTIME inline void check_exit(Worker& w, unsigned t) {
     for (unsigned p = wp.waiting; p; p &= p - 1) {
         const WarpOp& op = wp.op[__builtin_ctz(p)];
         if (op.mask >> (t % 32) & 1)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp wait "
-                 "at (mask 0x%08x); every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
-                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask);
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) exited without reaching the %s that lanes 0x%08x of its warp "
+                 "wait at (mask 0x%08x)%s; every lane in the mask must reach it", CF_BLOCK_ARGS, t, t % 32,
+                 WARP_NAMES[op.kind], waiting_at(wp, op), op.mask, at_line(op.file, op.line).text);
     }
 }
 
@@ -530,9 +542,9 @@ inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) 
     for (unsigned p = need & ~(1u << lane); p; p &= p - 1) {
         unsigned l = __builtin_ctz(p);
         if (w.f[warp * 32 + l].state == DONE)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x), but lane %u of its warp exited without "
-                 "reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind],
-                 op.mask, l);
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) reached %s (mask 0x%08x)%s, but lane %u of its warp exited "
+                 "without reaching it; every lane in the mask must reach it", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind],
+                 op.mask, at_line(op.file, op.line).text, l);
         if (!(wp.waiting >> l & 1)) {
             all = false;
             continue;
@@ -541,10 +553,11 @@ inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) 
         if (same_op(other, op)) continue;
         all = false;
         if (other.mask >> lane & 1)
-            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d) while lanes 0x%08x of its warp "
-                 "wait at %s (mask 0x%08x, width %d), each waiting for the other; the lanes of a mask must call the "
-                 "same warp function together", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind], op.mask, op.width,
-                 waiting_at(wp, other), WARP_NAMES[other.kind], other.mask, other.width);
+            fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s (mask 0x%08x, width %d)%s while lanes 0x%08x of its "
+                 "warp wait at %s (mask 0x%08x, width %d)%s, each waiting for the other; the lanes of a mask must call "
+                 "the same warp function together", CF_BLOCK_ARGS, t, lane, WARP_NAMES[op.kind], op.mask, op.width,
+                 at_line(op.file, op.line).text, waiting_at(wp, other), WARP_NAMES[other.kind], other.mask, other.width,
+                 at_line(other.file, other.line).text);
     }
     return all;
 }
@@ -552,18 +565,18 @@ inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) 
 // A warp function of the calling lane: its result (`undefined`, where given: the lane a shuffle
 // read whose value is undefined on a GPU, else -1).
 inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width,
-                                  int* undefined = nullptr) {
+                                  int* undefined = nullptr, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     unsigned t = w.cur, lane = t % 32, warp = t / 32;
     if (!(mask >> lane & 1))
-        fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s with mask 0x%08x, which leaves its own lane out; the mask "
-             "must include the calling lane", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask);
+        fail(CF_BLOCK_FMT ": thread %u (lane %u) called %s with mask 0x%08x%s, which leaves its own lane out; the mask "
+             "must include the calling lane", CF_BLOCK_ARGS, t, lane, WARP_NAMES[kind], mask, at_line(file, line).text);
     if (width < 1 || width > 32 || (width & (width - 1)))
-        fail(CF_BLOCK_FMT ": thread %u called %s with width %d; the width must be a power of 2 from 1 to 32",
-             CF_BLOCK_ARGS, t, WARP_NAMES[kind], width);
+        fail(CF_BLOCK_FMT ": thread %u called %s with width %d%s; the width must be a power of 2 from 1 to 32",
+             CF_BLOCK_ARGS, t, WARP_NAMES[kind], width, at_line(file, line).text);
     unsigned live = lanes_of(w, warp);
     unsigned need = mask & live;
-    WarpOp mine{kind, mask, width};
+    WarpOp mine{kind, mask, width, file, line};
     if (need == (1u << lane)) {  // only this lane: no one to wait for
         Warp solo;
         solo.value[lane] = value, solo.arg[lane] = arg, solo.undefined = 0;
@@ -983,14 +996,23 @@ inline unsigned int __isLocal(const void* p) {
 }
 inline unsigned int __isGlobal(const void* p) { return !__isShared(p) && !__isLocal(p); }
 inline unsigned int __isConstant(const void*) { return 0; }
-inline void __syncwarp(unsigned mask = 0xffffffffu) { cuforge_cpu::warp_op(cuforge_cpu::W_SYNC, mask, 0, 0, 32); }
+// Each warp function says where it is called (a report of a lane that never reaches it names the line).
+#define CF_AT const char *cf_file = __builtin_FILE(), unsigned cf_line = __builtin_LINE()
+#define CF_WHERE nullptr, cf_file, cf_line
+inline void __syncwarp(unsigned mask = 0xffffffffu, CF_AT) {
+    cuforge_cpu::warp_op(cuforge_cpu::W_SYNC, mask, 0, 0, 32, CF_WHERE);
+}
 inline unsigned __activemask() { return cuforge_cpu::coalesced_lanes("__activemask"); }
 inline unsigned __lanemask_lt() { return (1u << cuforge_cpu::lane_id()) - 1; }
-inline unsigned __ballot_sync(unsigned mask, int p) {
-    return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_BALLOT, mask, p != 0, 0, 32));
+inline unsigned __ballot_sync(unsigned mask, int p, CF_AT) {
+    return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_BALLOT, mask, p != 0, 0, 32, CF_WHERE));
 }
-inline int __any_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cuforge_cpu::W_ANY, mask, p != 0, 0, 32)); }
-inline int __all_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cuforge_cpu::W_ALL, mask, p != 0, 0, 32)); }
+inline int __any_sync(unsigned mask, int p, CF_AT) {
+    return int(cuforge_cpu::warp_op(cuforge_cpu::W_ANY, mask, p != 0, 0, 32, CF_WHERE));
+}
+inline int __all_sync(unsigned mask, int p, CF_AT) {
+    return int(cuforge_cpu::warp_op(cuforge_cpu::W_ALL, mask, p != 0, 0, 32, CF_WHERE));
+}
 // A checked build's shuffles say where they are called: a value read from a lane outside the mask
 // (undefined on a GPU) is returned as a marked NaN, for floating-point values, and a launch whose
 // outputs hold one reports the shuffle (cuforge/cpu_check.h).
@@ -998,16 +1020,16 @@ inline int __all_sync(unsigned mask, int p) { return int(cuforge_cpu::warp_op(cu
 namespace cuforge_cpu {
 template <class T> T shuffled(unsigned long long bits, int undefined, const char* name, const char* file, unsigned line);
 }
-#define CF_SHFL_AT , const char* cf_file = __builtin_FILE(), unsigned cf_line = __builtin_LINE()
 #define CF_SHFL(KIND, NAME, A)                                                                                     \
     int undefined;                                                                                                 \
-    unsigned long long bits = cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width, &undefined); \
+    unsigned long long bits = cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width, &undefined, \
+                                                   cf_file, cf_line);                                                 \
     return cuforge_cpu::shuffled<T>(bits, undefined, NAME, cf_file, cf_line)
 #else
-#define CF_SHFL_AT
 #define CF_SHFL(KIND, NAME, A) \
-    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width))
+    return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width, CF_WHERE))
 #endif
+#define CF_SHFL_AT , CF_AT
 template <class T> inline T __shfl_sync(unsigned mask, T v, int lane, int width = warpSize CF_SHFL_AT) {
     CF_SHFL(W_IDX, "__shfl_sync", lane);
 }
@@ -1020,16 +1042,16 @@ template <class T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta,
 template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize CF_SHFL_AT) {
     CF_SHFL(W_XOR, "__shfl_xor_sync", lane_mask);
 }
-template <class T> inline unsigned __match_any_sync(unsigned mask, T v) {
-    return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ANY, mask, cuforge_cpu::to_bits(v), 0, 32));
+template <class T> inline unsigned __match_any_sync(unsigned mask, T v, CF_AT) {
+    return unsigned(cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ANY, mask, cuforge_cpu::to_bits(v), 0, 32, CF_WHERE));
 }
-template <class T> inline unsigned __match_all_sync(unsigned mask, T v, int* pred) {
-    unsigned long long r = cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ALL, mask, cuforge_cpu::to_bits(v), 0, 32);
+template <class T> inline unsigned __match_all_sync(unsigned mask, T v, int* pred, CF_AT) {
+    unsigned long long r = cuforge_cpu::warp_op(cuforge_cpu::W_MATCH_ALL, mask, cuforge_cpu::to_bits(v), 0, 32, CF_WHERE);
     *pred = int(r >> 32);
     return unsigned(r);
 }
 #define CF_REDUCE(name, kind, T) \
-    inline T name(unsigned mask, T v) { return T(cuforge_cpu::warp_op(cuforge_cpu::kind, mask, (unsigned)v, 0, 32)); }
+    inline T name(unsigned mask, T v, CF_AT) { return T(cuforge_cpu::warp_op(cuforge_cpu::kind, mask, (unsigned)v, 0, 32, CF_WHERE)); }
 CF_REDUCE(__reduce_add_sync, W_ADD, unsigned)
 CF_REDUCE(__reduce_add_sync, W_ADD, int)
 CF_REDUCE(__reduce_min_sync, W_UMIN, unsigned)

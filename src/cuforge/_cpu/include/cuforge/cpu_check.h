@@ -77,8 +77,9 @@ template <class T> CF_NOCHECK T shuffled(unsigned long long bits, int undefined,
 // A local variable declared without an initializer is followed (cuforge/_cpu/locals.py puts a
 // guard after its declaration) where its bytes are all its value's: a number, or a vector type
 // (float4, int2, ...) whose members x, y, z, w fill it, or an array of them. Its bytes are
-// undefined until written, and a read before is reported; a struct with padding, a class with a
-// constructor (__half) or a pointer is not followed.
+// undefined until written, and a read before is reported; so are __half, __nv_bfloat16 and their
+// pairs (trivial, no padding); a struct (which may have padding), a class with a constructor or a
+// pointer is not followed.
 template <class T, class = void> struct vector_members { static constexpr size_t bytes = 0; };
 template <class T> struct vector_members<T, std::enable_if_t<std::is_arithmetic<decltype(T::x)>::value>> {
     template <class U, class = void> struct y_of { static constexpr size_t n = 0; };
@@ -89,9 +90,11 @@ template <class T> struct vector_members<T, std::enable_if_t<std::is_arithmetic<
     template <class U> struct w_of<U, decltype(void(U::w))> { static constexpr size_t n = 1; };
     static constexpr size_t bytes = sizeof(T::x) * (1 + y_of<T>::n + z_of<T>::n + w_of<T>::n);
 };
+template <class E> constexpr bool half_type = std::is_same<E, __half>::value || std::is_same<E, __half2>::value ||
+                                           std::is_same<E, __nv_bfloat16>::value || std::is_same<E, __nv_bfloat162>::value;
 template <class T, class E = std::remove_all_extents_t<T>>
 constexpr bool followed_local = std::is_trivially_default_constructible<E>::value &&
-                                (std::is_arithmetic<E>::value || vector_members<E>::bytes == sizeof(E));
+                                (std::is_arithmetic<E>::value || vector_members<E>::bytes == sizeof(E) || half_type<E>);
 
 template <class T, bool = followed_local<T>> struct local_guard {  // (not followed: nothing)
     __attribute__((always_inline)) local_guard(T*, const char*, unsigned) {}
