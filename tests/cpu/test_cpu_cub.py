@@ -289,10 +289,10 @@ def test_a_block_collective_for_another_block_size_is_refused_with_the_fix(check
 
 @pytest.mark.parametrize(
     "preamble, body, construct",
-    [("#include <cub/block/block_radix_sort.cuh>", "", "CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, "
-      "BlockStore, WarpReduce and WarpScan"),
-     (CUB, "cub::BlockExchange<int, 64, 1> *exchange = nullptr;", "CUB device code other than cub::BlockReduce, BlockScan, "
-      "BlockLoad, BlockStore, WarpReduce and WarpScan"),
+    [("#include <cub/block/block_radix_sort.cuh>", "", r"CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, "
+      r"BlockStore, WarpReduce, WarpScan, KeyValuePair, ArgMin and ArgMax"),
+     (CUB, "cub::BlockExchange<int, 64, 1> *exchange = nullptr;", r"CUB device code other than cub::BlockReduce, BlockScan, "
+      r"BlockLoad, BlockStore, WarpReduce, WarpScan, KeyValuePair, ArgMin and ArgMax"),
      ("#include <thrust/sort.h>", "", "Thrust device code")],
     ids=["radix-sort header", "block exchange", "thrust"],
 )  # fmt: skip

@@ -492,6 +492,25 @@ def test_set_global_and_get_global_on_the_cpu():
     assert Put.get_global("stash", np.int64, device="cpu").tolist() == [2, 4, 6, 8]
 
 
+@cf.kernel
+class StaticTable:
+    """The CUDA samples' module variables, declared static (quasirandomGenerator's c_Table)."""
+
+    y: cf.Out[cf.uint32]
+    block = 12
+    preamble = "static __constant__ unsigned int c_Table[3][4];\nstatic __device__ unsigned int calls;"
+    body = "y[threadIdx.x] = c_Table[threadIdx.x / 4][threadIdx.x % 4]; if (threadIdx.x == 0) atomicAdd(&calls, 1u);"
+
+
+def test_static_module_variables_are_found_by_name():
+    StaticTable.set_global("c_Table", np.arange(12, dtype=np.uint32) * 3, device="cpu")
+    StaticTable.set_global("calls", np.uint32(0), device="cpu")
+    y = np.zeros(12, np.uint32)
+    StaticTable(y, device="cpu")
+    assert y.tolist() == list(range(0, 36, 3))
+    assert StaticTable.get_global("calls", np.uint32, device="cpu")[0] == 1
+
+
 # ---------------------------------------------------------------- types, printf, math
 
 
@@ -894,8 +913,8 @@ class CubSort:
 @pytest.mark.parametrize(
     "kernel, construct, where",
     [(InlinePtx, r"inline PTX \(asm\)", r'InlinePtx\.body, line 2: asm\("mov\.u32 %0, %%laneid;" : "=r"\(lane\)\);'),
-     (CubSort, r"CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce and "
-      r"WarpScan",
+     (CubSort, r"CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce, "
+      r"WarpScan, KeyValuePair, ArgMin and ArgMax",
       r"line \d+")],  # (the rendered preamble has no #line of its own)
     ids=["asm", "cub"],
 )  # fmt: skip

@@ -48,3 +48,14 @@ def test_wrong_sizes_and_unknown_names_are_refused():
     assert Filter3.get_global("taps", np.float32).shape == (3,)
 
 
+
+
+def test_static_module_variables_are_found_by_their_internal_symbol():
+    from ..cpu.test_cpu_semantics import StaticTable
+
+    StaticTable.set_global("c_Table", np.arange(12, dtype=np.uint32) * 3)
+    StaticTable.set_global("calls", np.uint32(0))
+    y = cf.zeros(12, cf.uint32)
+    StaticTable(y)
+    assert y.to_numpy().tolist() == list(range(0, 36, 3))
+    assert StaticTable.get_global("calls", np.uint32)[0] == 1

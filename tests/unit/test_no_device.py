@@ -186,8 +186,8 @@ def test_a_kernel_the_cpu_cannot_run_is_not_offered_the_cpu(saxpy_sm90):
                                                 r"<bytes> \(cubin\)>\): GPU code, with no source to compile for the CPU\)"):  # fmt: skip
         Prebuilt(2.0, x, x, 128)
     with pytest.raises(cf.NoDeviceError, match=r"^BlockSort: no CUDA device .*; the CPU cannot run this kernel \(it uses "
-                                                r"CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce and WarpScan, "
-                                                r"which the CPU backend cannot run\)"):  # fmt: skip
+                                                r"CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce, WarpScan, "
+                                                r"KeyValuePair, ArgMin and ArgMax, which the CPU backend cannot run\)"):  # fmt: skip
         BlockSort(x, grid=1)
     with pytest.raises(cf.NoDeviceError, match=r"^BlockSum: .*, or the CPU: pass device='cpu'"):  # (CUB's reductions run there)
         BlockSum(x, np.zeros(1, np.float32), grid=1)

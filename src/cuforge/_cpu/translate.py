@@ -29,10 +29,12 @@ _REFUSED: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for pattern, what in (
         (r"\basm\b\s*(volatile\b\s*)?\(|\b__asm__\b", "inline PTX (asm)"),
         (r"#\s*include\s*[<\"]thrust/|\bthrust::", "Thrust device code"),
-        (r"#\s*include\s*[<\"]cub/(?!(?:cub|block/block_(?:reduce|scan|load|store)|warp/warp_(?:reduce|scan))\.cuh[>\"])"
+        (r"#\s*include\s*[<\"]cub/(?!(?:cub|block/block_(?:reduce|scan|load|store)|warp/warp_(?:reduce|scan)|util_type|"
+         r"thread/thread_operators)\.cuh[>\"])"
          r"|\bcub::(?!(?:Block(?:Reduce|Scan|Load|Store)(?:Algorithm)?|Warp(?:Reduce|Scan)|BLOCK_(?:REDUCE|SCAN|LOAD|STORE)_\w+|"
-         r"(?:Load|Store)Direct\w+|Uninitialized|NullType|RowMajorTid|LaneId)\b)\w+",
-         "CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce and WarpScan"),
+         r"(?:Load|Store)Direct\w+|Uninitialized|NullType|RowMajorTid|LaneId|KeyValuePair|ArgMin|ArgMax|InequalityWrapper)\b)\w+",
+         "CUB device code other than cub::BlockReduce, BlockScan, BlockLoad, BlockStore, WarpReduce, WarpScan, "
+         "KeyValuePair, ArgMin and ArgMax"),
         (r"\btex(1D|2D|3D|1Dfetch|Cubemap)\w*\s*[<(]|\bsurf(1D|2D|3D)\w*\s*[<(]|\bcuda(Texture|Surface)Object_t\b",
          "textures and surfaces"),
         (r"<<<", "dynamic parallelism (a launch from device code)"),
@@ -284,8 +286,25 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
 def _rewritten(label: str, source: str, line_sources: Mapping[str, str], checked: bool = False) -> str:
     """``source`` as the CPU compiles it: CUDA's ``__noinline__`` as GCC's attribute, the types
     ``__shared__`` declarations define named, and the ``__shared__`` declarations in the block's arena."""
-    source = _name_shared_types(_rewrite_noinline(source))
+    source = _export_static_variables(_name_shared_types(_rewrite_noinline(source)))
     return _rewrite_shared(label, source, masked(source), line_sources, checked)
+
+
+# A module variable declared static (`static __constant__ unsigned c_Table[3][31];`, the CUDA
+# samples' way): set_global and get_global find it by name, as they find it on a GPU (where its
+# symbol is the internal one, `_ZL7c_Table`), so the CPU build drops the `static` (blanks, on its
+# line) of a variable at namespace scope. A static __device__ function keeps it.
+_STATIC_VARIABLE = re.compile(r"\bstatic\b(?=\s+(?:(?:const|volatile)\s+)*__(?:constant|device)__\b[^;(){}=]*[;=\[])")
+
+
+def _export_static_variables(source: str) -> str:
+    plain = masked(source)
+    out, last = [], 0
+    for m in _STATIC_VARIABLE.finditer(plain):
+        if _depth(plain, m.start()) == 0:
+            out += [source[last : m.start()], " " * len("static")]
+            last = m.end()
+    return "".join(out) + source[last:]
 
 
 # CUDA's __noinline__ function specifier. The CPU build's crt/host_defines.h makes the token the

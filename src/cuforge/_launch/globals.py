@@ -4,9 +4,10 @@ What CuPy's ``RawModule.get_global`` and Kernel Tuner's ``cmem_args`` give: a fi
 constant memory, a device-side counter. The variable is found in the kernel's loaded module
 on that device by ``cuLibraryGetGlobal`` (so by its symbol: a variable at namespace scope,
 outside any C++ namespace, as ``__constant__ float d_filter[289];`` in a preamble or a
-``source=``); its size, from the driver, is what a write must match. A family whose source
-declares module variables compiles each instantiation alone (``_compile/parallel.py``), so each has its
-own; kernels declared over one ``source=`` text share one program, and so its variables.
+``source=``, or ``static``, as the CUDA samples declare theirs); its size, from the driver, is
+what a write must match. A family whose source declares module variables compiles each
+instantiation alone (``_compile/parallel.py``), so each has its own; kernels declared over one
+``source=`` text share one program, and so its variables.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def _address(plan: LaunchPlan, name: str, info: _cuda.DeviceInfo, who: str) -> t
     loaded = plan.loaded.get(info.id) or plan.load(info)
     library = library_of(loaded.compiled)  # a CompiledKernel's program, or a prebuilt Module
     err, ptr, size = _cuda.bindings().cuLibraryGetGlobal(library, name.encode())
+    if int(err) != 0 and name.isidentifier():  # a static variable's symbol is its internal one: `_ZL7c_Table`
+        err, ptr, size = _cuda.bindings().cuLibraryGetGlobal(library, f"_ZL{len(name)}{name}".encode())
     if int(err) != 0:
         raise ArgumentError(
             f"{who}: the module of {plan.label} has no variable {name!r} ({_cuda.error_text(err)}); declare it at "

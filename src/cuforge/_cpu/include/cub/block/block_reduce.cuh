@@ -4,6 +4,7 @@
 // TempStorage, a barrier, then thread 0 adds the warps' results. The result is thread 0's.
 #pragma once
 #include "../detail/cuforge_cpu.cuh"
+#include "../thread/thread_operators.cuh"
 
 namespace cub {
 
@@ -29,9 +30,15 @@ class BlockReduce {
 
     template <bool FullTile, class ReductionOp> CF_CUB_INLINE T reduce(T input, ReductionOp op, int num_valid, cuforge_cpu_detail::Site at) {
         namespace d = cuforge_cpu_detail;
+        if (FullTile) d::check_block("cub::BlockReduce", BLOCK_THREADS);  // (every warp's result is read)
+        else if (__builtin_expect(num_valid > int(d::block_threads()), 0))
+            cuforge_cpu::fail(CF_BLOCK_FMT ": cub::BlockReduce at %s, line %u reduces num_valid = %d items, but the block "
+                              "has %u threads; a smaller block leaves the warps past its end undefined: pass at most "
+                              "the block's number of threads", CF_BLOCK_ARGS, at.file, at.line, num_valid,
+                              d::block_threads());
         int warp = int(linear_tid) / 32, warp_offset = warp * LOGICAL_WARP;
         int warp_valid = (FullTile && EVEN_WARPS) || warp_offset + LOGICAL_WARP <= num_valid ? LOGICAL_WARP : num_valid - warp_offset;
-        d::Warp w = d::logical_warp<LOGICAL_WARP>(BLOCK_THREADS);
+        d::Warp w = d::logical_warp<LOGICAL_WARP>(FullTile ? unsigned(BLOCK_THREADS) : d::block_threads());
         T aggregate = d::warp_reduce<LOGICAL_WARP>(w, input, op, warp_valid);
         if (w.lane == 0) temp_storage.warp_aggregates[warp] = aggregate;
         __syncthreads();
@@ -47,11 +54,11 @@ public:
     CF_CUB_INLINE BlockReduce()
         : temp_storage(cuforge_cpu_detail::private_storage<_TempStorage>("cub::BlockReduce's own TempStorage")),
           linear_tid(RowMajorTid(BlockDimX, BlockDimY, BlockDimZ)) {
-        cuforge_cpu_detail::check_block("cub::BlockReduce", BLOCK_THREADS);
+        cuforge_cpu_detail::check_block("cub::BlockReduce", BLOCK_THREADS, true);
     }
     CF_CUB_INLINE BlockReduce(TempStorage& temp_storage)
         : temp_storage(temp_storage.Alias()), linear_tid(RowMajorTid(BlockDimX, BlockDimY, BlockDimZ)) {
-        cuforge_cpu_detail::check_block("cub::BlockReduce", BLOCK_THREADS);
+        cuforge_cpu_detail::check_block("cub::BlockReduce", BLOCK_THREADS, true);
     }
 
     using Site = cuforge_cpu_detail::Site;

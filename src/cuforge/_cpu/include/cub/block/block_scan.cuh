@@ -6,6 +6,7 @@
 // its lane 0's answer is the block's prefix.
 #pragma once
 #include "../detail/cuforge_cpu.cuh"
+#include "../thread/thread_operators.cuh"
 
 namespace cub {
 

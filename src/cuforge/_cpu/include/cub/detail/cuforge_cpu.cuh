@@ -141,8 +141,11 @@ template <class T> CF_CUB_INLINE T defined_in_first(T v, bool first, const char*
 
 // A block collective's template names its block's size, which must be the launch's (CUB
 // reads and writes its TempStorage by warp; a GPU gives no error, only wrong results or worse).
-CF_CUB_INLINE void check_block(const char* collective, int threads) {
-    if (__builtin_expect(int(block_threads()) != threads, 0))
+// `at_most`: the block may be smaller (a reduction of num_valid items, which uses the warps that
+// hold them only: vLLM's BlockReduce<float, 1024> over a block of min(hidden, 1024) threads).
+CF_CUB_INLINE void check_block(const char* collective, int threads, bool at_most = false) {
+    int have = int(block_threads());
+    if (__builtin_expect(at_most ? have > threads : have != threads, 0))
         cuforge_cpu::fail(CF_BLOCK_FMT ": %s's BlockDimX * BlockDimY * BlockDimZ is %d threads, but the block has %u; name "
                           "the launch's block in its template arguments", CF_BLOCK_ARGS, collective, threads, block_threads());
 }

@@ -2,6 +2,7 @@
 // in each logical warp's lane 0.
 #pragma once
 #include "../detail/cuforge_cpu.cuh"
+#include "../thread/thread_operators.cuh"
 
 namespace cub {
 

@@ -2,6 +2,7 @@
 // result; an exclusive scan without an initial value leaves lane 0's undefined, as CUB does.
 #pragma once
 #include "../detail/cuforge_cpu.cuh"
+#include "../thread/thread_operators.cuh"
 
 namespace cub {
 
