@@ -310,3 +310,62 @@ def test_cub_cub_cuh_is_refused_as_nvrtc_refuses_it():
     with pytest.raises(cf.CompileError, match=r"Including <cub/cub\.cuh> is not supported when compiling with NVRTC\. Include "
                        r"the specific device header instead"):  # fmt: skip
         Whole(np.zeros(64, np.int32), grid=1, block=64, device="cpu")
+
+
+@cf.kernel
+class ArgExtremes:
+    """cuML's arg-min (and an arg-max) by cub::KeyValuePair through a BlockReduce."""
+
+    x: cf.In[cf.float32]
+    out: cf.Out[cf.int32]
+    block = 64
+    preamble = "#include <cub/block/block_reduce.cuh>\n#include <cub/util_type.cuh>\n#include <cub/thread/thread_operators.cuh>"
+    body = """
+    typedef cub::KeyValuePair<int, float> KVP;
+    typedef cub::BlockReduce<KVP, 64> BR;
+    __shared__ typename BR::TempStorage t;
+    KVP least = BR(t).Reduce(KVP(threadIdx.x, x[blockIdx.x * 64 + threadIdx.x]), cub::ArgMin());
+    __syncthreads();
+    KVP most = BR(t).Reduce(KVP(threadIdx.x, x[blockIdx.x * 64 + threadIdx.x]), cub::ArgMax());
+    if (threadIdx.x == 0) { out[2 * blockIdx.x] = least.key; out[2 * blockIdx.x + 1] = most.key; }
+    """
+
+
+@cf.kernel
+class RowSums:
+    """vLLM's layernorm reduction: BlockReduce<float, 1024> over a block of min(cols, 1024)
+    threads, reducing blockDim.x valid items (mode 1: one more than the block has)."""
+
+    x: cf.In[cf.float32]
+    out: cf.Out[cf.float32]
+    cols: cf.int32
+    mode: cf.int32
+    preamble = "#include <cub/block/block_reduce.cuh>"
+    body = """
+    using BR = cub::BlockReduce<float, 1024>;
+    __shared__ typename BR::TempStorage ts;
+    float v = 0.f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) v += x[blockIdx.x * cols + i];
+    float r = BR(ts).Sum(v, blockDim.x + mode);
+    if (threadIdx.x == 0) out[blockIdx.x] = r;
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_key_value_pairs_and_a_reduction_in_a_block_smaller_than_its_template(check):
+    x = np.random.default_rng(3).permutation(128).astype(np.float32)
+    keys = np.zeros(4, np.int32)
+    ArgExtremes(x, keys, grid=2, device="cpu", check=check)
+    rows = x.reshape(2, 64)
+    np.testing.assert_array_equal(keys, np.stack([rows.argmin(1), rows.argmax(1)], 1).ravel())
+    x = np.random.default_rng(4).integers(0, 9, 4000).astype(np.float32)
+    for block in (256, 200, 1024):
+        sums = np.zeros(4, np.float32)
+        RowSums(x, sums, 1000, 0, grid=4, block=block, device="cpu", check=check)
+        np.testing.assert_array_equal(sums, x.reshape(4, 1000).sum(1))
+
+
+def test_a_reduction_of_more_items_than_the_block_has_is_refused():
+    with pytest.raises(cf.LaunchError, match=r"cub::BlockReduce at RowSums\.body, line 5 reduces num_valid = 257 items, but "
+                       r"the block has 256 threads"):  # fmt: skip
+        RowSums(np.ones(1000, np.float32), np.zeros(1, np.float32), 1000, 1, grid=1, block=256, device="cpu")
