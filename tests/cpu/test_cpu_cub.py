@@ -276,7 +276,8 @@ def test_a_temp_storage_reused_without_a_barrier_is_a_race_at_the_second_use():
 @pytest.mark.parametrize("check", [False, True])
 def test_a_warp_reduction_some_lanes_skip_is_warp_misuse(check):
     with pytest.raises(cf.LaunchError, match=r"WarpReduceInABranch .*thread 16 \(lane 16\) exited without reaching the "
-                       r"__shfl_sync that lanes 0x0000ffff of its warp wait at"):  # fmt: skip
+                       r"__shfl_sync that lanes 0x0000ffff of its warp wait at \(mask 0xffffffff\) at "
+                       r"WarpReduceInABranch\.body, line 4;"):  # fmt: skip
         _run(WarpReduceInABranch, check)
 
 

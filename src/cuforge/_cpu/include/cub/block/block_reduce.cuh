@@ -39,6 +39,7 @@ class BlockReduce {
         int warp = int(linear_tid) / 32, warp_offset = warp * LOGICAL_WARP;
         int warp_valid = (FullTile && EVEN_WARPS) || warp_offset + LOGICAL_WARP <= num_valid ? LOGICAL_WARP : num_valid - warp_offset;
         d::Warp w = d::logical_warp<LOGICAL_WARP>(FullTile ? unsigned(BLOCK_THREADS) : d::block_threads());
+        w.at = at;
         T aggregate = d::warp_reduce<LOGICAL_WARP>(w, input, op, warp_valid);
         if (w.lane == 0) temp_storage.warp_aggregates[warp] = aggregate;
         __syncthreads();

@@ -37,18 +37,26 @@ namespace cuforge_cpu_detail {
 CF_CUB_INLINE unsigned block_threads() { return blockDim.x * blockDim.y * blockDim.z; }
 CF_CUB_INLINE unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 
+// Where a collective is called in the kernel (its methods' default argument): what a report of
+// its misuse names.
+struct Site {
+    const char* file;
+    unsigned line;
+    static CF_CUB_INLINE Site here(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) { return Site{file, line}; }
+};
+
 // A value of lane `src` of `mask` (any trivially copyable type: one of up to 8 bytes as it is,
-// a larger one in 8-byte words, as CUB moves them).
-template <class T> CF_CUB_INLINE T shfl(unsigned mask, const T& v, unsigned src) {
+// a larger one in 8-byte words, as CUB moves them), `at` the collective's call.
+template <class T> CF_CUB_INLINE T shfl(unsigned mask, const T& v, unsigned src, Site at = Site{nullptr, 0}) {
     static_assert(std::is_trivially_copyable<T>::value, "cub (cuforge's CPU backend): a warp collective's type must be "
                                                         "trivially copyable");
     if constexpr (sizeof(T) <= 8) {
-        return __shfl_sync(mask, v, int(src));
+        return __shfl_sync(mask, v, int(src), warpSize, at.file, at.line);
     } else {
         constexpr size_t words = (sizeof(T) + 7) / 8;
         unsigned long long in[words] = {}, out[words];
         memcpy(in, &v, sizeof(T));
-        for (size_t k = 0; k < words; ++k) out[k] = __shfl_sync(mask, in[k], int(src));
+        for (size_t k = 0; k < words; ++k) out[k] = __shfl_sync(mask, in[k], int(src), warpSize, at.file, at.line);
         alignas(T) unsigned char bytes[sizeof(T)];
         memcpy(bytes, out, sizeof(T));
         return *std::launder(reinterpret_cast<T*>(bytes));
@@ -60,7 +68,8 @@ template <class T> CF_CUB_INLINE T shfl(unsigned mask, const T& v, unsigned src)
 // it, its first lane in the hardware warp, how many of its lanes exist, and their mask.
 struct Warp {
     unsigned lane, base, count, mask;
-    template <class T> CF_CUB_INLINE T from(const T& v, unsigned lane_of_logical) const { return shfl(mask, v, base + lane_of_logical); }
+    Site at;  // (the collective's call, where known)
+    template <class T> CF_CUB_INLINE T from(const T& v, unsigned lane_of_logical) const { return shfl(mask, v, base + lane_of_logical, at); }
 };
 template <int Width> CF_CUB_INLINE Warp logical_warp(unsigned threads) {
     static_assert(Width >= 1 && Width <= 32, "cub: a logical warp has 1 to 32 threads");
@@ -68,7 +77,7 @@ template <int Width> CF_CUB_INLINE Warp logical_warp(unsigned threads) {
     unsigned first = linear_thread() - lane;
     unsigned count = first < threads ? (threads - first < unsigned(Width) ? threads - first : unsigned(Width)) : 0;
     unsigned mask = (count >= 32 ? 0xffffffffu : (1u << count) - 1) << base;
-    return Warp{lane, base, count, mask};
+    return Warp{lane, base, count, mask, Site{nullptr, 0}};
 }
 
 // A reduction over a logical warp, the result in its lane 0: each step adds the lane `offset`
@@ -114,11 +123,6 @@ template <int N, class T, class Op> CF_CUB_INLINE void thread_scan_inclusive(con
 }
 
 // Where a collective is called (its default arguments': the kernel's line), for a report.
-struct Site {
-    const char* file;
-    unsigned line;
-    static CF_CUB_INLINE Site here(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) { return Site{file, line}; }
-};
 
 // A reduction's result, which CUB defines in its first thread (or lane) only: in a checked build,
 // a float or a double elsewhere is a marked NaN, reported if it reaches an array the kernel

@@ -39,6 +39,7 @@ public:
     }
     template <class ReductionOp> CF_CUB_INLINE T Reduce(T input, ReductionOp op, int valid_items, Site at = Site::here()) {
         cuforge_cpu_detail::Warp w = cuforge_cpu_detail::logical_warp<LogicalWarpThreads>(cuforge_cpu_detail::block_threads());
+        w.at = at;
         T result = cuforge_cpu_detail::warp_reduce<LogicalWarpThreads>(w, input, op, valid_items);
         return cuforge_cpu_detail::defined_in_first(result, w.lane == 0, "cub::WarpReduce's result", at);
     }
