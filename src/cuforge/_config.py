@@ -41,9 +41,10 @@ CUFORGE_CHECK           1: launches on the CPU run checked (out-of-bounds access
                         uninitialised reads, races, warp and barrier misuse are
                         reported as errors); a call's check= says otherwise
 CUFORGE_CPU_TIMEOUT     seconds a CPU launch may run before it is stopped with
-                        LaunchTimeoutError (default 0: no limit; the pytest
-                        plugin's default is 60); read when the CPU backend loads
-                        and when settings change through this module
+                        LaunchTimeoutError (default 0: no limit, 60 with
+                        CUFORGE_CHECK=1; the pytest plugin's default is 60); read
+                        when the CPU backend loads and when settings change
+                        through this module
 ======================  =========================================================
 """
 
@@ -282,8 +283,17 @@ def compile_split_seconds() -> float:
     return _number("compile_split_s")
 
 
+CHECKED_CPU_TIMEOUT = 60.0  # (the pytest plugin's: a kernel that never ends fails, as it does in a test)
+
+
 def cpu_timeout() -> float:
-    """CUFORGE_CPU_TIMEOUT: seconds a CPU launch may run (0: no limit)."""
+    """CUFORGE_CPU_TIMEOUT: seconds a CPU launch may run (0: no limit); where it is not set and
+    CUFORGE_CHECK=1 is, CHECKED_CPU_TIMEOUT (the checked mode is a testing mode: a launch that
+    never ends, a kernel's deadlock, is then a LaunchTimeoutError, not a hang)."""
+    if "cpu_timeout" not in _overrides and "CUFORGE_CPU_TIMEOUT" not in os.environ:
+        with contextlib.suppress(ConfigError):  # (a bad CUFORGE_CHECK is reported where it is read for a launch)
+            if check():
+                return CHECKED_CPU_TIMEOUT
     seconds = _number("cpu_timeout")
     if not seconds >= 0:  # (NaN too)
         raise ConfigError(f"CUFORGE_CPU_TIMEOUT expects seconds >= 0 (0: no limit), got {get('cpu_timeout')!r}; fix or unset it")

@@ -381,3 +381,90 @@ def test_a_local_filled_by_a_helper_or_by_cub_is_followed():
         FilledByAHelper(x, y, 100, 1, grid=1, device="cpu", check=True)
     with pytest.raises(cf.UninitializedReadError, match=r"local variable 'items' .* at FilledByAHelper\.body, line 11: "):
         FilledByAHelper(x, y, 100, 2, grid=1, device="cpu", check=True)
+
+
+@cf.kernel
+class ByMemset:
+    """The C library's memset and memcpy in device code: a shared histogram that thread 0 zeroes
+    with memset (mode 0), a memset past a shared array's end (mode 1), and a local array that
+    memcpy fills in part (mode 2: 4 of 8 floats, then all 8 summed) or in full (mode 0)."""
+
+    x: cf.In[cf.int32]
+    h: cf.Out[cf.uint32]
+    mode: cf.int32
+    block = 64
+    body = """
+    __shared__ unsigned hist[16];
+    if (threadIdx.x == 0) memset(hist, 0, (mode == 1 ? 32 : 16) * sizeof(unsigned));
+    __syncthreads();
+    atomicAdd(&hist[x[threadIdx.x] & 15], 1u);
+    __syncthreads();
+    float buf[8]; memcpy(buf, x, (mode == 2 ? 4 : 8) * sizeof(float));
+    float s = 0.f; for (int k = 0; k < 8; ++k) s += buf[k] * 0.f;
+    if (threadIdx.x < 16) h[threadIdx.x] = hist[threadIdx.x] + (unsigned)s;
+    """
+
+
+def test_memset_and_memcpy_in_device_code_are_accesses_the_checker_sees():
+    x = np.random.default_rng(5).integers(0, 100, 64).astype(np.int32)
+    for check in (False, True):
+        h = np.zeros(16, np.uint32)
+        ByMemset(x, h, 0, grid=1, device="cpu", check=check)
+        np.testing.assert_array_equal(h, np.bincount(x & 15, minlength=16))
+    with pytest.raises(cf.OutOfBoundsError, match=r"out-of-bounds write of 128 bytes: __shared__ variable 'hist'.* at "
+                       r"ByMemset\.body, line 2: "):  # fmt: skip
+        ByMemset(x, np.zeros(16, np.uint32), 1, grid=1, device="cpu", check=True)
+    with pytest.raises(cf.UninitializedReadError, match=r"local variable 'buf' .* at ByMemset\.body, line 7: "):
+        ByMemset(x, np.zeros(16, np.uint32), 2, grid=1, device="cpu", check=True)
+
+
+@cf.kernel
+class FilterTaps:
+    """FIR taps in a cuda::std::array, read through a span of the input; mode 1 reads one tap
+    past the end (a `k <= 4` bound)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    mode: cf.int32
+    block = 32
+    preamble = "#include <cuda/std/array>\n#include <cuda/std/span>"
+    body = """
+    cuda::std::array<float, 4> taps = {0.25f, 0.5f, 0.25f, 0.f};
+    cuda::std::span<const float> xs(x, 32);
+    float s = 0.f;
+    for (int k = 0; k < 4 + mode; ++k) s += taps[k] * xs[(threadIdx.x + k) % 32];
+    y[threadIdx.x] = s;
+    """
+
+
+def test_libcu_preconditions_are_checked_in_a_checked_launch():
+    x = np.arange(32, dtype=np.float32)
+    for check in (False, True):
+        y = np.zeros(32, np.float32)
+        FilterTaps(x, y, 0, grid=1, device="cpu", check=check)
+        np.testing.assert_allclose(y, 0.25 * x + 0.5 * np.roll(x, -1) + 0.25 * np.roll(x, -2))
+    with pytest.raises(cf.DeviceFaultError, match=r"FilterTaps .*assert\(out-of-bounds access in std::array<T, N>\) failed"):
+        FilterTaps(x, np.zeros(32, np.float32), 1, grid=1, device="cpu", check=True)
+
+
+@cf.kernel
+class TwoTables:
+    """Module variables declared one after the other (the CUDA samples' binomialOptions, nbody,
+    Parboil's spmv): each one's first element is its own, not one past the previous one's end;
+    mode 1 reads one past c_scale's end."""
+
+    out: cf.Out[cf.float32]
+    mode: cf.int32
+    preamble = "__constant__ float c_scale[4];\n__constant__ float c_bias[4];\n__device__ double d_a[2];\n__device__ int d_b[3];"
+    body = "int t = threadIdx.x; out[t] = c_scale[t + mode] * 2.0f + c_bias[t] + (float)d_a[t % 2] + (float)d_b[t % 3];"
+
+
+def test_module_variables_side_by_side_are_each_their_own():
+    for name, value in (("c_scale", np.arange(4, dtype=np.float32)), ("c_bias", np.ones(4, np.float32)),
+                        ("d_a", np.zeros(2)), ("d_b", np.zeros(3, np.int32))):  # fmt: skip
+        TwoTables.set_global(name, value, device="cpu")
+    out = np.zeros(4, np.float32)
+    TwoTables(out, 0, grid=1, block=4, device="cpu", check=True)
+    np.testing.assert_array_equal(out, [1, 3, 5, 7])
+    with pytest.raises(cf.OutOfBoundsError, match=r"module variable 'c_scale'"):
+        TwoTables(out, 1, grid=1, block=4, device="cpu", check=True)

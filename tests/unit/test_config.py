@@ -32,6 +32,23 @@ def test_the_cpu_time_limit_is_read_from_the_environment_unless_overridden(monke
         _config.restore_overrides(("cpu_timeout",), plugin)
 
 
+def test_the_checked_mode_limits_cpu_launches_unless_told(monkeypatch):
+    """CUFORGE_CHECK=1 is a testing mode: a deadlocked kernel fails after 60 s, as under the
+    pytest plugin, unless CUFORGE_CPU_TIMEOUT says otherwise."""
+    plugin = _config.overrides_of("cpu_timeout")
+    monkeypatch.delenv("CUFORGE_CPU_TIMEOUT", raising=False)
+    _config.restore_overrides(("cpu_timeout",), {})
+    try:
+        with _config.scope(check="0"):
+            assert _config.cpu_timeout() == 0
+        with _config.scope(check="1"):
+            assert _config.cpu_timeout() == _config.CHECKED_CPU_TIMEOUT == 60.0
+            monkeypatch.setenv("CUFORGE_CPU_TIMEOUT", "0")
+            assert _config.cpu_timeout() == 0
+    finally:
+        _config.restore_overrides(("cpu_timeout",), plugin)
+
+
 @pytest.mark.parametrize(
     ("setting", "value", "read", "match"),
     [

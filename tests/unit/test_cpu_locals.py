@@ -43,7 +43,10 @@ def test_each_local_without_an_initializer_gets_a_guard_on_its_line():
         # a struct's members, a namespace's variables, an initializer
         "struct S { float a; int b[2]; };\nnamespace n { float g; }\n",
         "__device__ float f(float x) { float s, c; sincosf(x, &s, &c); return s + c; }",  # address taken
-        "__device__ float f(const float* p) { float b[4]; memcpy(b, p, 16); return b[0]; }",  # array decays
+        "__device__ float f(const float* p) { float b[4]; float* q = b; q[0] = *p; return b[0]; }",  # array decays
+        # passed to a function the source defines, in a source that calls a C library writer
+        "__device__ void g(float* v) { v[0] = 1; }\n"
+        "__device__ float f(float x) { float b[2], s, c; g(b); sincosf(x, &s, &c); return b[0] + s + c; }",
         "__global__ void k(int c, float* y) { switch (c) { case 0: float v; v = 1; y[0] = v; } }",  # a case jumps past
         "__global__ void k(int c, float* y) { float v; if (c) goto out; v = 1; y[0] = v; out: return; }",  # goto
         "__global__ void k(float* y) { // float v;\n y[0] = 1; }",  # a comment
@@ -56,6 +59,24 @@ def test_each_local_without_an_initializer_gets_a_guard_on_its_line():
 )
 def test_no_guard_where_a_write_could_be_missed_or_cxx_would_refuse_it(source):
     assert "CF_LOCAL" not in followed(source)
+
+
+def test_an_array_passed_whole_to_a_seen_function_is_followed():
+    """A helper of the source, memset/memcpy/memmove (the checked build's own) and a CUB
+    collective's Load write what they are given where the checker sees it."""
+    source = (
+        "__device__ void fill(const float* x, float* v, int n) { for (int k = 0; k < n; ++k) v[k] = x[k]; }\n"
+        "__global__ void k(const float* x, float* y) {\n"
+        "  float a[4]; fill(x, a, 2);\n"
+        "  float b[4]; memcpy(b, x, 8);\n"
+        "  int c; memcpy(&c, x, 4);\n"
+        "  float d[4]; BL(t).Load(x, d, 3);\n"
+        "  float e[4]; other(e);\n"
+        "  y[0] = a[3] + b[3] + c + d[3] + e[0];\n"
+        "}\n"
+    )
+    lines = followed(source).splitlines()
+    assert [line.count("CF_LOCAL") for line in lines[2:7]] == [1, 1, 1, 1, 0]  # (other() is no function of the source)
 
 
 def test_a_template_function_and_a_lambda_are_blocks():

@@ -1445,7 +1445,9 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         size_t size = r.end - r.base, reach = r.kind == ARG ? std::max<size_t>(size, 64 * 1024) : 64;
         r.lo = i == 0 ? r.base - std::min<size_t>(reach, r.base) : std::max(K.regions[i - 1].end, (K.regions[i - 1].end + r.base) / 2);
         r.lo = std::max(r.lo, r.base - std::min<size_t>(reach, r.base));
-        r.hi = i + 1 == K.regions.size() ? r.end + reach : std::min<uintptr_t>((r.end + K.regions[i + 1].base) / 2 + 1, r.end + reach);
+        uintptr_t next = i + 1 == K.regions.size() ? UINTPTR_MAX : K.regions[i + 1].base;  // (the gap's first half: the
+        r.hi = next == UINTPTR_MAX ? r.end + reach                                           //  next object's first byte is its own)
+               : next > r.end ? std::min<uintptr_t>(r.end + (next - r.end + 1) / 2, r.end + reach) : r.end;
         if (r.hi < r.end) r.hi = r.end;
         if (i && r.lo < K.regions[i - 1].hi) r.lo = K.regions[i - 1].hi;  // (overlapping objects: aliases)
         if (r.kind == ARG) {  // a copy's gaps are the mapping's own

@@ -52,8 +52,11 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     ``-fno-sanitize-link-runtime``); volatile accesses told apart (a poll of a flag that
     atomics set is no race); debug lines for reports; ``-O1``, under which every access stays
     one (GCC's ``-fno-tree-sra`` keeps a vector load, a ``float4``, one access of its size,
-    so that its alignment is checked)."""
-    base = ("-fsanitize=thread", "-fsanitize=alignment", "-g", "-O1")
+    so that its alignment is checked); ``memset``, ``memcpy`` and ``memmove`` kept calls, which
+    ``cuforge/cpu_check.h`` defines in the library (the compiler would write them inline,
+    unseen)."""
+    base = ("-fsanitize=thread", "-fsanitize=alignment", "-g", "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy",
+            "-fno-builtin-memmove")
     if compiler.kind == "gcc":
         return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
                 "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip

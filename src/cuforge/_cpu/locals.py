@@ -43,12 +43,15 @@ _CONTROL = re.compile(r"\b(?:else|do|try)\s*\Z")
 _AFTER_PARENS = re.compile(r"\)\s*(?:(?:const|noexcept|override|mutable|volatile|&&?)\s*)*(?:->[^;{}]*)?\Z")
 _SHUFFLE = re.compile(r"\b\w*shfl\w*\s*(?:<[^;{}()]*>\s*)?\(")  # (__shfl_sync, __shfl_down_sync, g.shfl, tile.shfl_xor<T>)
 _TEMPLATE_HEAD = re.compile(r"\btemplate\s*<[^;{}]*?>\s*")
-# What writes through a pointer without the checker seeing it (the C library's code, or what
-# lowers to it: std::copy and std::fill of trivial types are memmove and memset).
+# What writes through a pointer without the checker seeing it: the C library's code, or what
+# lowers to it (std::copy and std::fill of trivial types are __builtin_memmove and memset). The
+# checked build's own memset, memcpy and memmove tell the checker what they write (cpu_check.h).
 _UNSEEN_WRITERS = re.compile(
-    r"\b(?:mem(?:cpy|move|set)|__builtin_mem\w+|str\w*cpy|s?n?printf|sincos(?:f|l)?|frexp\w*|modf\w*|remquo\w*|"
+    r"\b(?:__builtin_mem\w+|str\w*cpy|s?n?printf|sincos(?:f|l)?|frexp\w*|modf\w*|remquo\w*|"
     r"lgamma\w*_r|std\s*::\s*(?:copy\w*|fill\w*|move|move_backward|uninitialized_\w+))\s*\("
 )
+# The C library's functions whose writes the checked build sees (cpu_check.h defines them).
+_SEEN_LIBRARY = frozenset(("memset", "memcpy", "memmove"))
 # A CUB collective's method, whose (instrumented) header code writes an array it is given.
 _CUB_METHODS = frozenset(
     "Load Store Reduce Sum InclusiveSum ExclusiveSum InclusiveScan ExclusiveScan HeadFlags TailFlags".split()
@@ -146,7 +149,7 @@ def _argument_of_seen(plain: str, start: int, end: int, seen: frozenset[str] | N
         return False
     if callee.group(1) in (".", "->") and callee.group(2) in _CUB_METHODS:
         return True
-    return callee.group(1) != "::" and callee.group(2) in seen
+    return callee.group(1) != "::" and callee.group(2) in seen | _SEEN_LIBRARY
 
 
 def _arguments(plain: str, start: int) -> str:

@@ -1088,7 +1088,18 @@ inline int device_printf(const char* fmt, ...) {
 // so that code under `#if __CUDA_ARCH__ >= 700` is the code that runs; CUFORGE_CPU tells a CPU
 // build apart. CCCL's configuration is read first, without it: CCCL takes __CUDA_ARCH__ to mean
 // device code (PTX), and on the CPU it must stay in its host mode.
+// A checked build checks libcu++'s own preconditions too (an index past a cuda::std::array or a
+// span, a barrier's count), each a failed assert of the kernel's: a DeviceFaultError, never the
+// C library's __assert_fail, which ends the process.
+#if defined(CUFORGE_CPU_CHECK) && !defined(CCCL_ENABLE_HOST_ASSERTIONS)
+#define CCCL_ENABLE_HOST_ASSERTIONS
+#endif
 #if __has_include(<cuda/__cccl_config>)
 #include <cuda/__cccl_config>
+#ifdef CUFORGE_CPU_CHECK
+#undef _CCCL_ASSERT_IMPL_HOST
+#define _CCCL_ASSERT_IMPL_HOST(expression, message) \
+    (static_cast<bool>(expression) ? (void)0 : ::cuforge_cpu::assert_fail(message, __FILE__, __LINE__))
+#endif
 #endif
 #define __CUDA_ARCH__ 900

@@ -20,6 +20,40 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
                                           const unsigned* bar_gen, cuforge_check_shared* table, void (*yield)());
 }
 
+// The C library's memset, memcpy and memmove as the kernel's code calls them: a checked build keeps
+// them calls (-fno-builtin-memset, ...: check.py), which these definitions, hidden in the kernel's
+// library, take. Each tells the checker of the bytes it writes and reads, as ThreadSanitizer's
+// runtime does by intercepting them, then makes the copy itself (no call into the C library:
+// a memset there would be this one again). So shared memory that one thread zeroes with memset
+// is written for the checker, and a memset past an array's end is refused before it happens.
+extern "C" {
+void __tsan_read_range(void* a, unsigned long size);
+void __tsan_write_range(void* a, unsigned long size);
+#ifdef __clang__
+#define CF_NO_BUILTIN __attribute__((no_builtin))
+#else
+#define CF_NO_BUILTIN
+#endif
+__attribute__((visibility("hidden"), always_inline, no_sanitize_thread)) CF_NO_BUILTIN inline void* memset(void* to, int c, size_t n) noexcept {
+    if (n) __tsan_write_range(to, n);
+    unsigned char* d = static_cast<unsigned char*>(to);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<unsigned char>(c);
+    return to;
+}
+__attribute__((visibility("hidden"), always_inline, no_sanitize_thread)) CF_NO_BUILTIN inline void* memmove(void* to, const void* from, size_t n) noexcept {
+    if (n) __tsan_read_range(const_cast<void*>(from), n), __tsan_write_range(to, n);
+    unsigned char* d = static_cast<unsigned char*>(to);
+    const unsigned char* s = static_cast<const unsigned char*>(from);
+    if (d < s) for (size_t i = 0; i < n; ++i) d[i] = s[i];
+    else for (size_t i = n; i-- > 0;) d[i] = s[i];
+    return to;
+}
+__attribute__((visibility("hidden"), always_inline, no_sanitize_thread)) CF_NO_BUILTIN inline void* memcpy(void* __restrict to, const void* __restrict from, size_t n) noexcept {
+    return memmove(to, from, n);
+}
+#undef CF_NO_BUILTIN
+}
+
 namespace cuforge_cpu {
 
 inline cuforge_check_shared& check_table() {
