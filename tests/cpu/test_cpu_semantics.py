@@ -1073,6 +1073,40 @@ def test_pipeline_primitives_copy_and_the_address_space_predicates(check):
     np.testing.assert_array_equal(y, x[::-1] + 11100)
 
 
+@cf.kernel
+class StagedPipeline:
+    """Two batches of cp.async copies, the second zero-filled (zfill = size): the first waited for
+    with __pipeline_wait_prior(1) and read, then the second; mode 1 reads before any wait."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    mode: cf.int32
+    block = 64
+    preamble = "#include <cuda_pipeline.h>"
+    body = """
+    __shared__ float s[2][64];
+    int t = threadIdx.x;
+    __pipeline_memcpy_async(&s[0][t], &x[t], 4); __pipeline_commit();
+    __pipeline_memcpy_async(&s[1][t], &x[64 + t], 4, 4); __pipeline_commit();
+    if (mode == 0) __pipeline_wait_prior(1);
+    __syncthreads();
+    float a = s[0][63 - t];
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    y[t] = a + s[1][(t + 1) % 64];
+    """
+
+
+def test_pipeline_copies_complete_at_their_wait():
+    x = np.arange(128, dtype=np.float32)
+    for check in (False, True):
+        y = np.zeros(64, np.float32)
+        StagedPipeline(x, y, 0, grid=1, device="cpu", check=check)
+        np.testing.assert_array_equal(y, x[:64][::-1])
+    with pytest.raises(cf.UninitializedReadError, match=r"__shared__ variable 's'.* at StagedPipeline\.body, line 7: "):
+        StagedPipeline(x, np.zeros(64, np.float32), 1, grid=1, device="cpu", check=True)
+
+
 SIMD_TWO = ["__vadd", "__vsub", "__vaddss", "__vsubss", "__vaddus", "__vsubus", "__vabsdiffs", "__vabsdiffu", "__vavgu",
              "__vhaddu", "__vmaxs", "__vmaxu", "__vmins", "__vminu", "__vcmpeq", "__vcmpne", "__vcmpges", "__vcmpgeu",
              "__vcmpgts", "__vcmpgtu", "__vcmples", "__vcmpleu", "__vcmplts", "__vcmpltu", "__vseteq", "__vsetne",

@@ -45,6 +45,17 @@ def test_pipeline_copies_and_address_predicates_match_the_cpu_backend():
     np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
 
 
+def test_staged_pipeline_copies_match_the_cpu_backend():
+    from ..cpu.test_cpu_semantics import StagedPipeline
+
+    x = np.arange(128, dtype=np.float32)
+    on_cpu = np.zeros(64, np.float32)
+    StagedPipeline(x, on_cpu, 0, grid=1, device="cpu")
+    on_gpu = cf.zeros(64, cf.float32)
+    StagedPipeline(cf.to_device(x), on_gpu, 0, grid=1)
+    np.testing.assert_array_equal(on_gpu.to_numpy(), on_cpu)
+
+
 def test_simd_video_intrinsics_match_the_cpu_backend():
     from ..cpu.test_cpu_semantics import SIMD_CALLS, SimdVideo, simd_inputs
 

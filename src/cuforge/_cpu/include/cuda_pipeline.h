@@ -1,7 +1,8 @@
-// cuforge CPU backend: CUDA's <cuda_pipeline.h> in its synchronous form. The CPU build defines
-// __CUDA_ARCH__ (cuforge_cpu.h), under which the header copies with cp.async (PTX); without it,
-// each __pipeline_memcpy_async copies at once, and the commit and the waits have nothing to wait for.
+// cuforge CPU backend: CUDA's <cuda_pipeline.h>. Its primitives are cuforge's (copies completed at
+// their wait: cuda_pipeline_primitives.h), read first so that CUDA's header finds them included;
+// its classes copy at once (CUDA's host form, read without __CUDA_ARCH__).
 #pragma once
+#include <cuda_pipeline_primitives.h>
 #pragma push_macro("__CUDA_ARCH__")
 #undef __CUDA_ARCH__
 #include_next <cuda_pipeline.h>
