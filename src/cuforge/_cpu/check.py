@@ -54,9 +54,10 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     one (GCC's ``-fno-tree-sra`` keeps a vector load, a ``float4``, one access of its size,
     so that its alignment is checked); ``memset``, ``memcpy`` and ``memmove`` kept calls, which
     ``cuforge/cpu_check.h`` defines in the library (the compiler would write them inline,
-    unseen)."""
+    unseen; without glibc's fortified inline ones, which a distribution's compiler turns on by
+    default: Ubuntu's GCC defines ``_FORTIFY_SOURCE`` when it optimizes)."""
     base = ("-fsanitize=thread", "-fsanitize=alignment", "-g", "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy",
-            "-fno-builtin-memmove")
+            "-fno-builtin-memmove", "-U_FORTIFY_SOURCE")
     if compiler.kind == "gcc":
         return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
                 "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip
