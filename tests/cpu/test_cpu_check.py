@@ -468,3 +468,33 @@ def test_module_variables_side_by_side_are_each_their_own():
     np.testing.assert_array_equal(out, [1, 3, 5, 7])
     with pytest.raises(cf.OutOfBoundsError, match=r"module variable 'c_scale'"):
         TwoTables(out, 1, grid=1, block=4, device="cpu", check=True)
+
+
+@cf.kernel
+class CpAsyncFromAHeader:
+    """16-byte cp.async copies from a source offset by `skip` floats (a header element: 1 breaks
+    the alignment cp.async needs)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    skip: cf.int32
+    block = 32
+    preamble = "#include <cuda_pipeline.h>"
+    body = """
+    __shared__ __align__(16) float s[32 * 4];
+    int t = threadIdx.x;
+    __pipeline_memcpy_async(&s[t * 4], x + skip + t * 4, 16);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    y[t] = s[((t + 1) % 32) * 4];
+    """
+
+
+def test_a_misaligned_cp_async_is_reported_where_it_is_issued():
+    x = np.arange(132, dtype=np.float32)
+    y = np.zeros(32, np.float32)
+    CpAsyncFromAHeader(x, y, 4, grid=1, device="cpu", check=True)
+    np.testing.assert_array_equal(y, x[4:132].reshape(32, 4)[:, 0][np.r_[1:32, 0]])
+    with pytest.raises(cf.MisalignedAccessError, match=r"not a multiple of 16.* at CpAsyncFromAHeader\.body, line 3: "):
+        CpAsyncFromAHeader(x, y, 1, grid=1, device="cpu", check=True)

@@ -39,10 +39,27 @@ CF_RUNTIME inline Pending& pending() {
     if (p.launch != w.L || p.block != block) p.launch = w.L, p.block = block, p.open = 0, p.copies.clear();
     return p;
 }
-// The copy itself: memcpy and memset, which a checked build sees as the accesses they make.
+// The copy itself, in one access of its size where it copies all of it (a checked build checks
+// that both addresses are aligned to it, as cp.async needs), else memcpy and memset; a checked
+// build sees each as the access it makes.
+template <unsigned N> struct alignas(N) cp_async_copy {
+    unsigned char bytes[N];
+};
+template <unsigned N> inline void copy_unit(void* dst, const void* src) {
+    *static_cast<cp_async_copy<N>*>(dst) = *static_cast<const cp_async_copy<N>*>(src);
+}
 inline void make(const Copy& c) {
+    if (c.from_source == c.size && c.size == 16) return copy_unit<16>(c.dst, c.src);
+    if (c.from_source == c.size && c.size == 8) return copy_unit<8>(c.dst, c.src);
+    if (c.from_source == c.size && c.size == 4) return copy_unit<4>(c.dst, c.src);
     memcpy(c.dst, c.src, c.from_source);
     if (c.size > c.from_source) memset(static_cast<char*>(c.dst) + c.from_source, 0, c.size - c.from_source);
+}
+// The source is read where the copy is issued as it is read later (cp.async reads it at some time
+// between the two), once with the copy's alignment: a checked build reports a misaligned one there.
+template <unsigned N> inline void issue_read(const void* src) {
+    cp_async_copy<N> probe = *static_cast<const cp_async_copy<N>*>(src);
+    (void)probe;
 }
 }  // namespace cuforge_cpu_pipeline
 
@@ -55,6 +72,18 @@ CF_RUNTIME inline void __pipeline_memcpy_async(void* __restrict__ dst_shared, co
     cuforge_cpu_pipeline::Pending& p = cuforge_cpu_pipeline::pending();
     p.copies.push_back({dst_shared, src_global, unsigned(size_and_align), unsigned(size_and_align - zfill), p.open});
 }
+#ifdef CUFORGE_CPU_CHECK
+// (the issue's read of the source, then the bookkeeping, which is cuforge's and not checked)
+#define __pipeline_memcpy_async(dst, src, ...) cuforge_cpu_pipeline::issue(dst, src, __VA_ARGS__)
+namespace cuforge_cpu_pipeline {
+inline void issue(void* dst, const void* src, size_t size_and_align, size_t zfill = 0) {
+    if (size_and_align == 16 && zfill == 0) issue_read<16>(src);
+    if (size_and_align == 8 && zfill == 0) issue_read<8>(src);
+    if (size_and_align == 4 && zfill == 0) issue_read<4>(src);
+    (__pipeline_memcpy_async)(dst, src, size_and_align, zfill);
+}
+}  // namespace cuforge_cpu_pipeline
+#endif
 CF_RUNTIME inline void __pipeline_commit() { ++cuforge_cpu_pipeline::pending().open; }
 inline void __pipeline_wait_prior(size_t prior) {
     cuforge_cpu_pipeline::Pending& p = cuforge_cpu_pipeline::pending();
