@@ -823,7 +823,10 @@ __attribute__((noinline, cold)) void unknown_memory(void* pc) {
 __attribute__((noinline)) void observe_global(Current* c, uintptr_t a, unsigned size, bool write, unsigned kind, void* pc,
                                               bool learns) {
     Site& last = site_of(c, pc);
-    if (learns && last.pc == pc && last.epoch == 0 && last.mode != UNCHECKED && a - last.region.lo < last.region.hi - last.region.lo) {
+    // (one past the region's end too: where the next object begins right there, an instruction
+    // that indexed this one indexes past its end, lut[256], not the next object's first element)
+    if (learns && last.pc == pc && last.epoch == 0 && last.mode != UNCHECKED &&
+        (a - last.region.lo < last.region.hi - last.region.lo || a == last.region.end)) {
         count_atomic(c, kind);
         access(c, last.region, a, size, write, kind, pc);
         if (__builtin_expect(c->index_past.data != nullptr, 0)) report_index(c);
