@@ -1097,6 +1097,37 @@ class StagedPipeline:
     """
 
 
+@cf.kernel
+class UnwaitedCopies:
+    """Mode 1 issues a copy into s and never waits for it; mode 0 writes s itself, then waits for
+    a copy into r: a copy the last launch left must not land in this one's shared memory."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    mode: cf.int32
+    block = 32
+    preamble = "#include <cuda_pipeline_primitives.h>"
+    body = """
+    __shared__ float s[32], r[32];
+    int t = threadIdx.x;
+    if (mode == 1) { __pipeline_memcpy_async(&s[t], &x[t], 4); __pipeline_commit(); y[t] = 0.f; return; }
+    s[t] = 7.f;
+    __pipeline_memcpy_async(&r[t], &x[t], 4); __pipeline_commit(); __pipeline_wait_prior(0);
+    __syncthreads();
+    y[t] = s[t] + r[(t + 1) % 32];
+    """
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_copy_never_waited_for_does_not_outlive_its_launch(check):
+    x = np.arange(32, dtype=np.float32) + 100
+    y = np.zeros(32, np.float32)
+    for _ in range(3):
+        UnwaitedCopies(x, y, 1, grid=1, device="cpu", check=check)
+        UnwaitedCopies(x, y, 0, grid=1, device="cpu", check=check)
+        np.testing.assert_array_equal(y, 7 + np.roll(x, -1))
+
+
 def test_pipeline_copies_complete_at_their_wait():
     x = np.arange(128, dtype=np.float32)
     for check in (False, True):

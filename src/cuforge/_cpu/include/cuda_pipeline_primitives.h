@@ -25,7 +25,7 @@ struct Copy {
     unsigned long long batch;
 };
 struct Pending {
-    const void* launch = nullptr;
+    unsigned long long range = 0;  // (cuforge_cpu::ranges_run when made: a launch's range of blocks)
     long long block = -1;
     unsigned long long open = 0;  // the batch __pipeline_commit closes next
     std::vector<Copy> copies;
@@ -36,7 +36,8 @@ CF_RUNTIME inline Pending& pending() {
     cuforge_cpu::Worker& w = cuforge_cpu::worker();
     Pending& p = threads[w.cur];
     long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-    if (p.launch != w.L || p.block != block) p.launch = w.L, p.block = block, p.open = 0, p.copies.clear();
+    if (p.range != cuforge_cpu::ranges_run || p.block != block)
+        p.range = cuforge_cpu::ranges_run, p.block = block, p.open = 0, p.copies.clear();
     return p;
 }
 // The copy itself, in one access of its size where it copies all of it (a checked build checks

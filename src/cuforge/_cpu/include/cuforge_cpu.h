@@ -893,7 +893,12 @@ inline void fault_place(char* out, size_t size, Worker& w, bool thread_known) {
     if (thread_known && used > 0 && size_t(used) < size)
         snprintf(out + used, size - used, ", thread (%u, %u, %u)", t % bx, t / bx % by, t / (bx * by));
 }
+// The ranges of blocks this thread has run (of this library's kernels): state a thread keeps for
+// its block (cuda_pipeline_primitives.h's copies) is the current block's only where it was made in
+// the current range (a launch's struct may have the last launch's address).
+inline thread_local unsigned long long ranges_run = 0;
 template <auto K, bool PLAIN> void run_range(cuforge_cpu_launch* L, long long first, long long last) {
+    ++ranges_run;
     char* region = cuforge_cpu_stacks(0);  // (this runs on the thread's own stack: the region is asked for)
     if (!region) {
         if (__sync_bool_compare_and_swap(&L->status, 0, 1))
