@@ -328,19 +328,31 @@ void describe_thread(char* out, size_t size, unsigned long long block, unsigned 
 }
 
 [[noreturn]] void report(Current* c, void* pc, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
-[[noreturn]] void report(Current* c, void* pc, const char* fmt, ...) {
+// The launch's report, unless one came first: its message, and where its code address `pc` is.
+void record(void* pc, const char* fmt, va_list ap) {
     cuforge_cpu_launch* L = launch.L;
-    if (__sync_bool_compare_and_swap(&L->status, 0, CHECKED)) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(L->message, sizeof L->message, fmt, ap);
-        va_end(ap);
-        Dl_info info;
-        if (pc && dladdr(pc, &info) && info.dli_fname) {
-            launch.C->pc = reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
-            snprintf(launch.C->library, sizeof launch.C->library, "%s", info.dli_fname);
-        }
+    if (!__sync_bool_compare_and_swap(&L->status, 0, CHECKED)) return;
+    vsnprintf(L->message, sizeof L->message, fmt, ap);
+    Dl_info info;
+    if (pc && dladdr(pc, &info) && info.dli_fname) {
+        launch.C->pc = reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
+        snprintf(launch.C->library, sizeof launch.C->library, "%s", info.dli_fname);
     }
+}
+void record(void* pc, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void record(void* pc, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(pc, fmt, ap);
+    va_end(ap);
+}
+
+// A report ends the block's run (the first of the launch's is kept).
+[[noreturn]] void report(Current* c, void* pc, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(pc, fmt, ap);
+    va_end(ap);
     siglongjmp(*c->jump, 1);
 }
 
@@ -1228,13 +1240,7 @@ void settle_held_writes(cuforge_cpu_launch* L) {
         if (c->waw.serial != launch.serial) continue;
         char text[sizeof L->message];
         void* pc = c->waw.pc;
-        if (!waw_differs(c, text, sizeof text) || !__sync_bool_compare_and_swap(&L->status, 0, CHECKED)) continue;
-        snprintf(L->message, sizeof L->message, "%s", text);
-        Dl_info info;
-        if (pc && dladdr(pc, &info) && info.dli_fname) {
-            launch.C->pc = reinterpret_cast<uintptr_t>(pc) - 1 - reinterpret_cast<uintptr_t>(info.dli_fbase);
-            snprintf(launch.C->library, sizeof launch.C->library, "%s", info.dli_fname);
-        }
+        if (waw_differs(c, text, sizeof text)) record(pc, "%s", text);
     }
 }
 

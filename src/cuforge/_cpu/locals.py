@@ -93,7 +93,7 @@ def _followable(plain: str, name: str, array: bool, declaration: re.Match[str], 
     for use in scope.finditer(plain, declaration.end(), _scope_end(plain, declaration.start())):  # (its scope's uses)
         before = plain[: use.start()].rstrip()
         if before.endswith("&") and not before.endswith("&&") and not re.search(r"[\w)\]]\s*&\Z", before):
-            if not _argument_of_seen(plain, use.start() - (len(plain[: use.start()]) - len(before)) - 1, use.end(), seen):
+            if not _argument_of_seen(plain, len(before) - 1, use.end(), seen):  # (from the `&`)
                 return False  # (&name: unary)
         elif array and not plain.startswith("[", _DIRECTIVE_OR_SPACE.match(plain, use.end()).end()):  # type: ignore[union-attr]
             if not _argument_of_seen(plain, use.start(), use.end(), seen):

@@ -285,7 +285,8 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
 
 def _rewritten(label: str, source: str, line_sources: Mapping[str, str], checked: bool = False) -> str:
     """``source`` as the CPU compiles it: CUDA's ``__noinline__`` as GCC's attribute, the types
-    ``__shared__`` declarations define named, and the ``__shared__`` declarations in the block's arena."""
+    ``__shared__`` declarations define named, static module variables exported, and the
+    ``__shared__`` declarations in the block's arena."""
     source = _export_static_variables(_name_shared_types(_rewrite_noinline(source)))
     return _rewrite_shared(label, source, masked(source), line_sources, checked)
 

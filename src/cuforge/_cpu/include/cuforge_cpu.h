@@ -1034,17 +1034,16 @@ template <class T> T shuffled(unsigned long long bits, int undefined, const char
 #define CF_SHFL(KIND, NAME, A) \
     return cuforge_cpu::from_bits<T>(cuforge_cpu::warp_op(cuforge_cpu::KIND, mask, cuforge_cpu::to_bits(v), A, width, CF_WHERE))
 #endif
-#define CF_SHFL_AT , CF_AT
-template <class T> inline T __shfl_sync(unsigned mask, T v, int lane, int width = warpSize CF_SHFL_AT) {
+template <class T> inline T __shfl_sync(unsigned mask, T v, int lane, int width = warpSize, CF_AT) {
     CF_SHFL(W_IDX, "__shfl_sync", lane);
 }
-template <class T> inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize CF_SHFL_AT) {
+template <class T> inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize, CF_AT) {
     CF_SHFL(W_UP, "__shfl_up_sync", int(delta));
 }
-template <class T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize CF_SHFL_AT) {
+template <class T> inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize, CF_AT) {
     CF_SHFL(W_DOWN, "__shfl_down_sync", int(delta));
 }
-template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize CF_SHFL_AT) {
+template <class T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize, CF_AT) {
     CF_SHFL(W_XOR, "__shfl_xor_sync", lane_mask);
 }
 template <class T> inline unsigned __match_any_sync(unsigned mask, T v, CF_AT) {
