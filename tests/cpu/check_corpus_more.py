@@ -1993,6 +1993,17 @@ class BroadcastThenOverwrite:
     """
 
 
+_OUTSIDE_MASK_BODY = """
+    int i = blockIdx.x * 32 + threadIdx.x;
+    unsigned m = __ballot_sync(0xffffffff, i < n);
+    if (i < n) {
+        float v = x[i];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(m, v, o);
+        if (threadIdx.x == 0) y[blockIdx.x] = %s;
+    }
+    """
+
+
 @cf.kernel
 class ShuffleFromOutsideMask:
     """A reduction over the lanes with data whose mask is right (a ballot of i < n) but whose
@@ -2002,15 +2013,7 @@ class ShuffleFromOutsideMask:
     y: cf.Out[cf.float32]
     n: cf.int32
     block = 32
-    body = """
-    int i = blockIdx.x * 32 + threadIdx.x;
-    unsigned m = __ballot_sync(0xffffffff, i < n);
-    if (i < n) {
-        float v = x[i];
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(m, v, o);
-        if (threadIdx.x == 0) y[blockIdx.x] = v;
-    }
-    """
+    body = _OUTSIDE_MASK_BODY % "v"
 
 
 @cf.kernel
@@ -2281,6 +2284,71 @@ CORRECT_MORE.update({
         VolatileFlagBetweenWarps, _xy(64, grid=2), lambda a: [(a[1], a[0])]),
     "chained scan over volatile flags": Correct(
         ChainedScanVolatileFlags, _chained_scan_args, lambda a: [(a[1], np.cumsum(a[0], dtype=np.float64))]),
+})  # fmt: skip
+
+
+
+def _outside_mask_stored(name: str, doc: str, out: Any, store: str, preamble: str = "") -> Any:
+    """ShuffleFromOutsideMask with its sum stored otherwise (``store``: of ``v``)."""
+    fields = {"__doc__": doc, "__annotations__": {"x": cf.In[cf.float32], "y": cf.Out[out], "n": cf.int32},
+              "block": 32, "preamble": preamble, "body": _OUTSIDE_MASK_BODY % store}  # fmt: skip
+    return cf.kernel(type(name, (), fields))
+
+
+ShuffleOutsideMaskToHalf = _outside_mask_stored(
+    "ShuffleOutsideMaskToHalf", "The sum stored as a __half (PaddlePaddle CINN's reduce into a float16 output): the "
+    "conversion makes every NaN the one NaN of __half, without its mark.", cf.float16, "__float2half(v)",
+    "#include <cuda_fp16.h>")
+ShuffleOutsideMaskToInt = _outside_mask_stored(
+    "ShuffleOutsideMaskToInt", "The sum rounded to an integer (a histogram's bin): an integer has no NaN.", cf.int32,
+    "__float2int_rn(v * 100.f)")
+
+
+@cf.kernel
+class ShuffleInsideMaskToHalf:
+    """The lanes with data add only what lanes with data hold (the lanes outside the mask are
+    read and discarded), and the sum is stored as a __half; another output holds a NaN the
+    caller put there, which the kernel leaves alone."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float16]
+    keep: cf.Array[cf.float16]
+    n: cf.int32
+    block = 32
+    preamble = "#include <cuda_fp16.h>"
+    body = """
+    int i = blockIdx.x * 32 + threadIdx.x;
+    unsigned m = __ballot_sync(0xffffffff, i < n);
+    if (i < n) {
+        float v = x[i];
+        int lanes = min(32, n - (int)blockIdx.x * 32);
+        for (int o = 16; o > 0; o >>= 1) {
+            float other = __shfl_down_sync(m, v, o);
+            if ((int)threadIdx.x + o < lanes) v += other;
+        }
+        if (threadIdx.x == 0) y[blockIdx.x] = __float2half(v);
+    }
+    """
+
+
+def _half_sums_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    x = np.random.default_rng(5).integers(0, 8, 40).astype(np.float32)  # (sums exact in a __half)
+    return (x, np.zeros(2, np.float16), np.full(2, np.nan, np.float16), 40), {"grid": 2}
+
+
+BUGGY_MORE.update({
+    "shuffle outside its mask, stored as a half": Buggy(
+        ShuffleOutsideMaskToHalf, lambda: ((_rand(40), np.zeros(2, np.float16), 40), {"grid": 2}), cf.WarpMisuseError, 5,
+        r"__shfl_down_sync read lanes .*parameter 'y'"),
+    "shuffle outside its mask, made an integer": Buggy(
+        ShuffleOutsideMaskToInt, lambda: ((_rand(40), np.zeros(2, np.int32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
+        r"__shfl_down_sync read lanes .*a conversion to 'int'"),
+})  # fmt: skip
+
+CORRECT_MORE.update({
+    "lanes outside the mask read and discarded, stored as a half": Correct(
+        ShuffleInsideMaskToHalf, _half_sums_args,
+        lambda a: [(a[1].astype(np.float32), np.float32([a[0][:32].sum(), a[0][32:].sum()])), (np.isnan(a[2]), True)]),
 })  # fmt: skip
 
 # What the checker gets wrong today (name -> why): the tests of these cases are strict xfails.

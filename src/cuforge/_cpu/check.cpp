@@ -44,7 +44,8 @@ struct cuforge_check_array {
     int intent;                // 0 In, 1 Out, 2 Array
     int param;                 // the parameter's index (its pointer in the launch's args is replaced)
     const char* name;          // "parameter 'y' (Array[float32])"
-    unsigned floating;         // the bytes of its floating-point numbers (4, 8; a complex's parts), or 0
+    unsigned floating;         // the bytes of its floating-point numbers (2, 4, 8; a complex's parts), or 0
+    unsigned bfloat16;         // they are __nv_bfloat16's (floating: 2)
 };
 // One module variable of the kernel's library.
 struct cuforge_check_var {
@@ -72,6 +73,14 @@ struct UbsanOutOfBounds {
     unsigned line, column;
     const UbsanTypeDescriptor* array;
     const UbsanTypeDescriptor* index;
+};
+// What the float-to-integer check passes its handler: where, and the two types (a floating-point
+// type's info is its bits); the value goes by value (a float's or a double's bits).
+struct UbsanFloatCast {
+    const char* file;
+    unsigned line, column;
+    const UbsanTypeDescriptor* from;
+    const UbsanTypeDescriptor* to;
 };
 struct cuforge_check_launch {
     int narrays, nvars;
@@ -1155,7 +1164,7 @@ CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* f
     n = K.undefined_count.load(std::memory_order_relaxed);
     for (unsigned i = 0; i < n; ++i)
         if (K.undefined[i].file == file && K.undefined[i].line == line) return i;
-    if (n == CUFORGE_CHECK_UNDEFINED_SITES) return n - 1;  // (a 65th site is reported as the 64th)
+    if (n == CUFORGE_CHECK_UNDEFINED_SITES) return n - 1;  // (a 64th site is reported as the 63rd)
     if (K.undefined.capacity() < CUFORGE_CHECK_UNDEFINED_SITES) return 0;  // (reserved before the launch)
     K.undefined.push_back({name, file, line, src, c ? thread_of(c) : 0, c ? c->block : 0});
     K.undefined_count.store(n + 1, std::memory_order_release);
@@ -1266,25 +1275,58 @@ bool copy_all(cuforge_cpu_launch* L) {
     return false;
 }
 
-// The site of a marked NaN (CUFORGE_CHECK_UNDEFINED_*) in `bytes` of floating-point numbers of
-// `width` bytes (a float's mark widened to a double too), or -1; *index: its element.
-static long find_mark(const char* at, size_t bytes, unsigned width, size_t* index) {
-    const uint64_t widened = 0x7FF0000000000000ull | uint64_t(CUFORGE_CHECK_UNDEFINED_F32 & 0x7FFFFFu) << 29;
+// The site of a marked NaN (CUFORGE_CHECK_UNDEFINED_F32) in a float's bits, or -1.
+static long site_of_f32(uint32_t b) {
+    uint32_t site = b >> 16 & 63;
+    if ((b & 0x7FC0FFFFu) != (CUFORGE_CHECK_UNDEFINED_F32(0) & 0x7FC0FFFFu) || site == 0) return -1;
+    return long(site) - 1;
+}
+// The same in a double's bits (the float's mark widened, as a conversion widens it).
+static long site_of_f64(uint64_t b) {
+    if ((b >> 52 & 0x7FF) != 0x7FF || (b & ((1ull << 29) - 1)) != 0) return -1;
+    return site_of_f32(0x7F800000u | uint32_t(b >> 29 & 0x7FFFFF));
+}
+
+// Whether `bits` of a floating-point number of `width` bytes are a NaN that went through a 16-bit
+// float: CUDA's conversions to __half and __nv_bfloat16 make every NaN their one NaN, without the
+// mark (a GPU's do too), so there any NaN is one, and in a float or a double that one NaN widened.
+static bool narrowed_nan(uint64_t bits, unsigned width, bool bfloat16) {
+    if (width == 2) return bfloat16 ? (bits & 0x7F80) == 0x7F80 && (bits & 0x7F) : (bits & 0x7C00) == 0x7C00 && (bits & 0x3FF);
+    if (width == 4) {  // (CUDA's conversion from __half makes its NaN 0x7FFFFFFF; a plain widening, 0x7FFFE000)
+        uint32_t b = uint32_t(bits) & 0x7FFFFFFFu;
+        return b == 0x7FFFFFFFu || b == 0x7FFFE000u || b == 0x7FFF0000u;
+    }
+    uint64_t b = bits & ~(1ull << 63);
+    return b == 0x7FFFFFFFE0000000ull || b == 0x7FFFFC0000000000ull || b == 0x7FFFE00000000000ull;
+}
+
+// The site of the first marked NaN in `bytes` of floating-point numbers of `width` bytes that the
+// kernel wrote (`before`: what they held before), or -1; *index: its element. A NaN that went
+// through a 16-bit float where there was none is taken for the launch's first site's.
+static long find_mark(const char* at, const char* before, size_t bytes, unsigned width, bool bfloat16, size_t* index) {
     for (size_t i = 0; i + width <= bytes; i += width) {
-        if (width == 4) {
-            uint32_t b;
-            memcpy(&b, at + i, 4);
-            if ((b & 0x7FFFFFC0u) != CUFORGE_CHECK_UNDEFINED_F32) continue;
-            *index = i / 4;
-            return long(b & 63);
-        }
-        uint64_t b;
-        memcpy(&b, at + i, 8);
-        b &= ~(1ull << 63);
-        if ((b & ~63ull) == CUFORGE_CHECK_UNDEFINED_F64) return *index = i / 8, long(b & 63);
-        if ((b & ~(63ull << 29)) == widened) return *index = i / 8, long(b >> 29 & 63);
+        uint64_t b = 0, was = 0;
+        memcpy(&b, at + i, width);
+        long site = width == 4 ? site_of_f32(uint32_t(b)) : width == 8 ? site_of_f64(b) : -1;
+        if (site < 0 && narrowed_nan(b, width, bfloat16) && (memcpy(&was, before + i, width), was != b)) site = 0;
+        if (site >= 0) return *index = i / width, site;
     }
     return -1;
+}
+
+// The report of a marked NaN of site `u` that reached `where` (an array's element, a conversion).
+static void undefined_text(char* out, size_t size, const Launch::Undefined& u, const char* where) {
+    char who[160];
+    describe_thread(who, sizeof who, u.block, u.thread);
+    if (strncmp(u.name, "cub::", 5) == 0)  // (a CUB reduction's result outside its first thread: cub/detail/cuforge_cpu.cuh)
+        snprintf(out, size, "uninitialized read: %s is defined in the first thread only (CUB's contract), and %s's (here "
+                 "a marked NaN) reached %s; use it in that thread, or broadcast it (through shared memory, after a "
+                 "__syncthreads()) first; at @LINE@", u.name, who, where);
+    else
+        snprintf(out, size, "warp misuse: %s read lanes outside its mask or past the block's last thread (the first: %s "
+                 "read lane %u of its warp), whose values are undefined on a GPU (here marked NaNs), and such a value "
+                 "reached %s; name only lanes that call it in the mask, or discard what is read from the others; at "
+                 "@LINE@", u.name, who, u.src, where);
 }
 
 // After the blocks: a value a shuffle read from an undefined lane that reached an array the kernel
@@ -1292,27 +1334,39 @@ static long find_mark(const char* at, size_t bytes, unsigned width, size_t* inde
 static void find_undefined(cuforge_cpu_launch* L, cuforge_check_launch* C) {
     for (int i = 0; i < C->narrays; ++i) {
         const cuforge_check_array& a = C->arrays[i];
-        if (a.intent == 0 || !a.copy || (a.floating != 4 && a.floating != 8)) continue;
+        if (a.intent == 0 || !a.copy || (a.floating != 2 && a.floating != 4 && a.floating != 8)) continue;
         size_t index;
-        long k = find_mark(reinterpret_cast<const char*>(a.copy), a.bytes, a.floating, &index);
+        long k = find_mark(reinterpret_cast<const char*>(a.copy), reinterpret_cast<const char*>(a.host), a.bytes,
+                           a.floating, a.bfloat16, &index);
         if (k < 0 || size_t(k) >= launch.undefined.size()) continue;
         const Launch::Undefined& u = launch.undefined[size_t(k)];
-        char who[160];
-        describe_thread(who, sizeof who, u.block, u.thread);
+        char where[320];
+        snprintf(where, sizeof where, "%s, element %zu", a.name, index * a.floating / a.elem);
         L->status = CHECKED;
-        if (strncmp(u.name, "cub::", 5) == 0)  // (a CUB reduction's result outside its first thread: cub/detail/cuforge_cpu.cuh)
-            snprintf(L->message, sizeof L->message, "uninitialized read: %s is defined in the first thread only (CUB's "
-                     "contract), and %s's (here a marked NaN) reached %s, element %zu; use it in that thread, or "
-                     "broadcast it (through shared memory, after a __syncthreads()) first; at @LINE@", u.name, who, a.name,
-                     index * a.floating / a.elem);
-        else
-            snprintf(L->message, sizeof L->message, "warp misuse: %s read lanes outside its mask or past the block's last "
-                     "thread (the first: %s read lane %u of its warp), whose values are undefined on a GPU (here marked "
-                     "NaNs), and such a value reached %s, element %zu; name only lanes that call it in the mask, or discard "
-                     "what is read from the others; at @LINE@", u.name, who, u.src, a.name, index * a.floating / a.elem);
+        undefined_text(L->message, sizeof L->message, u, where);
         C->file = u.file, C->line = u.line;
         return;
     }
+}
+
+// A conversion of an out-of-range floating-point number to an integer (the float-to-integer
+// check's handler, below): a marked NaN is reported, at its shuffle.
+__attribute__((noinline, cold)) void float_cast(const UbsanFloatCast* data, uintptr_t value) {
+    Current* c = active();
+    if (!c || data->from->kind != 1) return;
+    long k = data->from->info == 32 ? site_of_f32(uint32_t(value)) : data->from->info == 64 ? site_of_f64(value) : -1;
+    unsigned n = launch.undefined_count.load(std::memory_order_acquire);
+    if (k < 0 || size_t(k) >= n) return;
+    const Launch::Undefined& u = launch.undefined[size_t(k)];
+    char who[160], where[320];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    snprintf(where, sizeof where, "a conversion to %s by %s", data->to->name, who);
+    cuforge_cpu_launch* L = launch.L;
+    if (__sync_bool_compare_and_swap(&L->status, 0, CHECKED)) {
+        undefined_text(L->message, sizeof L->message, u, where);
+        launch.C->file = u.file, launch.C->line = u.line;
+    }
+    siglongjmp(*c->jump, 1);
 }
 
 // Run a launch checked: copy its arrays, run its blocks (at once, on the pool's workers; a
@@ -1559,6 +1613,16 @@ void __ubsan_handle_out_of_bounds(const UbsanOutOfBounds* data, void* index) {
 }
 void __ubsan_handle_out_of_bounds_abort(const UbsanOutOfBounds* data, void* index) {
     index_out_of_bounds(data, reinterpret_cast<uintptr_t>(index), __builtin_return_address(0));
+}
+// The float-to-integer check's report (-fsanitize=float-cast-overflow, inline as the others): a
+// number outside the integer's range, NaN included, is converted. A marked NaN (a shuffle's
+// undefined lane, CUFORGE_CHECK_UNDEFINED_F32) is reported there, at its shuffle; any other
+// converts as the unchecked build's does (a GPU saturates where x86 gives the lowest integer).
+void __ubsan_handle_float_cast_overflow(const UbsanFloatCast* data, void* value) {
+    float_cast(data, reinterpret_cast<uintptr_t>(value));
+}
+void __ubsan_handle_float_cast_overflow_abort(const UbsanFloatCast* data, void* value) {
+    float_cast(data, reinterpret_cast<uintptr_t>(value));
 }
 
 void __tsan_atomic_thread_fence(int order) {

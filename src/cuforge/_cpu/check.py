@@ -24,7 +24,7 @@ class CheckArray(ctypes.Structure):
 
     _fields_ = [("host", ctypes.c_ulonglong), ("bytes", ctypes.c_ulonglong), ("copy", ctypes.c_ulonglong),
                 ("elem", ctypes.c_uint), ("intent", ctypes.c_int), ("param", ctypes.c_int),
-                ("name", ctypes.c_char_p), ("floating", ctypes.c_uint)]  # fmt: skip
+                ("name", ctypes.c_char_p), ("floating", ctypes.c_uint), ("bfloat16", ctypes.c_uint)]  # fmt: skip
 
 
 class CheckVar(ctypes.Structure):
@@ -44,9 +44,11 @@ class CheckLaunch(ctypes.Structure):
 
 def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     """The flags of a checked build: ThreadSanitizer's instrumentation, the alignment check of
-    every typed access and the bounds check of every index into an array of known extent (UBSan's
-    ``alignment`` and ``bounds``, whose tests are inline) without their runtimes, so that the
-    instrumented accesses, a misaligned pointer and an index past its dimension call ``check.cpp``
+    every typed access, the bounds check of every index into an array of known extent and the
+    range check of every conversion of a floating-point number to an integer (UBSan's
+    ``alignment``, ``bounds`` and ``float-cast-overflow``, whose tests are inline) without their
+    runtimes, so that the instrumented accesses, a misaligned pointer, an index past its
+    dimension and a NaN made an integer call ``check.cpp``
     (GCC: ``-nodefaultlibs`` and the libraries it would link but libtsan and libubsan, which
     it links even into a shared object; clang and zig's clang:
     ``-fno-sanitize-link-runtime``); volatile accesses told apart (a poll of a flag that
@@ -56,7 +58,7 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     ``cuforge/cpu_check.h`` defines in the library (the compiler would write them inline,
     unseen; without glibc's fortified inline ones, which a distribution's compiler turns on by
     default: Ubuntu's GCC defines ``_FORTIFY_SOURCE`` when it optimizes)."""
-    base = ("-fsanitize=thread", "-fsanitize=alignment", "-g", "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy",
+    base = ("-fsanitize=thread", "-fsanitize=alignment", "-fsanitize=float-cast-overflow", "-g", "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy",
             "-fno-builtin-memmove", "-U_FORTIFY_SOURCE")
     if compiler.kind == "gcc":
         return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",

@@ -93,7 +93,7 @@ def launch(plan: LaunchPlan, values: list[Any], arrays: list[tuple[int, Any]], g
         element = getattr(spec.dtype, "element", None) or spec.dtype
         floating = element.itemsize // (2 if element.kind == "c" else 1) if element.kind in "fc" else 0
         table[j] = _check.CheckArray(arg.ptr, math.prod(arg.shape) * itemsize, 0, itemsize, INTENTS[spec.type.intent], i, name,
-                                     floating)  # fmt: skip
+                                     floating, element.name == "bfloat16")  # fmt: skip
     variables = _variables_of(build)
     vtable = (_check.CheckVar * max(len(variables), 1))(*[_check.CheckVar(a, n, name) for name, a, n in variables])
     check = _check.CheckLaunch(len(arrays), len(variables), table, vtable)

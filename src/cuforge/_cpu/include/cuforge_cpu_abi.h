@@ -75,11 +75,14 @@ struct cuforge_check_shared {
 }
 
 // A checked launch's shuffle that read an undefined lane returns, for a float or a double, a
-// quiet NaN marked as such (the shuffle's site, below 64, in its low bits): the checker looks for
-// the mark in what the kernel wrote (a NaN's payload goes through arithmetic).
-#define CUFORGE_CHECK_UNDEFINED_F32 0x7FD5A900u
-#define CUFORGE_CHECK_UNDEFINED_F64 0x7FFAD5A900000000ull
-#define CUFORGE_CHECK_UNDEFINED_SITES 64
+// quiet NaN marked as such: the checker looks for the mark in what the kernel wrote (a NaN's
+// payload goes through arithmetic). A float's mark holds the shuffle's site (below 63) plus 1 in
+// the six bits below its quiet bit, which a conversion to __half or __nv_bfloat16 keeps, and
+// 0xD5A9 in its low 16 bits; a double's is the float's widened, as a conversion makes it.
+#define CUFORGE_CHECK_UNDEFINED_F32(site) (0x7FC0D5A9u | (unsigned(site) + 1u) << 16)
+#define CUFORGE_CHECK_UNDEFINED_F64(site) \
+    (0x7FF0000000000000ull | (unsigned long long)(CUFORGE_CHECK_UNDEFINED_F32(site) & 0x7FFFFFu) << 29)
+#define CUFORGE_CHECK_UNDEFINED_SITES 63
 
 #define CUFORGE_CPU_STACK (128 * 1024)
 #define CUFORGE_CPU_STAGGER (64 * 1024)

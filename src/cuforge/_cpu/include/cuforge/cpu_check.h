@@ -105,7 +105,7 @@ template <class T> CF_NOCHECK T shuffled(unsigned long long bits, int undefined,
     constexpr bool f32 = std::is_same<T, float>::value, f64 = std::is_same<T, double>::value;
     if (undefined < 0 || !(f32 || f64)) return from_bits<T>(bits);
     unsigned long long site = cuforge_check_undefined(name, file, line, unsigned(undefined));
-    return from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32 | site : CUFORGE_CHECK_UNDEFINED_F64 | site);
+    return from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32(site) : CUFORGE_CHECK_UNDEFINED_F64(site));
 }
 
 // A local variable declared without an initializer is followed (cuforge/_cpu/locals.py puts a

@@ -134,7 +134,7 @@ template <class T> CF_CUB_INLINE T defined_in_first(T v, bool first, const char*
     if constexpr (f32 || f64) {
         if (!first) {
             unsigned long long site = cuforge_check_undefined(what, at.file, at.line, 0);
-            return cuforge_cpu::from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32 | site : CUFORGE_CHECK_UNDEFINED_F64 | site);
+            return cuforge_cpu::from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32(site) : CUFORGE_CHECK_UNDEFINED_F64(site));
         }
     }
 #else
