@@ -197,6 +197,10 @@ ALIGNED_SHARED = [
     "extern __shared__ __align__((16)) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
     "extern __shared__ __attribute__((aligned(16))) unsigned char raw[]; float* tile = reinterpret_cast<float*>(raw);",
     "extern __shared__ __attribute__((aligned(4 * 4))) float tile[];",
+    # declared through a macro whose `;` comes at its use (TensorFlow's GPU_DYNAMIC_SHARED_MEM_DECL)
+    "#define SHARED_DECL(ALIGN, TYPE, NAME) extern __shared__ __align__(ALIGN) TYPE NAME[]\n"
+    "SHARED_DECL(sizeof(float4), unsigned char, raw); float* tile = reinterpret_cast<float*>(raw);",
+    "#define TILE_DECL __shared__ __align__(16) float tile[64]\nTILE_DECL;",
     "__shared__ float tile[64];",  # (no alignment asked: a shared array of 16 bytes or more is at a multiple of 16, as on a GPU)
 ]
 

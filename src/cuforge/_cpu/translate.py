@@ -287,8 +287,74 @@ def _rewritten(label: str, source: str, line_sources: Mapping[str, str], checked
     """``source`` as the CPU compiles it: CUDA's ``__noinline__`` as GCC's attribute, the types
     ``__shared__`` declarations define named, static module variables exported, and the
     ``__shared__`` declarations in the block's arena."""
-    source = _export_static_variables(_name_shared_types(_rewrite_noinline(source)))
+    source = _export_static_variables(_name_shared_types(_rewrite_noinline(_expand_shared_macros(source))))
     return _rewrite_shared(label, source, masked(source), line_sources, checked)
+
+
+# A one-line macro that declares a __shared__ variable whose `;` comes at its use (TensorFlow's
+# `#define GPU_DYNAMIC_SHARED_MEM_DECL(ALIGN, TYPE, NAME) extern __shared__ __align__(ALIGN) TYPE
+# NAME[]`): a declaration the rewriting of __shared__ declarations would not see. (One whose body
+# ends in its `;` is rewritten where it is defined.)
+_SHARED_MACRO = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)(?:\((?P<params>[^()\n]*)\))?[ \t]+(?P<body>[^\n#]*\b__shared__\b[^\n#]*?)[ \t]*$",
+    re.M,
+)
+
+
+def _expand_shared_macros(source: str) -> str:
+    """``source`` with each use of such a macro expanded where it stands (its lines kept)."""
+    done: set[str] = set()
+    while True:
+        plain = masked(source)
+        m = next((d for d in _SHARED_MACRO.finditer(plain)
+                  if d.group("name") not in done and not d.group("body").endswith(("\\", ";"))), None)  # fmt: skip
+        if m is None:
+            return source
+        name, body = m.group("name"), source[m.start("body"):m.end("body")]  # fmt: skip
+        done.add(name)
+        params = None if m.group("params") is None else [p.strip() for p in m.group("params").split(",") if p.strip()]
+        edits = []
+        for use in re.finditer(rf"\b{name}\b", plain[m.end():]):
+            start = m.end() + use.start()
+            end = start + len(name)
+            text = body
+            if params is not None:
+                args = _call_arguments(plain, end)
+                if args is None:
+                    continue
+                spans, end = args
+                values = [source[a:b].strip() for a, b in spans]
+                values = [] if values == [""] and not params else values  # (a macro of no parameters: D())
+                if len(values) != len(params):
+                    continue
+                text = re.sub(r"\b\w+\b", lambda t: dict(zip(params, values)).get(t.group(), t.group()), body)
+            edits.append((start, end, text + "\n" * source.count("\n", start, end)))
+        for start, end, text in reversed(edits):
+            source = source[:start] + text + source[end:]
+
+
+def _call_arguments(plain: str, at: int) -> tuple[list[tuple[int, int]], int] | None:
+    """The spans of the arguments of a call whose `(` follows ``at`` (after spaces), and the end of
+    its `)`; None where none follows."""
+    i = at
+    while i < len(plain) and plain[i] in " \t":
+        i += 1
+    if i >= len(plain) or plain[i] != "(":
+        return None
+    spans, depth, begin = [], 0, i + 1
+    for j in range(i, len(plain)):
+        c = plain[j]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                spans.append((begin, j))
+                return spans, j + 1
+        elif c == "," and depth == 1:
+            spans.append((begin, j))
+            begin = j + 1
+    return None
 
 
 # A module variable declared static (`static __constant__ unsigned c_Table[3][31];`, the CUDA
