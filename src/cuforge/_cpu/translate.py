@@ -327,7 +327,8 @@ def _expand_shared_macros(source: str) -> str:
                 values = [] if values == [""] and not params else values  # (a macro of no parameters: D())
                 if len(values) != len(params):
                     continue
-                text = re.sub(r"\b\w+\b", lambda t: dict(zip(params, values)).get(t.group(), t.group()), body)
+                by_param = dict(zip(params, values))
+                text = re.sub(r"\b\w+\b", lambda t: by_param.get(t.group(), t.group()), body)
             edits.append((start, end, text + "\n" * source.count("\n", start, end)))
         for start, end, text in reversed(edits):
             source = source[:start] + text + source[end:]

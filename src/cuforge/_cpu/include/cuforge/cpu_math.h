@@ -138,10 +138,12 @@ template <Mode M, class F> inline F round_int(F x) {
 // gives 0 for 32-bit results and 0x8000000000000000 for 64-bit ones.
 template <class I, Mode M, class F> inline I to_int(F x) {
     constexpr bool wide = sizeof(I) == 8;
+    if (x != x) {
 #ifdef CUFORGE_CPU_CHECK
-    if (x != x) (void)static_cast<volatile I>(I(x));  // (the float-to-integer check sees the NaN: a marked one is reported)
+        (void)static_cast<volatile I>(I(x));  // (the float-to-integer check sees the NaN: a marked one is reported)
 #endif
-    if (x != x) return wide ? I(1ull << 63) : I(0);
+        return wide ? I(1ull << 63) : I(0);
+    }
     const F r = round_int<M>(x);
     const F top = std::is_signed<I>::value ? std::ldexp(F(1), int(sizeof(I) * 8 - 1)) : std::ldexp(F(1), int(sizeof(I) * 8));
     if (r >= top) return std::numeric_limits<I>::max();
