@@ -16,7 +16,7 @@ the body's lines, as NVRTC's do):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import CompileError
 from .locals import follow_locals
@@ -327,11 +327,15 @@ def _expand_shared_macros(source: str) -> str:
                 values = [] if values == [""] and not params else values  # (a macro of no parameters: D())
                 if len(values) != len(params):
                     continue
-                by_param = dict(zip(params, values))
-                text = re.sub(r"\b\w+\b", lambda t: by_param.get(t.group(), t.group()), body)
+                text = re.sub(r"\b\w+\b", _replacing(dict(zip(params, values))), body)
             edits.append((start, end, text + "\n" * source.count("\n", start, end)))
         for start, end, text in reversed(edits):
             source = source[:start] + text + source[end:]
+
+
+def _replacing(names: dict[str, str]) -> Callable[[re.Match[str]], str]:
+    """A re.sub replacement that puts each word of ``names`` for its value (a macro's arguments)."""
+    return lambda word: names.get(word.group(), word.group())
 
 
 def _call_arguments(plain: str, at: int) -> tuple[list[tuple[int, int]], int] | None:
