@@ -2331,6 +2331,43 @@ class ShuffleInsideMaskToHalf:
     """
 
 
+_MAX_OUTSIDE_MASK_BODY = """
+    int i = blockIdx.x * 32 + threadIdx.x;
+    unsigned m = __ballot_sync(0xffffffff, i < n);
+    if (i < n) {
+        float v = x[i];
+        for (int o = 16; o > 0; o >>= 1) { float other = __shfl_down_sync(m, v, o); %s }
+        if (threadIdx.x == 0) y[blockIdx.x] = v;
+    }
+    """
+
+
+@cf.kernel
+class MaxShuffleOutsideMask:
+    """A block's maximum over the lanes with data (PaddlePaddle CINN's partial-warp reduce, with
+    max): fmaxf returns the other number where one is a NaN, so a NaN standing for the undefined
+    lane would be dropped."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int32
+    block = 32
+    body = _MAX_OUTSIDE_MASK_BODY % "v = fmaxf(v, other);"
+
+
+@cf.kernel
+class MaxShuffleInsideMask:
+    """The same maximum taking only lanes with data (the lanes outside the mask are read and
+    discarded), through fmaxf and CUDA's max(float, float)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    n: cf.int32
+    block = 32
+    body = _MAX_OUTSIDE_MASK_BODY % (
+        "if ((int)threadIdx.x + o < min(32, n - (int)blockIdx.x * 32)) v = (o & 1) ? max(v, other) : fmaxf(v, other);")
+
+
 def _half_sums_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
     x = np.random.default_rng(5).integers(0, 8, 40).astype(np.float32)  # (sums exact in a __half)
     return (x, np.zeros(2, np.float16), np.full(2, np.nan, np.float16), 40), {"grid": 2}
@@ -2340,12 +2377,18 @@ BUGGY_MORE.update({
     "shuffle outside its mask, stored as a half": Buggy(
         ShuffleOutsideMaskToHalf, lambda: ((_rand(40), np.zeros(2, np.float16), 40), {"grid": 2}), cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*parameter 'y'"),
+    "max reduction over lanes outside its mask": Buggy(
+        MaxShuffleOutsideMask, lambda: ((_rand(40), np.zeros(2, np.float32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
+        r"__shfl_down_sync read lanes .*parameter 'y'"),
     "shuffle outside its mask, made an integer": Buggy(
         ShuffleOutsideMaskToInt, lambda: ((_rand(40), np.zeros(2, np.int32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*a conversion to 'int'"),
 })  # fmt: skip
 
 CORRECT_MORE.update({
+    "max over lanes with data, outside ones read and discarded": Correct(
+        MaxShuffleInsideMask, lambda: ((_rand(40), np.zeros(2, np.float32), 40), {"grid": 2}),
+        lambda a: [(a[1], np.float32([a[0][:32].max(), a[0][32:].max()]))]),
     "lanes outside the mask read and discarded, stored as a half": Correct(
         ShuffleInsideMaskToHalf, _half_sums_args,
         lambda a: [(a[1].astype(np.float32), np.float32([a[0][:32].sum(), a[0][32:].sum()])), (np.isnan(a[2]), True)]),

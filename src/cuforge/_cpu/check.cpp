@@ -22,6 +22,7 @@
 #include <atomic>
 #include <csetjmp>
 #include <cstdarg>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -1624,6 +1625,24 @@ void __ubsan_handle_float_cast_overflow(const UbsanFloatCast* data, void* value)
 void __ubsan_handle_float_cast_overflow_abort(const UbsanFloatCast* data, void* value) {
     float_cast(data, reinterpret_cast<uintptr_t>(value));
 }
+// fmaxf, fminf, fmax and fmin as a checked kernel library calls them (its link wraps them:
+// check.py). A marked NaN among the arguments (a shuffle's undefined lane) is the result: on a GPU
+// the undefined value it stands for decides the result, and the C functions, which return the
+// other number, would drop the mark (a max reduction that read a lane outside its mask).
+static bool marked_f32(float v) {
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    return site_of_f32(b) >= 0;
+}
+static bool marked_f64(double v) {
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return site_of_f64(b) >= 0;
+}
+float __wrap_fmaxf(float a, float b) { return marked_f32(a) ? a : marked_f32(b) ? b : fmaxf(a, b); }
+float __wrap_fminf(float a, float b) { return marked_f32(a) ? a : marked_f32(b) ? b : fminf(a, b); }
+double __wrap_fmax(double a, double b) { return marked_f64(a) ? a : marked_f64(b) ? b : fmax(a, b); }
+double __wrap_fmin(double a, double b) { return marked_f64(a) ? a : marked_f64(b) ? b : fmin(a, b); }
 
 void __tsan_atomic_thread_fence(int order) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -57,9 +57,12 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     so that its alignment is checked); ``memset``, ``memcpy`` and ``memmove`` kept calls, which
     ``cuforge/cpu_check.h`` defines in the library (the compiler would write them inline,
     unseen; without glibc's fortified inline ones, which a distribution's compiler turns on by
-    default: Ubuntu's GCC defines ``_FORTIFY_SOURCE`` when it optimizes)."""
-    base = ("-fsanitize=thread", "-fsanitize=alignment", "-fsanitize=float-cast-overflow", "-g", "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy",
-            "-fno-builtin-memmove", "-U_FORTIFY_SOURCE")
+    default: Ubuntu's GCC defines ``_FORTIFY_SOURCE`` when it optimizes); ``fmaxf``, ``fminf``,
+    ``fmax`` and ``fmin`` kept calls and wrapped by the link, so that a max or min reduction keeps
+    the mark of a shuffle's undefined lane (``check.cpp``)."""
+    base = ("-fsanitize=thread", "-fsanitize=alignment", "-fsanitize=float-cast-overflow", "-g", "-O1", "-fno-builtin-memset",
+            "-fno-builtin-memcpy", "-fno-builtin-memmove", "-U_FORTIFY_SOURCE", "-fno-builtin-fmaxf", "-fno-builtin-fminf",
+            "-fno-builtin-fmax", "-fno-builtin-fmin", "-Wl,--wrap=fmaxf,--wrap=fminf,--wrap=fmax,--wrap=fmin")
     if compiler.kind == "gcc":
         return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
                 "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip
