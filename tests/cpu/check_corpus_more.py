@@ -2331,41 +2331,60 @@ class ShuffleInsideMaskToHalf:
     """
 
 
-_MAX_OUTSIDE_MASK_BODY = """
+_REDUCE_OUTSIDE_MASK_BODY = """
     int i = blockIdx.x * 32 + threadIdx.x;
     unsigned m = __ballot_sync(0xffffffff, i < n);
     if (i < n) {
-        float v = x[i];
-        for (int o = 16; o > 0; o >>= 1) { float other = __shfl_down_sync(m, v, o); %s }
-        if (threadIdx.x == 0) y[blockIdx.x] = v;
+        %(t)s v = x[i];
+        for (int o = 16; o > 0; o >>= 1) { %(t)s other = __shfl_down_sync(m, v, o); %(step)s }
+        if (threadIdx.x == 0) { y[blockIdx.x] = v; %(also)s }
     }
     """
+# (the lanes with data in the block: the step that reads lane threadIdx.x + o discards the others)
+_WITH_DATA = "if ((int)threadIdx.x + o < min(32, n - (int)blockIdx.x * 32))"
 
 
-@cf.kernel
-class MaxShuffleOutsideMask:
-    """A block's maximum over the lanes with data (PaddlePaddle CINN's partial-warp reduce, with
-    max): fmaxf returns the other number where one is a NaN, so a NaN standing for the undefined
-    lane would be dropped."""
-
-    x: cf.In[cf.float32]
-    y: cf.Out[cf.float32]
-    n: cf.int32
-    block = 32
-    body = _MAX_OUTSIDE_MASK_BODY % "v = fmaxf(v, other);"
+def _reduce_outside_mask(name: str, doc: str, dtype: Any, step: str, also: str = "") -> Any:
+    """A partial-warp reduction of ``x`` into ``y`` over ``dtype`` (``step``: of ``v`` and
+    ``other``); ``also``: more of lane 0's work, with ``total``."""
+    t = "int" if dtype is cf.int32 else "float"
+    fields = {"__doc__": doc, "__annotations__": {"x": cf.In[dtype], "y": cf.Out[dtype], "n": cf.int32, "total": cf.Array[dtype]},
+              "block": 32, "body": _REDUCE_OUTSIDE_MASK_BODY % {"t": t, "step": step, "also": also}}  # fmt: skip
+    return cf.kernel(type(name, (), fields))
 
 
-@cf.kernel
-class MaxShuffleInsideMask:
-    """The same maximum taking only lanes with data (the lanes outside the mask are read and
-    discarded), through fmaxf and CUDA's max(float, float)."""
+MaxShuffleOutsideMask = _reduce_outside_mask(
+    "MaxShuffleOutsideMask", "A block's maximum over the lanes with data (PaddlePaddle CINN's partial-warp reduce, with "
+    "max): fmaxf returns the other number where one is a NaN, so a NaN standing for the undefined lane would be "
+    "dropped.", cf.float32, "v = fmaxf(v, other);")
+MaxShuffleInsideMask = _reduce_outside_mask(
+    "MaxShuffleInsideMask", "The same maximum taking only lanes with data (the lanes outside the mask are read and "
+    "discarded), through fmaxf and CUDA's max(float, float).", cf.float32,
+    _WITH_DATA + " v = (o & 1) ? max(v, other) : fmaxf(v, other);")
 
-    x: cf.In[cf.float32]
-    y: cf.Out[cf.float32]
-    n: cf.int32
-    block = 32
-    body = _MAX_OUTSIDE_MASK_BODY % (
-        "if ((int)threadIdx.x + o < min(32, n - (int)blockIdx.x * 32)) v = (o & 1) ? max(v, other) : fmaxf(v, other);")
+
+IntShuffleOutsideMask = _reduce_outside_mask(
+    "IntShuffleOutsideMask", "A histogram's partial-warp count (an int has no NaN to carry the mark): the sum takes "
+    "the lanes outside the ballot's mask too.", cf.int32, "v += other;")
+CompareShuffleOutsideMask = _reduce_outside_mask(
+    "CompareShuffleOutsideMask", "A partial-warp maximum by a comparison, which drops a NaN.", cf.float32,
+    "v = other > v ? other : v;")
+IntShuffleInsideMask = _reduce_outside_mask(
+    "IntShuffleInsideMask", "The lanes with data add only what lanes with data hold (the others are read and "
+    "discarded); printf prints once.", cf.int32, _WITH_DATA + " v += other;", 'printf("block %d: %d\\n", blockIdx.x, v);')
+IntShuffleOutsideMaskAtomic = _reduce_outside_mask(
+    "IntShuffleOutsideMaskAtomic", "Lanes outside the mask read and discarded, the block's count added to a total "
+    "with an atomic (a launch with atomics is not rerun).", cf.int32, _WITH_DATA + " v += other;",
+    "atomicAdd(total, v);")
+
+
+def _float_maxima_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    return (_rand(40), np.zeros(2, np.float32), 40, np.zeros(1, np.float32)), {"grid": 2}
+
+
+def _int_counts_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    x = np.arange(40, dtype=np.int32) % 7 + 1
+    return (x, np.zeros(2, np.int32), 40, np.zeros(1, np.int32)), {"grid": 2}
 
 
 def _half_sums_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -2378,16 +2397,27 @@ BUGGY_MORE.update({
         ShuffleOutsideMaskToHalf, lambda: ((_rand(40), np.zeros(2, np.float16), 40), {"grid": 2}), cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*parameter 'y'"),
     "max reduction over lanes outside its mask": Buggy(
-        MaxShuffleOutsideMask, lambda: ((_rand(40), np.zeros(2, np.float32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
+        MaxShuffleOutsideMask, _float_maxima_args, cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*parameter 'y'"),
+    "integer sum over lanes outside its mask": Buggy(
+        IntShuffleOutsideMask, _int_counts_args, cf.WarpMisuseError, 5,
+        r"__shfl_down_sync read lanes .*such a value decided parameter 'y' \(Out\[int32\]\), element 1 \(two more runs"),
+    "maximum by a comparison over lanes outside its mask": Buggy(
+        CompareShuffleOutsideMask, _float_maxima_args, cf.WarpMisuseError, 5,
+        r"__shfl_down_sync read lanes .*such a value decided parameter 'y'"),
     "shuffle outside its mask, made an integer": Buggy(
         ShuffleOutsideMaskToInt, lambda: ((_rand(40), np.zeros(2, np.int32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*a conversion to 'int'"),
 })  # fmt: skip
 
 CORRECT_MORE.update({
+    "integer sums over lanes with data, outside ones read and discarded": Correct(
+        IntShuffleInsideMask, _int_counts_args, lambda a: [(a[1], [a[0][:32].sum(), a[0][32:].sum()])]),
+    "the same, the counts added with an atomic": Correct(
+        IntShuffleOutsideMaskAtomic, _int_counts_args, lambda a: [(a[1], [a[0][:32].sum(), a[0][32:].sum()]),
+                                                                   (a[3], [a[0].sum()])]),
     "max over lanes with data, outside ones read and discarded": Correct(
-        MaxShuffleInsideMask, lambda: ((_rand(40), np.zeros(2, np.float32), 40), {"grid": 2}),
+        MaxShuffleInsideMask, _float_maxima_args,
         lambda a: [(a[1], np.float32([a[0][:32].max(), a[0][32:].max()]))]),
     "lanes outside the mask read and discarded, stored as a half": Correct(
         ShuffleInsideMaskToHalf, _half_sums_args,

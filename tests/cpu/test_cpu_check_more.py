@@ -5,9 +5,12 @@ it computes unchecked (and what NumPy computes). The cases the checker gets wron
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from .check_corpus_more import BUGGY_MORE, CORRECT_MORE, FLAGGED, MISSED
+import cuforge as cf
+
+from .check_corpus_more import BUGGY_MORE, CORRECT_MORE, FLAGGED, MISSED, IntShuffleInsideMask, IntShuffleOutsideMask
 from .test_cpu_check import check_buggy, check_correct
 
 
@@ -25,3 +28,17 @@ def test_buggy_kernel_is_reported_with_its_kind_and_line(name):
 @pytest.mark.parametrize("name", _cases(CORRECT_MORE, FLAGGED))
 def test_correct_kernel_is_not_flagged_and_matches_unchecked(name):
     check_correct(CORRECT_MORE[name])
+
+
+def test_a_launch_rerun_for_its_undefined_lanes_prints_once_and_returns_its_first_run_s_results(capfd):
+    x = np.arange(40, dtype=np.int32) % 7 + 1
+    y = np.zeros(2, np.int32)
+    IntShuffleInsideMask(x, y, 40, np.zeros(1, np.int32), grid=2, device="cpu", check=True)
+    assert sorted(capfd.readouterr().out.splitlines()) == [f"block 0: {x[:32].sum()}", f"block 1: {x[32:].sum()}"]
+    assert list(y) == [x[:32].sum(), x[32:].sum()]
+    y = np.full(2, -1, np.int32)
+    with pytest.raises(cf.WarpMisuseError, match=r"two more runs of the launch"):
+        IntShuffleOutsideMask(x, y, 40, np.zeros(1, np.int32), grid=2, device="cpu", check=True)
+    unchecked = np.full(2, -1, np.int32)
+    IntShuffleOutsideMask(x, unchecked, 40, np.zeros(1, np.int32), grid=2, device="cpu", check=False)
+    assert list(y) == list(unchecked)  # (the first run's: undefined lanes read as an unchecked launch reads them)

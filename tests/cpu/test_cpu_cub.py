@@ -262,6 +262,30 @@ def test_a_reduction_s_result_used_outside_its_first_thread_is_reported_at_the_c
     assert y[0] == 1 / 64 and y[32] == 1 / 32  # (lane 0 of each warp: its warp's sum; others less)
 
 
+@cf.kernel
+class ShareOfEveryThread:
+    """Every thread's share of the block's count, in thousandths: CUB defines the count in thread 0 only,
+    and an integer has no NaN to carry a mark (the reruns find it)."""
+
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    block = 64
+    preamble = CUB
+    body = """
+    using BR = cub::BlockReduce<int, 64>;
+    __shared__ typename BR::TempStorage temp;
+    int total = BR(temp).Sum(x[threadIdx.x]);
+    y[threadIdx.x] = 1000 * x[threadIdx.x] / total;
+    """
+
+
+def test_an_integer_reduction_s_result_used_outside_its_first_thread_is_reported_at_the_call():
+    with pytest.raises(cf.UninitializedReadError, match=r"ShareOfEveryThread .*cub::BlockReduce's result is defined in "
+                       r"the first thread only \(CUB's contract\), and thread \(\d+, 0, 0\) of block \(0, 0, 0\)'s decided "
+                       r"parameter 'y'.* at ShareOfEveryThread\.body, line 3: "):  # fmt: skip
+        ShareOfEveryThread(np.ones(64, np.int32), np.zeros(64, np.int32), grid=1, device="cpu", check=True)
+
+
 def _run(kernel, check, **launch):
     kernel(np.arange(64, dtype=np.int32), np.zeros(64, np.int32), grid=1, device="cpu", check=check, **launch)
 

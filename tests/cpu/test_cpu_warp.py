@@ -324,7 +324,8 @@ class WarpShapes:
     out[0 * n + t] = __activemask();
     if (activemask_only) return;
     out[1 * n + t] = __ballot_sync(0xffffffffu, pred[t]);
-    out[2 * n + t] = __shfl_down_sync(0xffffffffu, unsigned(t), 1);
+    unsigned down = __shfl_down_sync(0xffffffffu, unsigned(t), 1);  // (undefined from past the block's last thread)
+    if (lin + 1 < blockDim.x * blockDim.y * blockDim.z || lin % 32 == 31) out[2 * n + t] = down;
     out[3 * n + t] = __shfl_sync(0xffffffffu, lin, 0);
     unsigned active = __activemask();
     out[4 * n + t] = active;

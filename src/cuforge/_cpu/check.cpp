@@ -168,6 +168,7 @@ struct Launch {
     std::mutex undefined_lock;
     std::vector<Undefined> undefined;
     std::atomic<unsigned> undefined_count{0};
+    unsigned rerun = 0;  // 0, or which rerun of the launch this is (rerun_undefined)
     unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
     std::atomic<unsigned> unchecked{0};  // the accesses that reached memory it does not know, and the first instructions
     std::atomic<void*> unknown[8];
@@ -1154,8 +1155,9 @@ CUFORGE_CPU_API void cuforge_check_local_end(void* at, size_t bytes) {
 }
 
 // A shuffle at `file`, `line` read lane `src`, whose value is undefined on a GPU: the index of its
-// site, which the marked NaN it returns carries (the first of each site is kept for the report).
-CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src) {
+// site, which the marked NaN it returns carries (the first of each site is kept for the report),
+// plus 256 times the rerun of the launch this is (0 in its first run: see rerun_undefined).
+static unsigned undefined_site(const char* name, const char* file, unsigned line, unsigned src) {
     Launch& K = launch;
     unsigned n = K.undefined_count.load(std::memory_order_acquire);
     for (unsigned i = 0; i < n; ++i)
@@ -1171,6 +1173,11 @@ CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* f
     K.undefined_count.store(n + 1, std::memory_order_release);
     return n;
 }
+CUFORGE_CPU_API unsigned cuforge_check_undefined(const char* name, const char* file, unsigned line, unsigned src) {
+    return undefined_site(name, file, line, src) | launch.rerun << 8;
+}
+// Whether the kernel's printf prints: not in a rerun (the first run printed).
+CUFORGE_CPU_API int cuforge_check_prints() { return launch.rerun == 0; }
 
 // The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
 const size_t KEEP = size_t(64) << 20;
@@ -1315,19 +1322,22 @@ static long find_mark(const char* at, const char* before, size_t bytes, unsigned
     return -1;
 }
 
-// The report of a marked NaN of site `u` that reached `where` (an array's element, a conversion).
-static void undefined_text(char* out, size_t size, const Launch::Undefined& u, const char* where) {
+// The report of an undefined value of site `u` that reached `where` (an array's element, a
+// conversion): a marked NaN found there, or (`marked` false) one that made the reruns' results
+// differ there (rerun_undefined).
+static void undefined_text(char* out, size_t size, const Launch::Undefined& u, const char* where, bool marked = true) {
     char who[160];
     describe_thread(who, sizeof who, u.block, u.thread);
+    const char* how = marked ? "reached" : "decided";
     if (strncmp(u.name, "cub::", 5) == 0)  // (a CUB reduction's result outside its first thread: cub/detail/cuforge_cpu.cuh)
-        snprintf(out, size, "uninitialized read: %s is defined in the first thread only (CUB's contract), and %s's (here "
-                 "a marked NaN) reached %s; use it in that thread, or broadcast it (through shared memory, after a "
-                 "__syncthreads()) first; at @LINE@", u.name, who, where);
+        snprintf(out, size, "uninitialized read: %s is defined in the first thread only (CUB's contract), and %s's%s %s "
+                 "%s; use it in that thread, or broadcast it (through shared memory, after a __syncthreads()) first; at "
+                 "@LINE@", u.name, who, marked ? " (here a marked NaN)" : "", how, where);
     else
         snprintf(out, size, "warp misuse: %s read lanes outside its mask or past the block's last thread (the first: %s "
-                 "read lane %u of its warp), whose values are undefined on a GPU (here marked NaNs), and such a value "
-                 "reached %s; name only lanes that call it in the mask, or discard what is read from the others; at "
-                 "@LINE@", u.name, who, u.src, where);
+                 "read lane %u of its warp), whose values are undefined on a GPU%s, and such a value %s %s; name only "
+                 "lanes that call it in the mask, or discard what is read from the others; at @LINE@", u.name, who, u.src,
+                 marked ? " (here marked NaNs)" : "", how, where);
 }
 
 // After the blocks: a value a shuffle read from an undefined lane that reached an array the kernel
@@ -1368,6 +1378,90 @@ __attribute__((noinline, cold)) void float_cast(const UbsanFloatCast* data, uint
         launch.C->file = u.file, launch.C->line = u.line;
     }
     siglongjmp(*c->jump, 1);
+}
+
+// The launch run again from the caller's arrays (copied in afresh), a new launch to the checker,
+// with `rerun` for the values of undefined lanes. false: it ended with a report (L's status).
+static bool run_again(cuforge_cpu_entry entry, cuforge_cpu_launch* L, const std::vector<std::pair<uintptr_t, uintptr_t>>& spans,
+                      const std::vector<size_t>& at, unsigned rerun) {
+    Launch& K = launch;
+    for (size_t s = 0; s < spans.size(); ++s)
+        copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
+    if (!copy_all(L)) return false;
+    std::fill(K.fences.begin(), K.fences.end(), 0), std::fill(K.grid_syncs.begin(), K.grid_syncs.end(), 0);
+    std::fill(K.fence_seq.begin(), K.fence_seq.end(), 0), std::fill(K.atomic_seq.begin(), K.atomic_seq.end(), 0);
+    K.serial = K.serial + 1;
+    if (K.serial == 0) {
+        K.serial = 1;
+        memset(K.shadow, 0, K.shadow_used);
+    }
+    K.seq = 0, K.rerun = rerun, K.live = K.serial;
+    cuforge_cpu_run(entry, L);
+    K.live = 0, K.rerun = 0;
+    settle_held_writes(L);
+    return !L->status;
+}
+
+// A launch whose shuffles read undefined lanes (or used a CUB reduction's result outside its first
+// thread), and whose outputs hold no marked NaN, may still have used such a value: through what
+// drops a NaN (a comparison) or has none (an integer, a bool). So it runs twice more from the same
+// arrays, those lanes holding other values (cuforge/cpu_check.h's undefined_value: two values of
+// each type), and where the two runs' outputs differ, such a value decided a result: the
+// launch is reported at the first such shuffle. Not a launch with atomics or volatile accesses,
+// whose results may hang on its schedule (a float's sum in the order the blocks came, a slot taken
+// with atomicAdd). A report in a rerun is the launch's, said to be a rerun's. The first run's
+// results are what goes back to the caller.
+static void rerun_undefined(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cuforge_check_launch* C,
+                            const std::vector<std::pair<uintptr_t, uintptr_t>>& spans, const std::vector<size_t>& at) {
+    Launch& K = launch;
+    std::vector<bool> written(spans.size(), false);
+    for (int i = 0; i < C->narrays; ++i) {
+        const cuforge_check_array& a = C->arrays[i];
+        for (size_t s = 0; s < spans.size(); ++s)
+            if (a.copy && a.intent != 0 && a.host >= spans[s].first && a.host < spans[s].second) written[s] = true;
+    }
+    std::vector<std::string> first(spans.size()), one(spans.size());  // (the written spans' bytes after a run)
+    auto keep = [&](std::vector<std::string>& into) {
+        for (size_t s = 0; s < spans.size(); ++s)
+            if (written[s]) into[s].assign(K.mapping + at[s], spans[s].second - spans[s].first);
+    };
+    auto differs = [&](const std::vector<std::string>& was) {
+        for (size_t s = 0; s < spans.size(); ++s)
+            if (written[s] && memcmp(was[s].data(), K.mapping + at[s], was[s].size()) != 0) return true;
+        return false;
+    };
+    if (K.seq != 0) return;  // (the first run's atomics and volatile accesses)
+    const Launch::Undefined u = K.undefined[0];
+    keep(first);
+    bool ran = run_again(entry, L, spans, at, 1);
+    if (ran) keep(one);
+    if (ran) ran = run_again(entry, L, spans, at, 2);
+    if (ran && differs(one)) {
+        for (int i = 0; i < C->narrays; ++i) {  // the first array element whose bytes differ
+            const cuforge_check_array& a = C->arrays[i];
+            size_t s = 0;
+            while (s < spans.size() && !(a.host >= spans[s].first && a.host < spans[s].second)) ++s;
+            if (!a.copy || a.intent == 0 || s == spans.size()) continue;
+            const char* was = one[s].data() + (a.host - spans[s].first);
+            const char* now = reinterpret_cast<const char*>(a.copy);
+            size_t b = 0;
+            while (b < a.bytes && was[b] == now[b]) ++b;
+            if (b == a.bytes) continue;
+            char where[512];
+            snprintf(where, sizeof where, "%s, element %zu (two more runs of the launch, in which those values were "
+                     "others, wrote different values there)", a.name, b / (a.elem ? a.elem : 1));
+            L->status = CHECKED;
+            undefined_text(L->message, sizeof L->message, u, where, false);
+            C->pc = 0, C->file = u.file, C->line = u.line;
+            break;
+        }
+    } else if (!ran && L->status && L->status != CUFORGE_CPU_INTERRUPTED) {  // (a report of a rerun's: said to be one)
+        size_t n = strlen(L->message);
+        snprintf(L->message + n, sizeof L->message - n, " (in a rerun of the launch in which the lanes that %s at %s, "
+                 "line %u, read outside its mask held other values: on a GPU they are undefined)", u.name, u.file, u.line);
+    }
+    for (size_t s = 0; s < spans.size(); ++s)  // the first run's results
+        if (written[s]) memcpy(K.mapping + at[s], first[s].data(), first[s].size());
 }
 
 // Run a launch checked: copy its arrays, run its blocks (at once, on the pool's workers; a
@@ -1533,6 +1627,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.live = 0;
     settle_held_writes(L);
     if (K.undefined_count && !L->status) find_undefined(L, C);
+    if (K.undefined_count && !L->status) rerun_undefined(entry, L, C, spans, at);
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] >= 0 && a.intent != 0)

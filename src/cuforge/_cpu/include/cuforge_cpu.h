@@ -55,6 +55,7 @@ static constexpr int warpSize = 32;
 // A checked build (cuforge/cpu_check.h) is told of each barrier and __syncwarp that completes.
 #ifdef CUFORGE_CPU_CHECK
 extern "C" CUFORGE_CPU_API void cuforge_check_sync(int what, unsigned warp);
+extern "C" CUFORGE_CPU_API int cuforge_check_prints();  // (not in a rerun of the launch: the first run printed)
 #define CF_CHECK_SYNC(what, warp) cuforge_check_sync(what, warp)
 // The runtime's own bookkeeping (the plain loop's, the fibers' and barriers') is cuforge's, not
 // the kernel's: left uninstrumented, it costs a checked launch no call per access.
@@ -1082,7 +1083,11 @@ inline int device_printf(const char* fmt, ...) __attribute__((format(printf, 1, 
 inline int device_printf(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
+#ifdef CUFORGE_CPU_CHECK
+    int n = cuforge_check_prints() ? cuforge_cpu_vprintf(fmt, ap) : vsnprintf(nullptr, 0, fmt, ap);
+#else
     int n = cuforge_cpu_vprintf(fmt, ap);
+#endif
     va_end(ap);
     return n;
 }

@@ -98,14 +98,30 @@ CF_NOCHECK inline void check_announce(Worker& w) {
     cuforge_check_thread(&w.jump, block, &w.cur, w.n, w.shared, &w.bar_gen, &check_table(), &yield_now);  // (yield: a spin's)
 }
 
-// A shuffle's result (cuforge_cpu.h's __shfl_*_sync): a float or double read from an undefined
-// lane (`undefined`: that lane, else -1) is the marked NaN of its site; other types read their own
-// lane's value, as an unchecked launch does (their use is not followed).
-template <class T> CF_NOCHECK T shuffled(unsigned long long bits, int undefined, const char* name, const char* file, unsigned line) {
+// What a checked launch gives for a value that is undefined on a GPU (a shuffle's lane outside its
+// mask, a CUB reduction's result outside its first thread), of which cuforge_check_undefined
+// returned `got` (its site, and which rerun of the launch this is: check.cpp's rerun_undefined).
+// The first run: a float or double is the marked NaN of its site, whose mark the checker looks for
+// in what the kernel wrote; another type is `own`, what an unchecked launch gives. The two reruns:
+// two other values (a float's or a double's zero, then one far from any data; an integer's 1, then
+// 1445, never zero, which a division would fault on; a byte's 0, then 1), so that a value that
+// decided a result through what drops a NaN (a comparison) or has none (an integer) makes the
+// reruns' results differ.
+template <class T> CF_NOCHECK T undefined_value(unsigned long long own, unsigned got) {
     constexpr bool f32 = std::is_same<T, float>::value, f64 = std::is_same<T, double>::value;
-    if (undefined < 0 || !(f32 || f64)) return from_bits<T>(bits);
-    unsigned long long site = cuforge_check_undefined(name, file, line, unsigned(undefined));
-    return from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32(site) : CUFORGE_CHECK_UNDEFINED_F64(site));
+    unsigned site = got & 255, rerun = got >> 8;
+    if constexpr (f32) return rerun ? (rerun == 1 ? 0.f : 1e30f) : from_bits<T>(CUFORGE_CHECK_UNDEFINED_F32(site));
+    if constexpr (f64) return rerun ? (rerun == 1 ? 0. : 1e300) : from_bits<T>(CUFORGE_CHECK_UNDEFINED_F64(site));
+    if (!rerun) return from_bits<T>(own);
+    if (sizeof(T) == 1) return from_bits<T>(rerun - 1);
+    return from_bits<T>(rerun == 1 ? 1 : 0x5A5);
+}
+
+// A shuffle's result (cuforge_cpu.h's __shfl_*_sync): one read from an undefined lane (`undefined`:
+// that lane, else -1) is undefined_value's.
+template <class T> CF_NOCHECK T shuffled(unsigned long long bits, int undefined, const char* name, const char* file, unsigned line) {
+    if (undefined < 0) return from_bits<T>(bits);
+    return undefined_value<T>(bits, cuforge_check_undefined(name, file, line, unsigned(undefined)));
 }
 
 // A local variable declared without an initializer is followed (cuforge/_cpu/locals.py puts a

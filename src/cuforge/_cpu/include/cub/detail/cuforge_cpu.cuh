@@ -125,17 +125,13 @@ template <int N, class T, class Op> CF_CUB_INLINE void thread_scan_inclusive(con
 // Where a collective is called (its default arguments': the kernel's line), for a report.
 
 // A reduction's result, which CUB defines in its first thread (or lane) only: in a checked build,
-// a float or a double elsewhere is a marked NaN, reported if it reaches an array the kernel
-// writes (cuforge/cpu_check.h's shuffled() marks a shuffle's undefined lanes so). Elsewhere,
-// what CUB's algorithm leaves there (a warp's partial result).
+// a number elsewhere is an undefined value, as a shuffle's undefined lane is (cuforge/cpu_check.h's
+// undefined_value: a marked NaN, reported if it reaches an array the kernel writes; in the reruns,
+// other values). Elsewhere, what CUB's algorithm leaves there (a warp's partial result).
 template <class T> CF_CUB_INLINE T defined_in_first(T v, bool first, const char* what, Site at) {
 #ifdef CUFORGE_CPU_CHECK
-    constexpr bool f32 = std::is_same<T, float>::value, f64 = std::is_same<T, double>::value;
-    if constexpr (f32 || f64) {
-        if (!first) {
-            unsigned long long site = cuforge_check_undefined(what, at.file, at.line, 0);
-            return cuforge_cpu::from_bits<T>(f32 ? CUFORGE_CHECK_UNDEFINED_F32(site) : CUFORGE_CHECK_UNDEFINED_F64(site));
-        }
+    if constexpr (std::is_arithmetic<T>::value && sizeof(T) <= 8) {
+        if (!first) return cuforge_cpu::undefined_value<T>(cuforge_cpu::to_bits(v), cuforge_check_undefined(what, at.file, at.line, 0));
     }
 #else
     (void)first, (void)what, (void)at;
