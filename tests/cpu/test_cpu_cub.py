@@ -394,3 +394,58 @@ def test_a_reduction_of_more_items_than_the_block_has_is_refused():
     with pytest.raises(cf.LaunchError, match=r"cub::BlockReduce at RowSums\.body, line 5 reduces num_valid = 257 items, but "
                        r"the block has 256 threads"):  # fmt: skip
         RowSums(np.ones(1000, np.float32), np.zeros(1, np.float32), 1000, 1, grid=1, block=256, device="cpu")
+
+
+PADDED_AND_CARVED = r"""
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_store.cuh>
+template <int B>
+__global__ void padded_argmax(const float* x, long long* out) {  // (PyTorch3D's farthest-point sampling)
+    using BR = cub::BlockReduce<cub::KeyValuePair<long long, float>, B>;
+    __shared__ typename BR::TempStorage temp;
+    cub::KeyValuePair<long long, float> kv(threadIdx.x, x[threadIdx.x]);
+    long long at = BR(temp).Reduce(kv, cub::ArgMax()).key;
+    if (threadIdx.x == 0) out[0] = at;
+}
+typedef cub::BlockLoad<float, 128, 4, cub::BLOCK_LOAD_WARP_TRANSPOSE> LoadT;
+typedef cub::BlockStore<float, 128, 4, cub::BLOCK_STORE_WARP_TRANSPOSE> StoreT;
+__global__ void sizes(int* out) {
+    out[0] = sizeof(LoadT::TempStorage), out[1] = alignof(LoadT::TempStorage);
+    out[2] = sizeof(StoreT::TempStorage), out[3] = alignof(StoreT::TempStorage);
+}
+__global__ void carved(const float* x, float* y) {  // (causal-conv1d: a uint4 ring after the TempStorage)
+    extern __shared__ char smem_[];
+    auto& load = reinterpret_cast<LoadT::TempStorage&>(smem_);
+    uint4* ring = reinterpret_cast<uint4*>(smem_ + sizeof(LoadT::TempStorage));
+    float v[4];
+    LoadT(load).Load(x, v);
+    __syncthreads();
+    ring[threadIdx.x] = reinterpret_cast<uint4&>(v);
+    __syncthreads();
+    uint4 w = ring[(threadIdx.x + 1) % 128];
+    for (int i = 0; i < 4; ++i) y[4 * threadIdx.x + i] = reinterpret_cast<const float*>(&w)[i];
+}
+"""
+
+
+def _from_source(name, **annotations):
+    return cf.kernel(type("K", (), {"__annotations__": annotations, "name": name, "source": PADDED_AND_CARVED}))
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_a_reduction_of_a_padded_pair_and_a_temp_storage_carved_from_dynamic_shared_memory(check):
+    """A KeyValuePair<long long, float> has 4 bytes of padding, which CUB's slot keeps whole (three warps);
+    CUB's BlockLoad and BlockStore TempStorage have its size and alignment, so what follows it is aligned."""
+    x = np.random.default_rng(3).random(512).astype(np.float32)
+    out = np.zeros(1, np.int64)
+    _from_source("padded_argmax<96>", x=cf.In[cf.float32], out=cf.Out[cf.int64])(x, out, grid=1, block=96, device="cpu",
+                                                                                  check=check)  # fmt: skip
+    assert out[0] == np.argmax(x[:96])
+    sizes = np.zeros(4, np.int32)
+    _from_source("sizes", out=cf.Out[cf.int32])(sizes, grid=1, block=1, device="cpu", check=check)
+    assert list(sizes) == [2048, 16, 2064, 16]  # (CUB's own, compiled for the host by nvcc)
+    y = np.zeros(512, np.float32)
+    _from_source("carved", x=cf.In[cf.float32], y=cf.Out[cf.float32])(x, y, grid=1, block=128, shared_mem=2048 + 128 * 16,
+                                                                       device="cpu", check=check)  # fmt: skip
+    np.testing.assert_array_equal(y, np.roll(x.reshape(128, 4), -1, axis=0).ravel())

@@ -73,7 +73,12 @@ class BlockLoad {
     int linear_tid;
 
 public:
-    struct TempStorage : Uninitialized<NullType> {};
+    // (CUB's: none for the direct algorithms, else its BlockExchange's)
+    struct TempStorage
+        : Uninitialized<std::conditional_t<Algorithm == BLOCK_LOAD_DIRECT || Algorithm == BLOCK_LOAD_STRIPED ||
+                                               Algorithm == BLOCK_LOAD_VECTORIZE,
+                                           NullType, cuforge_cpu_detail::ExchangeLayout<T, BLOCK_THREADS, ItemsPerThread,
+                                                                                        Algorithm == BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED>>> {};
 
     CF_CUB_INLINE BlockLoad() : linear_tid(int(RowMajorTid(BlockDimX, BlockDimY, BlockDimZ))) {
         cuforge_cpu_detail::check_block("cub::BlockLoad", BLOCK_THREADS);

@@ -41,7 +41,7 @@ class BlockReduce {
         d::Warp w = d::logical_warp<LOGICAL_WARP>(FullTile ? unsigned(BLOCK_THREADS) : d::block_threads());
         w.at = at;
         T aggregate = d::warp_reduce<LOGICAL_WARP>(w, input, op, warp_valid);
-        if (w.lane == 0) temp_storage.warp_aggregates[warp] = aggregate;
+        if (w.lane == 0) d::put(temp_storage.warp_aggregates[warp], aggregate);
         __syncthreads();
         if (linear_tid == 0)
             for (int k = 1; k < WARPS; ++k)

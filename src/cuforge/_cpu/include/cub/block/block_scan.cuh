@@ -30,7 +30,7 @@ class BlockScan {
         T warp_inclusive, warp_exclusive;
         d::warp_scan<32>(w, input, warp_inclusive, warp_exclusive, op);
         unsigned warp = linear_tid / 32;
-        if (w.lane + 1 == w.count) temp_storage.warp_aggregates[warp] = warp_inclusive;
+        if (w.lane + 1 == w.count) d::put(temp_storage.warp_aggregates[warp], warp_inclusive);
         __syncthreads();
         T total = temp_storage.warp_aggregates[0], prefix = total;  // (prefix: the warps' before this one)
         for (unsigned k = 1; k < unsigned(WARPS); ++k) {

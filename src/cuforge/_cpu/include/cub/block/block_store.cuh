@@ -48,7 +48,12 @@ class BlockStore {
     int linear_tid;
 
 public:
-    struct TempStorage : Uninitialized<NullType> {};
+    // (CUB's: none for the direct algorithms, else its BlockExchange's and a count)
+    struct TempStorage
+        : Uninitialized<std::conditional_t<Algorithm == BLOCK_STORE_DIRECT || Algorithm == BLOCK_STORE_STRIPED ||
+                                               Algorithm == BLOCK_STORE_VECTORIZE,
+                                           NullType, cuforge_cpu_detail::StoreLayout<T, BLOCK_THREADS, ItemsPerThread,
+                                                                                     Algorithm == BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED>>> {};
 
     CF_CUB_INLINE BlockStore() : linear_tid(int(RowMajorTid(BlockDimX, BlockDimY, BlockDimZ))) {
         cuforge_cpu_detail::check_block("cub::BlockStore", BLOCK_THREADS);

@@ -150,6 +150,31 @@ CF_CUB_INLINE void check_block(const char* collective, int threads, bool at_most
                           "the launch's block in its template arguments", CF_BLOCK_ARGS, collective, threads, block_threads());
 }
 
+// A value put in a collective's TempStorage slot whole, padding included (a checked build's memcpy
+// tells the checker of every byte), as CUB's own store of the object does: a struct assigned
+// member by member (a KeyValuePair<long long, float>) would leave its padding unwritten for the
+// slot's later read as one object.
+template <class T> CF_CUB_INLINE void put(T& slot, const T& v) {
+    if constexpr (std::is_trivially_copyable<T>::value)
+        memcpy(static_cast<void*>(&slot), static_cast<const void*>(&v), sizeof(T));
+    else
+        slot = v;
+}
+
+// The TempStorage layout of CUB's BlockExchange, which a BlockLoad or BlockStore that transposes
+// uses: the real one's size and alignment (cub/block/block_exchange.cuh), so that code that carves
+// dynamic shared memory by sizeof(TempStorage) puts what follows where it lands on a GPU (the
+// CPU's loads and stores read and write directly and leave it alone).
+template <class T, int Threads, int Items, bool TimeSliced> struct alignas(16) ExchangeLayout {
+    static constexpr int SLICED = (TimeSliced && Threads > 32 ? 32 : Threads) * Items;
+    static constexpr bool PADDED = Items > 4 && (Items & (Items - 1)) == 0;
+    T buff[SLICED + (PADDED ? SLICED >> 5 : 0)];
+};
+// BlockStore's: the exchange's and the guard's count of valid items.
+template <class T, int Threads, int Items, bool TimeSliced> struct StoreLayout : ExchangeLayout<T, Threads, Items, TimeSliced> {
+    volatile int valid_items;
+};
+
 // A collective's own shared memory (its default constructor's), placed as a __shared__
 // declaration of the kernel's is (cuforge/_cpu/translate.py).
 template <class Layout> CF_CUB_INLINE Layout& private_storage(const char* name) {
