@@ -201,6 +201,9 @@ ALIGNED_SHARED = [
     "#define SHARED_DECL(ALIGN, TYPE, NAME) extern __shared__ __align__(ALIGN) TYPE NAME[]\n"
     "SHARED_DECL(sizeof(float4), unsigned char, raw); float* tile = reinterpret_cast<float*>(raw);",
     "#define TILE_DECL __shared__ __align__(16) float tile[64]\nTILE_DECL;",
+    # dynamic shared memory viewed whole as an object (causal-conv1d's reinterpret_cast<TempStorage&>(smem_))
+    "extern __shared__ __align__(16) unsigned char raw[]; float (&tile)[64] = reinterpret_cast<float (&)[64]>(raw);",
+    "struct Tile { float v[64]; }; extern __shared__ __align__(16) char raw[]; float* tile = reinterpret_cast<Tile&>(raw).v;",
     "__shared__ float tile[64];",  # (no alignment asked: a shared array of 16 bytes or more is at a multiple of 16, as on a GPU)
 ]
 
