@@ -2387,6 +2387,43 @@ def _int_counts_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
     return (x, np.zeros(2, np.int32), 40, np.zeros(1, np.int32)), {"grid": 2}
 
 
+@cf.kernel
+class TileRangesSentinel:
+    """3D Gaussian splatting's identifyTileRanges (taming-3dgs #22): a key whose tile is the invalid
+    0xFFFFFFFF writes ranges[0xFFFFFFFF], 32 GiB past the array, where another array may lie."""
+
+    keys: cf.In[cf.uint64]
+    ranges: cf.Array[cf.vector(cf.uint32, 2)]
+    counts: cf.Array[cf.float32]
+    n: cf.int32
+    block = 32
+    body = """
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n) return;
+    unsigned tile = (unsigned)(keys[idx] >> 32);
+    if (idx == 0 || tile != (unsigned)(keys[idx - 1] >> 32)) ranges[tile].x = idx;
+    """
+
+
+def _sentinel_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    keys = np.uint64(0xFFFFFFFF) << np.uint64(32) | np.arange(3, dtype=np.uint64)  # (only the invalid tile)
+    return (keys, np.zeros((16, 2), np.uint32), np.zeros(1000, np.float32), 3), {"grid": 1}
+
+
+@cf.kernel
+class VectorLoadOfAView:
+    """TransformerEngine's RMSNorm (PR #886): 16-byte loads, "pointers are always 16-byte aligned",
+    but the input is a view that starts 4 bytes into a larger buffer."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 32
+    body = """
+    float4 v = reinterpret_cast<const float4*>(x)[threadIdx.x];
+    y[threadIdx.x] = v.x + v.y + v.z + v.w;
+    """
+
+
 def _half_sums_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
     x = np.random.default_rng(5).integers(0, 8, 40).astype(np.float32)  # (sums exact in a __half)
     return (x, np.zeros(2, np.float16), np.full(2, np.nan, np.float16), 40), {"grid": 2}
@@ -2405,6 +2442,11 @@ BUGGY_MORE.update({
     "maximum by a comparison over lanes outside its mask": Buggy(
         CompareShuffleOutsideMask, _float_maxima_args, cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*such a value decided parameter 'y'"),
+    "a sentinel index 32 GiB past the array, near another": Buggy(
+        TileRangesSentinel, _sentinel_args, cf.OutOfBoundsError, 4, r"parameter 'ranges' \(Array\[uint32x2\]\), index 4294967295, "),
+    "a 16-byte load from a view 4 bytes into its buffer": Buggy(
+        VectorLoadOfAView, lambda: ((np.zeros(129, np.float32)[1:], np.zeros(32, np.float32)), {"grid": 1}),
+        cf.MisalignedAccessError, 1, r"float4"),
     "shuffle outside its mask, made an integer": Buggy(
         ShuffleOutsideMaskToInt, lambda: ((_rand(40), np.zeros(2, np.int32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*a conversion to 'int'"),

@@ -153,7 +153,8 @@ struct Launch {
     unsigned long long slack = 0;  // bytes of each block's arena past its dynamic shared memory
     std::vector<Region> regions;  // sorted by lo
     char* mapping = nullptr;
-    size_t mapping_bytes = 0;
+    size_t mapping_bytes = 0, mapping_used = 0;  // (used: the bytes of the launch's copies, page by page)
+    size_t reach = 0;  // how far past an array's copy (before and after) its addresses go: its gap
     // per block (the fence rule and grid syncs), each written by the worker that runs the block
     std::vector<uint8_t> fences, grid_syncs;
     std::vector<uint32_t> fence_seq, atomic_seq;
@@ -1181,6 +1182,9 @@ CUFORGE_CPU_API int cuforge_check_prints() { return launch.rerun == 0; }
 
 // The kept memory of a launch beyond this goes back after it (a launch's own is what it needs).
 const size_t KEEP = size_t(64) << 20;
+// The address space each array's copy is placed in the middle of (unused but for the copy: a
+// reservation, no memory), and the most the copies of one launch take of it.
+const size_t FAR_SLOT = size_t(256) << 30, FAR_SPACE = size_t(16) << 40;
 
 // `count` cells of the shadow, carved from the kept pool: their offset for now (shadow_reserve
 // makes them pointers once the pool is large enough for the whole launch).
@@ -1223,7 +1227,7 @@ bool mapping_reserve(size_t total) {
 void release_large() {
     Launch& K = launch;
     if (K.shadow_bytes > KEEP) munmap(K.shadow, K.shadow_bytes), K.shadow = nullptr, K.shadow_bytes = 0;
-    if (K.mapping_bytes > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0;
+    if (K.mapping_used > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0;
 }
 
 // Copies of the arrays in and out, spread over the pool's workers as a launch's blocks are: one
@@ -1506,17 +1510,37 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
                     span_of[i] = int(s);
                     break;
                 }
+    // Where each span's copy goes: far apart, each in the middle of a slot of unused address space
+    // (FAR_SLOT), so that an index far past an array's end (a sentinel, 0xFFFFFFFF, of 16-byte
+    // elements) lands in the array's own gap and not in the next array; where the system grants no
+    // such reservation, with a gap as large as the span (at least 64 KiB) before and after. Each copy
+    // keeps its array's address modulo a page: a view that starts off an element's alignment (an
+    // offset into a larger buffer) is as misaligned in the copy.
     std::vector<size_t> at(spans.size());
-    size_t total = 0;
-    for (size_t s = 0; s < spans.size(); ++s) {
-        size_t bytes = spans[s].second - spans[s].first, gap = std::max<size_t>(bytes, 64 * 1024);
-        gap = (gap + page - 1) / page * page;
-        total += gap;
-        at[s] = total;
-        total += (bytes + page - 1) / page * page;
-    }
-    total += std::max<size_t>(64 * 1024, total ? 0 : 0) + 64 * 1024;
-    if (!mapping_reserve(total)) return -1;
+    size_t total = 0, used = 0;
+    auto lay_out = [&](bool far) {
+        size_t slot = std::min(FAR_SLOT, FAR_SPACE / (spans.size() + 1)) / page * page;
+        total = far ? spans.size() * slot + slot / 2 : 0, used = 0;
+        for (size_t s = 0; s < spans.size(); ++s) {
+            size_t bytes = spans[s].second - spans[s].first, offset = spans[s].first % page;
+            size_t rounded = (offset + bytes + page - 1) / page * page;
+            used += rounded;
+            if (far) {
+                if (rounded > slot / 2) return false;
+                at[s] = s * slot + slot / 2 + offset;
+                continue;
+            }
+            size_t gap = (std::max<size_t>(bytes, 64 * 1024) + page - 1) / page * page;
+            total += gap;
+            at[s] = total + offset;
+            total += rounded;
+        }
+        if (!far) total += 64 * 1024;
+        K.reach = far ? slot / 2 : 64 * 1024;
+        return true;
+    };
+    if (!(lay_out(true) && mapping_reserve(total)) && !(lay_out(false) && mapping_reserve(total))) return -1;
+    K.mapping_used = used;
     K.shadow_used = 0;
     for (size_t s = 0; s < spans.size(); ++s)
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
@@ -1600,7 +1624,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     std::sort(K.regions.begin(), K.regions.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
     for (size_t i = 0; i < K.regions.size(); ++i) {  // the gaps between objects are split halfway; the outer ones are bounded
         Region& r = K.regions[i];
-        size_t size = r.end - r.base, reach = r.kind == ARG ? std::max<size_t>(size, 64 * 1024) : 64;
+        size_t size = r.end - r.base, reach = r.kind == ARG ? std::max<size_t>(size, K.reach) : 64;
         r.lo = i == 0 ? r.base - std::min<size_t>(reach, r.base) : std::max(K.regions[i - 1].end, (K.regions[i - 1].end + r.base) / 2);
         r.lo = std::max(r.lo, r.base - std::min<size_t>(reach, r.base));
         uintptr_t next = i + 1 == K.regions.size() ? UINTPTR_MAX : K.regions[i + 1].base;  // (the gap's first half: the
