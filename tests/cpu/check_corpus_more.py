@@ -2424,6 +2424,20 @@ class VectorLoadOfAView:
     """
 
 
+@cf.kernel
+class LaneMaskByShift:
+    """Blender Cycles' lane mask: 0xFFFFFFFF >> (32 - lane) shifts by 32 at lane 0 (a GPU gives 0,
+    the CPU all ones)."""
+
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    block = 32
+    body = """
+    unsigned lane = threadIdx.x % 32, below = 0xFFFFFFFFu >> (32 - lane);
+    y[threadIdx.x] = __popc(__ballot_sync(0xFFFFFFFFu, x[threadIdx.x] != 0) & below);
+    """
+
+
 def _half_sums_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
     x = np.random.default_rng(5).integers(0, 8, 40).astype(np.float32)  # (sums exact in a __half)
     return (x, np.zeros(2, np.float16), np.full(2, np.nan, np.float16), 40), {"grid": 2}
@@ -2447,6 +2461,9 @@ BUGGY_MORE.update({
     "a 16-byte load from a view 4 bytes into its buffer": Buggy(
         VectorLoadOfAView, lambda: ((np.zeros(129, np.float32)[1:], np.zeros(32, np.float32)), {"grid": 1}),
         cf.MisalignedAccessError, 1, r"float4"),
+    "a shift by 32": Buggy(
+        LaneMaskByShift, lambda: ((np.ones(32, np.int32), np.zeros(32, np.int32)), {"grid": 1}), cf.KernelCheckError, 1,
+        r"undefined behaviour: a shift of a 32-bit unsigned int by 32 in thread \(0, 0, 0\)"),
     "shuffle outside its mask, made an integer": Buggy(
         ShuffleOutsideMaskToInt, lambda: ((_rand(40), np.zeros(2, np.int32), 40), {"grid": 2}), cf.WarpMisuseError, 5,
         r"__shfl_down_sync read lanes .*a conversion to 'int'"),

@@ -83,6 +83,14 @@ struct UbsanFloatCast {
     const UbsanTypeDescriptor* from;
     const UbsanTypeDescriptor* to;
 };
+// What the shift check (UBSan's shift-exponent check) passes its handler: where, and the types of
+// the value shifted and of the amount; both go by value.
+struct UbsanShift {
+    const char* file;
+    unsigned line, column;
+    const UbsanTypeDescriptor* lhs;
+    const UbsanTypeDescriptor* rhs;
+};
 struct cuforge_check_launch {
     int narrays, nvars;
     cuforge_check_array* arrays;
@@ -967,6 +975,30 @@ __attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds*
     for (Site& site : c->sites) site.span = 0;  // (each keeps its region: an address in its gap is still its region's)
 }
 
+// A shift by a negative amount or by the width of its type or more (the shift check's handler,
+// below): undefined in C++, and a GPU and a CPU give different results (PTX's shift instructions
+// clamp the amount, x86's take it modulo the width: `(1u << n) - 1` for n = 32 is a full warp's
+// mask on a GPU, 0 on the CPU).
+__attribute__((noinline, cold)) void shift_out_of_bounds(const UbsanShift* data, uintptr_t amount, void* pc) {
+    Current* c = active();
+    if (!c) return;
+    long long by = (long long)amount;
+    if (data->rhs && data->rhs->kind == 0) {  // (as wide and as signed as the amount's type)
+        unsigned bits = 1u << (data->rhs->info >> 1);
+        if (bits < 64 && (data->rhs->info & 1) && (amount >> (bits - 1) & 1)) by = (long long)(amount | (~0ull << bits));
+        else if (bits < 64) by = (long long)(amount & ((1ull << bits) - 1));
+    }
+    unsigned width = data->lhs && data->lhs->kind == 0 ? 1u << (data->lhs->info >> 1) : 0;
+    char who[160], type[96];
+    describe_thread(who, sizeof who, c->block, thread_of(c));
+    type_name(type, sizeof type, data->lhs);
+    report(c, pc, "undefined behaviour: a shift of a %u-bit %s by %lld in %s: C++ leaves a shift by a negative amount or "
+           "by the type's width or more undefined, and a GPU and the CPU compute it differently (a GPU's shift gives 0, "
+           "or the sign's bits for a negative value shifted right; the CPU's shifts by the amount modulo the width); "
+           "shift by less than the width (a mask of the first n lanes: n == 32 ? 0xffffffffu : (1u << n) - 1); at @LINE@",
+           width, type, by, who);
+}
+
 [[noreturn]] void report_index(Current* c) {
     const UbsanOutOfBounds* data = c->index_past.data;
     uintptr_t value = c->index_past.value;
@@ -1743,6 +1775,13 @@ void __ubsan_handle_float_cast_overflow(const UbsanFloatCast* data, void* value)
 }
 void __ubsan_handle_float_cast_overflow_abort(const UbsanFloatCast* data, void* value) {
     float_cast(data, reinterpret_cast<uintptr_t>(value));
+}
+// The shift check's report (-fsanitize=shift-exponent, inline as the others).
+void __ubsan_handle_shift_out_of_bounds(const UbsanShift* data, void*, void* amount) {
+    shift_out_of_bounds(data, reinterpret_cast<uintptr_t>(amount), __builtin_return_address(0));
+}
+void __ubsan_handle_shift_out_of_bounds_abort(const UbsanShift* data, void*, void* amount) {
+    shift_out_of_bounds(data, reinterpret_cast<uintptr_t>(amount), __builtin_return_address(0));
 }
 // fmaxf, fminf, fmax and fmin as a checked kernel library calls them (its link wraps them:
 // check.py). A marked NaN among the arguments (a shuffle's undefined lane) is the result: on a GPU

@@ -45,10 +45,11 @@ class CheckLaunch(ctypes.Structure):
 def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     """The flags of a checked build: ThreadSanitizer's instrumentation, the alignment check of
     every typed access, the bounds check of every index into an array of known extent and the
-    range check of every conversion of a floating-point number to an integer (UBSan's
-    ``alignment``, ``bounds`` and ``float-cast-overflow``, whose tests are inline) without their
-    runtimes, so that the instrumented accesses, a misaligned pointer, an index past its
-    dimension and a NaN made an integer call ``check.cpp``
+    range check of every conversion of a floating-point number to an integer and of every shift's
+    amount (UBSan's ``alignment``, ``bounds``, ``float-cast-overflow`` and ``shift-exponent``, whose
+    tests are inline) without their runtimes, so that the instrumented accesses, a misaligned
+    pointer, an index past its dimension, a NaN made an integer and a shift by the width or more
+    call ``check.cpp``
     (GCC: ``-nodefaultlibs`` and the libraries it would link but libtsan and libubsan, which
     it links even into a shared object; clang and zig's clang:
     ``-fno-sanitize-link-runtime``); volatile accesses told apart (a poll of a flag that
@@ -60,9 +61,10 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     default: Ubuntu's GCC defines ``_FORTIFY_SOURCE`` when it optimizes); ``fmaxf``, ``fminf``,
     ``fmax`` and ``fmin`` kept calls and wrapped by the link, so that a max or min reduction keeps
     the mark of a shuffle's undefined lane (``check.cpp``)."""
-    base = ("-fsanitize=thread", "-fsanitize=alignment", "-fsanitize=float-cast-overflow", "-g", "-O1", "-fno-builtin-memset",
-            "-fno-builtin-memcpy", "-fno-builtin-memmove", "-U_FORTIFY_SOURCE", "-fno-builtin-fmaxf", "-fno-builtin-fminf",
-            "-fno-builtin-fmax", "-fno-builtin-fmin", "-Wl,--wrap=fmaxf,--wrap=fminf,--wrap=fmax,--wrap=fmin")
+    base = ("-fsanitize=thread", "-fsanitize=alignment", "-fsanitize=float-cast-overflow", "-fsanitize=shift-exponent", "-g",
+            "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy", "-fno-builtin-memmove", "-U_FORTIFY_SOURCE",
+            "-fno-builtin-fmaxf", "-fno-builtin-fminf", "-fno-builtin-fmax", "-fno-builtin-fmin",
+            "-Wl,--wrap=fmaxf,--wrap=fminf,--wrap=fmax,--wrap=fmin")
     if compiler.kind == "gcc":
         return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
                 "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip
