@@ -749,7 +749,7 @@ def test_divergent_barrier_is_a_launch_error():
         match=r"Faulty \(grid=.*\) on the CPU: block \(0, 0, 0\): threads \[0-15\] wait at the __syncthreads at "
         r"Faulty.body, line \d+, which threads \[16-63\] exited without reaching",
     ):
-        Faulty(1, np.zeros(64, np.int32), grid=1, device="cpu")
+        Faulty(1, np.zeros(64, np.int32), grid=1, device="cpu", check=True)
     runs_well()
 
 

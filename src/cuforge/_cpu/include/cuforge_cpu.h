@@ -173,6 +173,8 @@ struct Worker {
     unsigned exited;
     unsigned bar_arrived, bar_gen;
     int bar_acc[2], bar_res[2];
+    unsigned bar_met[2];   // the threads a completed barrier waited for (__syncthreads_and's count)
+    bool bar_group;        // the barrier threads wait at is a grid.sync() or cluster.sync()
     const char* bar_file;  // where the first thread to arrive called __syncthreads (for messages)
     unsigned bar_line;
     Fiber* f;
@@ -288,7 +290,10 @@ inline bool several(const char* list) { return strpbrk(list, ",-") != nullptr; }
         char at[300] = "";
         if (w.bar_file) snprintf(at, sizeof at, " at %s, line %u", w.bar_file, w.bar_line);
         fail(CF_BLOCK_FMT ": %s%s%s %s at the __syncthreads%s, which %s%s%s exited without reaching; every thread of a "
-             "block must reach each __syncthreads", CF_BLOCK_ARGS, several(waiting) ? "threads [" : "thread ", waiting,
+             "block must reach each __syncthreads, or none (CUDA's rule: a GPU since Volta lets the waiting threads go "
+             "on once the others exited, and an unchecked CPU launch does too, but older GPUs and HIP's may hang): return "
+             "after the barrier, or keep those threads to it under a guard (if (i < n) { ... })", CF_BLOCK_ARGS,
+             several(waiting) ? "threads [" : "thread ", waiting,
              several(waiting) ? "]" : "", several(waiting) ? "wait" : "waits", at,
              several(exited) ? "threads [" : "thread ", exited, several(exited) ? "]" : "");
     }
@@ -376,11 +381,15 @@ CF_RUNTIME inline void check_exit(Worker& w, unsigned t) {
     }
 }
 
+CF_RUNTIME inline void release_barrier(Worker& w);
+CF_RUNTIME inline unsigned bar_expected(const Worker& w);
+
 CF_RUNTIME inline void exit_thread(Worker& w) {
     unsigned t = w.cur;
     check_exit(w, t);
     w.f[t].state = DONE;
     ++w.exited;
+    if (w.bar_arrived && !w.bar_group && w.bar_arrived == bar_expected(w)) release_barrier(w);  // (the last it waited for)
     park(w);
     __builtin_unreachable();
 }
@@ -416,6 +425,31 @@ inline void group_wait(Worker& w) {
 }
 #endif
 
+// The threads a __syncthreads waits for. On a GPU, a thread that exited holds no barrier up (PTX's
+// exit releases a barrier that waits only for threads that exited), so a kernel whose threads out
+// of range return early runs there, and in an unchecked launch as there. A checked launch waits
+// for every thread of the block, and deadlock() reports those that exited without reaching it:
+// CUDA's rule is that every thread of a block, or none, reaches each __syncthreads.
+CF_RUNTIME inline unsigned bar_expected(const Worker& w) {
+#ifdef CUFORGE_CPU_CHECK
+    return w.n;
+#else
+    return w.n - w.exited;
+#endif
+}
+
+// The barrier's last expected thread arrived (or exited): the threads waiting there go on.
+CF_RUNTIME inline void release_barrier(Worker& w) {
+    unsigned g = w.bar_gen & 1;
+    w.bar_met[g] = w.bar_arrived;
+    w.bar_arrived = 0;
+    w.bar_res[g] = w.bar_acc[g];
+    ++w.bar_gen;
+    CF_CHECK_SYNC(3, 0);
+    for (unsigned t = 0; t < w.n; ++t)
+        if (w.f[t].state == WAIT_BAR) w.f[t].state = READY;
+}
+
 CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     if (w.n == 1) {
@@ -427,25 +461,21 @@ CF_RUNTIME inline int barrier(int predicate, BarMode mode, const char* file = nu
         enter_fibers(w);  // (threads before this one exited: the barrier can never complete; see check_exit)
     }
     unsigned g = w.bar_gen & 1;
-    if (w.bar_arrived == 0) w.bar_acc[g] = 0, w.bar_file = file, w.bar_line = line;
+    if (w.bar_arrived == 0) w.bar_acc[g] = 0, w.bar_file = file, w.bar_line = line, w.bar_group = mode == B_GROUP;
 #ifdef CUFORGE_CPU_CHECK
     else if (file && w.bar_file && (line != w.bar_line || (file != w.bar_file && strcmp(file, w.bar_file) != 0))) two_barriers(w, file, line);
 #endif
     w.bar_acc[g] += predicate != 0;
-    if (++w.bar_arrived == w.n) {
+    // (a grid.sync() waits for every thread of the block: the group's other blocks wait for it)
+    if (++w.bar_arrived == (mode == B_GROUP ? w.n : bar_expected(w))) {
         if (mode == B_GROUP) group_wait(w), CF_CHECK_SYNC(1, 0);
-        w.bar_arrived = 0;
-        w.bar_res[g] = w.bar_acc[g];
-        ++w.bar_gen;
-        CF_CHECK_SYNC(3, 0);
-        for (unsigned t = 0; t < w.n; ++t)
-            if (w.f[t].state == WAIT_BAR) w.f[t].state = READY;
+        release_barrier(w);
     } else {
         w.f[w.cur].state = WAIT_BAR;
         park(w);
     }
     int count = w.bar_res[g];
-    return mode == B_COUNT ? count : mode == B_AND ? count == int(w.n) : mode == B_OR ? count > 0 : 0;
+    return mode == B_COUNT ? count : mode == B_AND ? count == int(w.bar_met[g]) : mode == B_OR ? count > 0 : 0;
 }
 
 // ---------------------------------------------------------------- warp functions
