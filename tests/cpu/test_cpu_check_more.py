@@ -42,3 +42,34 @@ def test_a_launch_rerun_for_its_undefined_lanes_prints_once_and_returns_its_firs
     unchecked = np.full(2, -1, np.int32)
     IntShuffleOutsideMask(x, unchecked, 40, np.zeros(1, np.int32), grid=2, device="cpu", check=False)
     assert list(y) == list(unchecked)  # (the first run's: undefined lanes read as an unchecked launch reads them)
+
+
+@cf.kernel
+class CountedLaunches:
+    """A correct partial-warp sum (lanes outside the mask read and discarded) whose thread 0 also counts
+    the launches in a __device__ variable, not atomically: a rerun must start from the count the
+    first run started from, and the caller gets the first run's."""
+
+    x: cf.In[cf.int32]
+    y: cf.Out[cf.int32]
+    seen: cf.Out[cf.int32]
+    n: cf.int32
+    block = 32
+    preamble = "__device__ int launches;"
+    body = """
+    int i = threadIdx.x;
+    unsigned m = __ballot_sync(0xffffffff, i < n);
+    if (i < n) {
+        int v = x[i];
+        for (int o = 16; o > 0; o >>= 1) { int other = __shfl_down_sync(m, v, o); if (i + o < n) v += other; }
+        if (i == 0) { y[0] = v; seen[0] = ++launches; }
+    }
+    """
+
+
+def test_a_rerun_starts_from_the_module_variables_the_first_run_started_from():
+    x = np.arange(20, dtype=np.int32)
+    for want in (1, 2):
+        y, seen = np.zeros(1, np.int32), np.zeros(1, np.int32)
+        CountedLaunches(x, y, seen, 20, grid=1, device="cpu", check=True)
+        assert (y[0], seen[0]) == (x.sum(), want)  # (the second launch starts from the first's count: 1, not 3)

@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <mutex>
+#include <new>
 #include <vector>
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -163,6 +164,8 @@ struct Launch {
     char* mapping = nullptr;
     size_t mapping_bytes = 0, mapping_used = 0;  // (used: the bytes of the launch's copies, page by page)
     size_t reach = 0;  // how far past an array's copy (before and after) its addresses go: its gap
+    std::vector<std::pair<size_t, size_t>> resident;  // the last launch's copies (offset, bytes): pages it touched
+    bool far_refused = false;  // the system refused the far layout's reservation once: not asked again
     // per block (the fence rule and grid syncs), each written by the worker that runs the block
     std::vector<uint8_t> fences, grid_syncs;
     std::vector<uint32_t> fence_seq, atomic_seq;
@@ -179,6 +182,7 @@ struct Launch {
     std::atomic<unsigned> undefined_count{0};
     unsigned rerun = 0;  // 0, or which rerun of the launch this is (rerun_undefined)
     unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
+    std::atomic<bool> unchecked_writes{false};  // some of them wrote (a rerun would write there again)
     std::atomic<unsigned> unchecked{0};  // the accesses that reached memory it does not know, and the first instructions
     std::atomic<void*> unknown[8];
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
@@ -869,7 +873,10 @@ __attribute__((noinline)) void observe_global(Current* c, uintptr_t a, unsigned 
     bool known = r && r->kind != OTHER;  // (memory cuforge does not know, or its own: not checked)
     if (learns && known) learn(last, pc, *r, 0, size, 0);
     if (learns && !known) last.pc = pc, last.epoch = 0, last.mode = UNCHECKED, last.from = from, last.span = to - from;
-    if (!known && !r && ((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) != 0) unknown_memory(pc);
+    if (!known && !r && ((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) != 0) {
+        if (write && !launch.unchecked_writes.load(std::memory_order_relaxed)) launch.unchecked_writes.store(true);
+        unknown_memory(pc);
+    }
     if (known) {
         count_atomic(c, kind);
         access(c, *r, a, size, write, kind, pc);
@@ -1259,7 +1266,7 @@ bool mapping_reserve(size_t total) {
 void release_large() {
     Launch& K = launch;
     if (K.shadow_bytes > KEEP) munmap(K.shadow, K.shadow_bytes), K.shadow = nullptr, K.shadow_bytes = 0;
-    if (K.mapping_used > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0;
+    if (K.mapping_used > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0, K.resident.clear();
 }
 
 // Copies of the arrays in and out, spread over the pool's workers as a launch's blocks are: one
@@ -1416,14 +1423,32 @@ __attribute__((noinline, cold)) void float_cast(const UbsanFloatCast* data, uint
     siglongjmp(*c->jump, 1);
 }
 
+// The bytes of the launch's module variables (__device__, __constant__: the library's own, which
+// the kernel may write), to run it again from them; false where they are too many to keep.
+static bool keep_vars(const cuforge_check_launch* C, std::vector<std::string>& into) {
+    size_t total = 0;
+    for (int i = 0; i < C->nvars; ++i) total += C->vars[i].name ? C->vars[i].bytes : 0;
+    if (total > KEEP) return false;
+    into.assign(size_t(C->nvars), std::string());
+    for (int i = 0; i < C->nvars; ++i)
+        if (C->vars[i].name) into[i].assign(reinterpret_cast<const char*>(C->vars[i].address), C->vars[i].bytes);
+    return true;
+}
+static void put_vars(const std::vector<std::string>& vars) {
+    const cuforge_check_launch* C = launch.C;
+    for (int i = 0; i < C->nvars && size_t(i) < vars.size(); ++i)
+        if (C->vars[i].name) memcpy(reinterpret_cast<void*>(C->vars[i].address), vars[i].data(), vars[i].size());
+}
+
 // The launch run again from the caller's arrays (copied in afresh), a new launch to the checker,
 // with `rerun` for the values of undefined lanes. false: it ended with a report (L's status).
 static bool run_again(cuforge_cpu_entry entry, cuforge_cpu_launch* L, const std::vector<std::pair<uintptr_t, uintptr_t>>& spans,
-                      const std::vector<size_t>& at, unsigned rerun) {
+                      const std::vector<size_t>& at, const std::vector<std::string>& vars, unsigned rerun) {
     Launch& K = launch;
     for (size_t s = 0; s < spans.size(); ++s)
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
     if (!copy_all(L)) return false;
+    put_vars(vars);
     std::fill(K.fences.begin(), K.fences.end(), 0), std::fill(K.grid_syncs.begin(), K.grid_syncs.end(), 0);
     std::fill(K.fence_seq.begin(), K.fence_seq.end(), 0), std::fill(K.atomic_seq.begin(), K.atomic_seq.end(), 0);
     K.serial = K.serial + 1;
@@ -1443,20 +1468,22 @@ static bool run_again(cuforge_cpu_entry entry, cuforge_cpu_launch* L, const std:
 // drops a NaN (a comparison) or has none (an integer, a bool). So it runs twice more from the same
 // arrays, those lanes holding other values (cuforge/cpu_check.h's undefined_value: two values of
 // each type), and where the two runs' outputs differ, such a value decided a result: the
-// launch is reported at the first such shuffle. Not a launch with atomics or volatile accesses,
-// whose results may hang on its schedule (a float's sum in the order the blocks came, a slot taken
-// with atomicAdd). A report in a rerun is the launch's, said to be a rerun's. The first run's
-// results are what goes back to the caller.
+// launch is reported at the first such shuffle. Each run starts from the module variables the
+// first one started from. Not a launch with atomics, volatile accesses or fences, whose results may
+// hang on its schedule (a float's sum in the order the blocks came, a slot taken with atomicAdd),
+// nor one that wrote memory the checker does not know (which a rerun would write again). A report
+// in a rerun is the launch's, said to be a rerun's. The first run's results (arrays and module
+// variables) are what goes back to the caller.
 static void rerun_undefined(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cuforge_check_launch* C,
-                            const std::vector<std::pair<uintptr_t, uintptr_t>>& spans, const std::vector<size_t>& at) {
+                            const std::vector<std::pair<uintptr_t, uintptr_t>>& spans, const std::vector<size_t>& at,
+                            const std::vector<int>& span_of, const std::vector<std::string>& vars_before) {
     Launch& K = launch;
+    // (not where the first run wrote memory the checker does not know, which a rerun would write again)
+    if (K.seq != 0 || K.unchecked_writes || vars_before.size() != size_t(C->nvars)) return;
     std::vector<bool> written(spans.size(), false);
-    for (int i = 0; i < C->narrays; ++i) {
-        const cuforge_check_array& a = C->arrays[i];
-        for (size_t s = 0; s < spans.size(); ++s)
-            if (a.copy && a.intent != 0 && a.host >= spans[s].first && a.host < spans[s].second) written[s] = true;
-    }
-    std::vector<std::string> first(spans.size()), one(spans.size());  // (the written spans' bytes after a run)
+    for (int i = 0; i < C->narrays; ++i)
+        if (span_of[i] >= 0 && C->arrays[i].intent != 0) written[size_t(span_of[i])] = true;
+    std::vector<std::string> first(spans.size()), one(spans.size()), vars_first;  // (the written spans' bytes after a run)
     auto keep = [&](std::vector<std::string>& into) {
         for (size_t s = 0; s < spans.size(); ++s)
             if (written[s]) into[s].assign(K.mapping + at[s], spans[s].second - spans[s].first);
@@ -1466,18 +1493,24 @@ static void rerun_undefined(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cufo
             if (written[s] && memcmp(was[s].data(), K.mapping + at[s], was[s].size()) != 0) return true;
         return false;
     };
-    if (K.seq != 0) return;  // (the first run's atomics and volatile accesses)
     const Launch::Undefined u = K.undefined[0];
-    keep(first);
-    bool ran = run_again(entry, L, spans, at, 1);
-    if (ran) keep(one);
-    if (ran) ran = run_again(entry, L, spans, at, 2);
+    try {
+        keep(first), keep_vars(C, vars_first);
+    } catch (const std::bad_alloc&) {
+        return;  // (no memory to keep the first run's results: no reruns)
+    }
+    bool ran = run_again(entry, L, spans, at, vars_before, 1);
+    try {
+        if (ran) keep(one);
+    } catch (const std::bad_alloc&) {
+        ran = false;
+    }
+    if (ran) ran = run_again(entry, L, spans, at, vars_before, 2);
     if (ran && differs(one)) {
         for (int i = 0; i < C->narrays; ++i) {  // the first array element whose bytes differ
             const cuforge_check_array& a = C->arrays[i];
-            size_t s = 0;
-            while (s < spans.size() && !(a.host >= spans[s].first && a.host < spans[s].second)) ++s;
-            if (!a.copy || a.intent == 0 || s == spans.size()) continue;
+            if (span_of[i] < 0 || a.intent == 0) continue;
+            size_t s = size_t(span_of[i]);
             const char* was = one[s].data() + (a.host - spans[s].first);
             const char* now = reinterpret_cast<const char*>(a.copy);
             size_t b = 0;
@@ -1498,6 +1531,7 @@ static void rerun_undefined(cuforge_cpu_entry entry, cuforge_cpu_launch* L, cufo
     }
     for (size_t s = 0; s < spans.size(); ++s)  // the first run's results
         if (written[s]) memcpy(K.mapping + at[s], first[s].data(), first[s].size());
+    put_vars(vars_first);
 }
 
 // Run a launch checked: copy its arrays, run its blocks (at once, on the pool's workers; a
@@ -1510,7 +1544,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.regions.clear();
     C->pc = 0, C->library[0] = 0, C->file = nullptr, C->line = 0, C->unchecked = 0;
     memset(C->unknown, 0, sizeof C->unknown);
-    K.unchecked = 0;
+    K.unchecked = 0, K.unchecked_writes = false;
     for (std::atomic<void*>& slot : K.unknown) slot = nullptr;
     K.undefined.clear(), K.undefined.reserve(CUFORGE_CHECK_UNDEFINED_SITES), K.undefined_count = 0;
     unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
@@ -1571,8 +1605,20 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         K.reach = far ? slot / 2 : 64 * 1024;
         return true;
     };
-    if (!(lay_out(true) && mapping_reserve(total)) && !(lay_out(false) && mapping_reserve(total))) return -1;
+    char* was = K.mapping;
+    bool far = !K.far_refused && lay_out(true);
+    if (far && !mapping_reserve(total)) K.far_refused = true, far = false;
+    if (!far && !(lay_out(false) && mapping_reserve(total))) return -1;
     K.mapping_used = used;
+    {  // (the pages of the last launch's copies that this one's do not reuse go back: the mapping is kept)
+        std::vector<std::pair<size_t, size_t>> now;
+        for (size_t s = 0; s < spans.size(); ++s)
+            now.push_back({at[s] / page * page, (at[s] % page + spans[s].second - spans[s].first + page - 1) / page * page});
+        if (K.mapping == was && now != K.resident)
+            for (const auto& r : K.resident)
+                if (r.first + r.second <= K.mapping_bytes) madvise(K.mapping + r.first, r.second, MADV_DONTNEED);
+        K.resident = now;
+    }
     K.shadow_used = 0;
     for (size_t s = 0; s < spans.size(); ++s)
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
@@ -1678,12 +1724,18 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     }
     K.seq = 0;
     K.arena_span = CUFORGE_CPU_STATIC_SHARED + L->shared_mem + K.slack;
+    std::vector<std::string> vars_before;  // (to run it again from them: rerun_undefined)
+    try {
+        keep_vars(C, vars_before);
+    } catch (const std::bad_alloc&) {
+        vars_before.clear();
+    }
     K.live = K.serial;
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.live = 0;
     settle_held_writes(L);
     if (K.undefined_count && !L->status) find_undefined(L, C);
-    if (K.undefined_count && !L->status) rerun_undefined(entry, L, C, spans, at);
+    if (K.undefined_count && !L->status) rerun_undefined(entry, L, C, spans, at, span_of, vars_before);
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] >= 0 && a.intent != 0)

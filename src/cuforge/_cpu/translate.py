@@ -196,7 +196,8 @@ def _rewrite_shared(label: str, source: str, plain: str, line_sources: Mapping[s
         name = m.group("name")
         where = (f'cuforge_cpu::check_dynamic_shared("{ctype} {name}[]", sizeof({ctype}))' if checked
                  else "cuforge_cpu::dynamic_shared()")  # fmt: skip
-        # (an array of unknown bound, as CUDA's: reinterpret_cast<T&>(name), &name and decltype keep their meaning)
+        # (an array of unknown bound, as CUDA's: reinterpret_cast<T&>(name) and &name keep their meaning; a lambda
+        # that captures it by copy does not compile, docs/guide/cpu.md)
         edits.append((m.start(), m.end(), f"{ctype} (&{name})[] = *reinterpret_cast<{ctype} (*)[]>({where});"))
     taken = [(s, e) for s, e, _ in edits]
     for m in _SHARED.finditer(plain):

@@ -290,10 +290,13 @@ inline bool several(const char* list) { return strpbrk(list, ",-") != nullptr; }
         char at[300] = "";
         if (w.bar_file) snprintf(at, sizeof at, " at %s, line %u", w.bar_file, w.bar_line);
         fail(CF_BLOCK_FMT ": %s%s%s %s at the __syncthreads%s, which %s%s%s exited without reaching; every thread of a "
-             "block must reach each __syncthreads, or none (CUDA's rule: a GPU since Volta lets the waiting threads go "
-             "on once the others exited, and an unchecked CPU launch does too, but older GPUs and HIP's may hang): return "
-             "after the barrier, or keep those threads to it under a guard (if (i < n) { ... })", CF_BLOCK_ARGS,
-             several(waiting) ? "threads [" : "thread ", waiting,
+             "block must reach each __syncthreads"
+#ifdef CUFORGE_CPU_CHECK
+             ", or none (CUDA's rule: a GPU since Volta lets the waiting threads go on once the others exited, and an "
+             "unchecked CPU launch does too, but older GPUs and HIP's may hang): return after the barrier, or keep those "
+             "threads to it under a guard (if (i < n) { ... })"
+#endif
+             , CF_BLOCK_ARGS, several(waiting) ? "threads [" : "thread ", waiting,
              several(waiting) ? "]" : "", several(waiting) ? "wait" : "waits", at,
              several(exited) ? "threads [" : "thread ", exited, several(exited) ? "]" : "");
     }
@@ -594,8 +597,9 @@ inline bool warp_meets(Worker& w, const Warp& wp, const WarpOp& op, unsigned t) 
 }
 
 // A warp function of the calling lane: its result (`undefined`, where given: the lane a shuffle
-// read whose value is undefined on a GPU, else -1).
-inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width,
+// read whose value is undefined on a GPU, else -1). The runtime's bookkeeping (the warp's state,
+// the fibers'), uninstrumented in a checked build as the barrier's is.
+CF_RUNTIME inline unsigned long long warp_op(WarpKind kind, unsigned mask, unsigned long long value, int arg, int width,
                                   int* undefined = nullptr, const char* file = nullptr, unsigned line = 0) {
     Worker& w = worker();
     unsigned t = w.cur, lane = t % 32, warp = t / 32;
