@@ -982,6 +982,16 @@ __attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds*
     for (Site& site : c->sites) site.span = 0;  // (each keeps its region: an address in its gap is still its region's)
 }
 
+// An integer a UBSan check passed by value, as wide and as signed as its type (`type`: an integer's
+// info is log2 of its bits, times 2, plus 1 where it is signed).
+long long ubsan_integer(const UbsanTypeDescriptor* type, uintptr_t value) {
+    if (!type || type->kind != 0) return (long long)value;
+    unsigned bits = 1u << (type->info >> 1);
+    if (bits >= 64) return (long long)value;
+    if ((type->info & 1) && (value >> (bits - 1) & 1)) return (long long)(value | (~0ull << bits));
+    return (long long)(value & ((1ull << bits) - 1));
+}
+
 // A shift by a negative amount or by the width of its type or more (the shift check's handler,
 // below): undefined in C++, and a GPU and a CPU give different results (PTX's shift instructions
 // clamp the amount, x86's take it modulo the width: `(1u << n) - 1` for n = 32 is a full warp's
@@ -989,12 +999,7 @@ __attribute__((noinline, cold)) void index_out_of_bounds(const UbsanOutOfBounds*
 __attribute__((noinline, cold)) void shift_out_of_bounds(const UbsanShift* data, uintptr_t amount, void* pc) {
     Current* c = active();
     if (!c) return;
-    long long by = (long long)amount;
-    if (data->rhs && data->rhs->kind == 0) {  // (as wide and as signed as the amount's type)
-        unsigned bits = 1u << (data->rhs->info >> 1);
-        if (bits < 64 && (data->rhs->info & 1) && (amount >> (bits - 1) & 1)) by = (long long)(amount | (~0ull << bits));
-        else if (bits < 64) by = (long long)(amount & ((1ull << bits) - 1));
-    }
+    long long by = ubsan_integer(data->rhs, amount);
     unsigned width = data->lhs && data->lhs->kind == 0 ? 1u << (data->lhs->info >> 1) : 0;
     char who[160], type[96];
     describe_thread(who, sizeof who, c->block, thread_of(c));
@@ -1008,13 +1013,7 @@ __attribute__((noinline, cold)) void shift_out_of_bounds(const UbsanShift* data,
 
 [[noreturn]] void report_index(Current* c) {
     const UbsanOutOfBounds* data = c->index_past.data;
-    uintptr_t value = c->index_past.value;
-    long long index = (long long)value;
-    if (data->index && data->index->kind == 0) {  // (an integer: as wide and as signed as its type)
-        unsigned bits = 1u << (data->index->info >> 1);
-        if (bits < 64 && (data->index->info & 1) && (value >> (bits - 1) & 1)) index = (long long)(value | (~0ull << bits));
-        else if (bits < 64) index = (long long)(value & ((1ull << bits) - 1));
-    }
+    long long index = ubsan_integer(data->index, c->index_past.value);
     char who[160], type[96];
     describe_thread(who, sizeof who, c->block, c->index_past.thread);
     type_name(type, sizeof type, data->array);
@@ -1423,6 +1422,25 @@ __attribute__((noinline, cold)) void float_cast(const UbsanFloatCast* data, uint
     siglongjmp(*c->jump, 1);
 }
 
+// The launch's blocks run as a launch of their own to the checker: a serial of their own (the shadow's
+// cells of an earlier run are then stale), the blocks' fences and grid.sync()s afresh; `rerun`: which
+// rerun of the launch this is (0: its first run, see rerun_undefined).
+static void run_blocks(cuforge_cpu_entry entry, cuforge_cpu_launch* L, unsigned rerun) {
+    Launch& K = launch;
+    unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
+    K.fences.assign(blocks, 0), K.grid_syncs.assign(blocks, 0);
+    K.fence_seq.assign(blocks, 0), K.atomic_seq.assign(blocks, 0);
+    K.serial = K.serial + 1;
+    if (K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
+        K.serial = 1;
+        memset(K.shadow, 0, K.shadow_used);
+    }
+    K.seq = 0, K.rerun = rerun, K.live = K.serial;
+    cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
+    K.live = 0, K.rerun = 0;
+    settle_held_writes(L);
+}
+
 // The bytes of the launch's module variables (__device__, __constant__: the library's own, which
 // the kernel may write), to run it again from them; false where they are too many to keep.
 static bool keep_vars(const cuforge_check_launch* C, std::vector<std::string>& into) {
@@ -1449,17 +1467,7 @@ static bool run_again(cuforge_cpu_entry entry, cuforge_cpu_launch* L, const std:
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
     if (!copy_all(L)) return false;
     put_vars(vars);
-    std::fill(K.fences.begin(), K.fences.end(), 0), std::fill(K.grid_syncs.begin(), K.grid_syncs.end(), 0);
-    std::fill(K.fence_seq.begin(), K.fence_seq.end(), 0), std::fill(K.atomic_seq.begin(), K.atomic_seq.end(), 0);
-    K.serial = K.serial + 1;
-    if (K.serial == 0) {
-        K.serial = 1;
-        memset(K.shadow, 0, K.shadow_used);
-    }
-    K.seq = 0, K.rerun = rerun, K.live = K.serial;
-    cuforge_cpu_run(entry, L);
-    K.live = 0, K.rerun = 0;
-    settle_held_writes(L);
+    run_blocks(entry, L, rerun);
     return !L->status;
 }
 
@@ -1547,10 +1555,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.unchecked = 0, K.unchecked_writes = false;
     for (std::atomic<void*>& slot : K.unknown) slot = nullptr;
     K.undefined.clear(), K.undefined.reserve(CUFORGE_CHECK_UNDEFINED_SITES), K.undefined_count = 0;
-    unsigned long long blocks = (unsigned long long)L->grid[0] * L->grid[1] * L->grid[2];
-    K.fences.assign(blocks, 0), K.grid_syncs.assign(blocks, 0);
-    K.fence_seq.assign(blocks, 0), K.atomic_seq.assign(blocks, 0);
-    // the copies: each array (arrays that overlap: one span) with a gap as large as itself (at least 64 KiB) before and after
+    // the copies: each array (arrays that overlap: one span) apart from the others (see lay_out, below)
     const size_t page = 4096;
     std::vector<int> span_of(C->narrays, -1);
     std::vector<std::pair<uintptr_t, uintptr_t>> spans;
@@ -1584,6 +1589,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     // offset into a larger buffer) is as misaligned in the copy.
     std::vector<size_t> at(spans.size());
     size_t total = 0, used = 0;
+    std::vector<std::pair<size_t, size_t>> pages(spans.size());  // (each copy's pages: offset, bytes)
     auto lay_out = [&](bool far) {
         size_t slot = std::min(FAR_SLOT, FAR_SPACE / (spans.size() + 1)) / page * page;
         total = far ? spans.size() * slot + slot / 2 : 0, used = 0;
@@ -1594,12 +1600,12 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
             if (far) {
                 if (rounded > slot / 2) return false;
                 at[s] = s * slot + slot / 2 + offset;
-                continue;
+            } else {
+                total += (std::max<size_t>(bytes, 64 * 1024) + page - 1) / page * page;  // (the gap before it)
+                at[s] = total + offset;
+                total += rounded;
             }
-            size_t gap = (std::max<size_t>(bytes, 64 * 1024) + page - 1) / page * page;
-            total += gap;
-            at[s] = total + offset;
-            total += rounded;
+            pages[s] = {at[s] - offset, rounded};
         }
         if (!far) total += 64 * 1024;
         K.reach = far ? slot / 2 : 64 * 1024;
@@ -1610,15 +1616,10 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     if (far && !mapping_reserve(total)) K.far_refused = true, far = false;
     if (!far && !(lay_out(false) && mapping_reserve(total))) return -1;
     K.mapping_used = used;
-    {  // (the pages of the last launch's copies that this one's do not reuse go back: the mapping is kept)
-        std::vector<std::pair<size_t, size_t>> now;
-        for (size_t s = 0; s < spans.size(); ++s)
-            now.push_back({at[s] / page * page, (at[s] % page + spans[s].second - spans[s].first + page - 1) / page * page});
-        if (K.mapping == was && now != K.resident)
-            for (const auto& r : K.resident)
-                if (r.first + r.second <= K.mapping_bytes) madvise(K.mapping + r.first, r.second, MADV_DONTNEED);
-        K.resident = now;
-    }
+    if (K.mapping == was && pages != K.resident)  // (the pages of the last launch's copies go back: the mapping is kept)
+        for (const auto& r : K.resident)
+            if (r.first + r.second <= K.mapping_bytes) madvise(K.mapping + r.first, r.second, MADV_DONTNEED);
+    K.resident = pages;
     K.shadow_used = 0;
     for (size_t s = 0; s < spans.size(); ++s)
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
@@ -1717,12 +1718,6 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         if (r.kind == OTHER) r.lo = r.base, r.hi = r.end;
     }
     K.slack = CUFORGE_CPU_ARENA_SLACK;  // (every worker's arena has it: an index past dynamic shared memory lands there)
-    K.serial = K.serial + 1;
-    if (K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
-        K.serial = 1;
-        memset(K.shadow, 0, K.shadow_used);
-    }
-    K.seq = 0;
     K.arena_span = CUFORGE_CPU_STATIC_SHARED + L->shared_mem + K.slack;
     std::vector<std::string> vars_before;  // (to run it again from them: rerun_undefined)
     try {
@@ -1730,10 +1725,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     } catch (const std::bad_alloc&) {
         vars_before.clear();
     }
-    K.live = K.serial;
-    cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
-    K.live = 0;
-    settle_held_writes(L);
+    run_blocks(entry, L, 0);
     if (K.undefined_count && !L->status) find_undefined(L, C);
     if (K.undefined_count && !L->status) rerun_undefined(entry, L, C, spans, at, span_of, vars_before);
     for (int i = 0; i < C->narrays; ++i) {  // what the kernel may write goes back
