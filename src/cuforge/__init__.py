@@ -4,6 +4,9 @@
 cuda.core; those happen on first use.
 """
 
+# First: its finder serves the package's modules imported below from one file (see _bundle).
+from . import _bundle  # isort: skip  # noqa: F401
+
 import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any

@@ -67,7 +67,7 @@ def test_a_cached_cpu_launch_translates_and_builds_nothing(tmp_path):
 # the standard library none of those that cost start-up without being needed there. A module
 # that joins the path must be added here on purpose (docs/benchmarks.md, "Start-up").
 CPU_WARM_PATH = {
-    "cuforge", "cuforge._claunch", "cuforge._config", "cuforge._digest", "cuforge._frozen", "cuforge._version",
+    "cuforge", "cuforge._bundle", "cuforge._claunch", "cuforge._config", "cuforge._digest", "cuforge._frozen", "cuforge._version",
     "cuforge.errors", "cuforge.options",
     "cuforge._declare", "cuforge._declare.annotations", "cuforge._declare.declaration", "cuforge._declare.dtypes",
     "cuforge._declare.instantiations", "cuforge._declare.kinds", "cuforge._declare.launch_rules",

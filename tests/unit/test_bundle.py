@@ -1,0 +1,89 @@
+"""cuforge's modules served from one file of their compiled code (cuforge/_bundle.py): written
+at a process's exit, served to the next, never where a source changed or the file is not
+trusted, and never written where bytecode is not."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import cuforge
+
+# A fresh process: which of the package's modules came from the bundle, that a traceback from
+# one names its source line, and that a kernel still runs.
+PROBE = """
+import sys, traceback, numpy as np, cuforge as cf
+try:
+    cf.CompileOptions(std="c++03")
+except cf.DeclarationError:
+    frame = traceback.extract_tb(sys.exc_info()[2])[-1]
+served = sorted(n for n, m in sys.modules.items() if n.startswith("cuforge.")
+                and str(getattr(m, "__cached__", "")).endswith(".bin"))
+print(" ".join(served) or "-")
+print(frame.filename == cf.options.__file__, "raise" in frame.line)
+print(getattr(cf._declare.rules, "EDITED", 0))
+"""
+
+
+def _run(env: dict[str, str], code: str = PROBE) -> list[str]:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split("\n")
+
+
+@pytest.fixture
+def package(tmp_path):
+    """A copy of the package (sources that a test may edit), its bytecode under tmp_path."""
+    shutil.copytree(os.path.dirname(cuforge.__file__), tmp_path / "pkg" / "cuforge", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(tmp_path / "pkg"), PYTHONPYCACHEPREFIX=str(tmp_path / "bytecode"))
+    return tmp_path / "pkg" / "cuforge", env
+
+
+def _bundle(tmp_path) -> list:
+    return sorted((tmp_path / "bytecode").rglob("_bundle.*.bin"))
+
+
+def test_the_next_process_is_served_from_the_bundle(package, tmp_path):
+    root, env = package
+    first = _run(env)
+    assert first[0] == "-" and first[1] == "True True"  # nothing to serve yet; written at exit
+    (bundle,) = _bundle(tmp_path)
+    assert bundle.stat().st_mode & 0o022 == 0
+    second = _run(env)
+    served = second[0].split()
+    assert {"cuforge.errors", "cuforge.options", "cuforge._declare.rules", "cuforge._kernel.kernel"} <= set(served)
+    assert "cuforge._bundle" not in served  # (it is what serves them)
+    assert second[1] == "True True"  # the traceback names the source's file and line
+
+
+def test_an_edited_module_is_imported_from_its_source_and_bundled_again(package, tmp_path):
+    root, env = package
+    _run(env)
+    with open(root / "_declare" / "rules.py", "a") as fh:
+        fh.write("\nEDITED = 1\n")
+    edited = _run(env)
+    assert "cuforge._declare.rules" not in edited[0].split() and "cuforge.errors" in edited[0].split()
+    assert edited[2] == "1"
+    again = _run(env)  # (the edited process bundled the module anew at its exit)
+    assert "cuforge._declare.rules" in again[0].split() and again[2] == "1"
+
+
+@pytest.mark.parametrize("spoil", ["writable by others", "garbage"])
+def test_a_bundle_that_is_not_trusted_or_not_readable_serves_nothing(package, tmp_path, spoil):
+    root, env = package
+    _run(env)
+    (bundle,) = _bundle(tmp_path)
+    if spoil == "garbage":
+        bundle.write_bytes(b"not marshal data")
+    else:
+        bundle.chmod(0o666)
+    spoiled = _run(env)
+    assert spoiled[0] == "-" and spoiled[1] == "True True"
+    assert _run(env)[0] != "-"  # (rewritten at the spoiled process's exit, as its owner's)
+
+
+def test_no_bundle_where_python_writes_no_bytecode(package, tmp_path):
+    root, env = package
+    _run({**env, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert _bundle(tmp_path) == []
