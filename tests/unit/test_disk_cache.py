@@ -524,3 +524,28 @@ def test_cache_stats_keeps_the_named_tuple_api():
     assert cf.CacheStats._make(range(10)) == tuple(range(10)) == cf.CacheStats(*range(10))
     assert pickle.loads(pickle.dumps(stats)) == stats
     assert repr(cf.CacheStats(*range(6))).startswith("CacheStats(memory_hits=0, disk_hits=1, compiles=2,")
+
+
+def test_a_first_launch_looks_for_its_devices_own_arch_in_the_caches_without_compiling():
+    """The loader's first look (`Kernel._from_caches`): the kernel for ``sm_90`` from the
+    memory or disk cache, else None with nothing compiled; a cached cubin for the device's own
+    arch tells its target (this NVRTC compiled for it) without reading NVRTC's archs."""
+    from cuforge._compile import targets as _targets
+
+    @cf.kernel
+    class NativeFirst:
+        x: cf.Array[cf.float32]
+        body = "x[threadIdx.x] += 3;"
+
+    before = cf.cache_stats().compiles
+    assert NativeFirst._from_caches("sm_90") is None and cf.cache_stats().compiles == before
+    compiled = NativeFirst.compile(arch="sm_90")
+    assert NativeFirst._from_caches("sm_90") is compiled  # (the memory cache's)
+    _fresh_process_state()
+    found = NativeFirst._from_caches("sm_90")
+    assert found is not None and found.from_cache and found.code == compiled.code
+    assert cf.cache_stats().compiles == before + 1
+    _targets._targets.pop(87, None)
+    _targets.native_target_found(87)
+    assert _targets.known_target(87) == "sm_87" and _targets.device_target(87) == "sm_87"
+    _targets._targets.pop(87)

@@ -89,12 +89,7 @@ def compile_together(kernels: Sequence[Compilable], arch: str, options: CompileO
     each), with the kernels declared over the same source= text: one NVRTC program, or
     several when a heavy family is split (``parallel``); kernels already in the memory cache
     are not compiled again. ``guard`` runs before NVRTC does (not for a cache hit)."""
-    units = [k._compile_unit() for k in kernels]
-    arch = check_arch(arch)
-    opts = resolve_options(units[0], options, who)
-    flags = to_flags(opts, arch, include_dirs())
-    keys = [key_of(u, flags, opts) for u in units]
-    found = [memory.get(key) for key in keys]
+    units, keys, found, flags, opts = _look_up(kernels, arch, options, who)
     if any(f is None for f in found):
         missing = [key for key, f in zip(keys, found) if f is None]
         siblings = _siblings(kernels, units[0], options, flags, opts)
@@ -109,6 +104,31 @@ def compile_together(kernels: Sequence[Compilable], arch: str, options: CompileO
     for u, ck in zip(units, results):
         u.on_compiled(ck)
     return results
+
+
+Found = tuple[list[CompileUnit], list[str], list[CompiledKernel | None], tuple[str, ...], CompileOptions]
+
+
+def _look_up(kernels: Sequence[Compilable], arch: str, options: CompileOptions | None, who: str) -> Found:
+    """The kernels' units, keys and memory-cache entries (None where absent) for ``arch``, and
+    the flags and options of their compile."""
+    units = [k._compile_unit() for k in kernels]
+    opts = resolve_options(units[0], options, who)
+    flags = to_flags(opts, check_arch(arch), include_dirs())
+    keys = [key_of(u, flags, opts) for u in units]
+    return units, keys, [memory.get(key) for key in keys], flags, opts
+
+
+def cached_together(kernels: Sequence[Compilable], arch: str, *, who: str) -> list[CompiledKernel] | None:
+    """`compile_together` (default options) where the memory or disk cache holds every kernel,
+    else None, without compiling."""
+    units, keys, found, _, _ = _look_up(kernels, arch, None, who)
+    if any(f is None for f in found) and not _from_disk(units, keys, arch, _disk.current()):
+        return None
+    results = [f if f is not None else memory.peek(key) for f, key in zip(found, keys)]
+    for u, ck in zip(units, results):
+        u.on_compiled(ck)
+    return results  # type: ignore[return-value]  # (all found)
 
 
 Compiled = CompiledKernel

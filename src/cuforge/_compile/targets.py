@@ -47,6 +47,17 @@ def device_target(cc: int) -> str:
     return found
 
 
+def known_target(cc: int) -> str | None:
+    """The arch `device_target` gave for ``cc`` in this process, else None."""
+    return _targets.get(cc)
+
+
+def native_target_found(cc: int) -> None:
+    """A cubin for ``sm_{cc}`` came from the caches: its key names this NVRTC, which compiled
+    for that arch, so the arch is among those it supports and `device_target` gives it."""
+    _targets.setdefault(cc, f"sm_{cc}")
+
+
 def _device_target(cc: int) -> str:
     disk = _disk.current()
     name = f"nvrtc-archs:{nvrtc_identity()}"

@@ -254,6 +254,12 @@ class Kernel(_KernelBase, OnDevice):
         arch = default_arch(who, current_cc) if arch is None else arch
         return _cache.compile_together([self], arch, options, who=who, guard=refuse_compile_in_capture)[0]
 
+    def _from_caches(self, arch: str) -> CompiledKernel | None:
+        """The kernel compiled for ``arch`` (its class's options) from the memory or disk cache,
+        else None, compiling nothing."""
+        found = _cache.cached_together([self], arch, who=f"{self.label}.compile()")
+        return None if found is None else found[0]
+
     def compile_async(self, arch: str | None = None, *, options: CompileOptions | None = None) -> Future[CompiledKernel]:
         """[`compile`][cuforge.Kernel.compile] on cuforge's compile thread, so that a notebook or a server goes on
         meanwhile. A launch that needs the kernel before it is done waits for that compile;

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _config
-from .._compile.targets import device_target
+from .._compile.targets import device_target, known_target, native_target_found
 from .._declare import kinds as _kinds
 from .._launch.claunch import c_launcher
 from .._launch.plan import LaunchPlan
@@ -60,7 +60,7 @@ class Loader:
                 return self._loaded(module._kernel_handle(served[1], who=self.plan.label, user=self), module, device)
             if not _build.nvrtc_available():
                 raise _build.missing(kernel, build)
-        ck = kernel.compile(device_target(device.cc))
+        ck = self._native(device.cc) or kernel.compile(device_target(device.cc))
         handle = _cuda.compiled.handle(ck)
         if self.check_params:
             self.check_compiled_params(handle)
@@ -68,6 +68,17 @@ class Loader:
             self.plan.grid_sync = True
             self.use_launcher(None)  # the general path refuses it without cooperative=True, before the launch
         return self._loaded(handle, ck, device)
+
+    def _native(self, cc: int) -> Any:
+        """The kernel's cubin for the device's own arch where the caches hold it, before the
+        process knows which archs NVRTC supports: asking reads a record of its own from the
+        disk cache, a warm start's last read but the kernel's."""
+        if known_target(cc) is not None:
+            return None
+        ck = self.kernel._from_caches(f"sm_{cc}")
+        if ck is not None:
+            native_target_found(cc)
+        return ck
 
     def _loaded(self, handle: int, origin: Any, device: _cuda.DeviceInfo) -> _limits.Loaded:
         """Record ``handle`` (a CUkernel, from ``origin``: a CompiledKernel or a Module) as
