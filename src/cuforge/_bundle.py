@@ -1,8 +1,8 @@
 """cuforge's own modules served from one file of their compiled code.
 
-A fresh process spends more of ``import cuforge`` finding and reading its ~55 modules' bytecode
-files, one lookup, stat and read each, than running them. Python serves its own start-up
-modules frozen for the same reason. Here a meta-path finder, installed when
+A fresh process spends a good part of ``import cuforge`` finding and reading its ~55 modules'
+bytecode files, a lookup, a stat, an open and a read each (docs/benchmarks.md, "Start-up").
+Python serves its own start-up modules frozen for the same reason. Here a meta-path finder, installed when
 ``cuforge/__init__.py`` imports this module (first, before the modules it serves), serves
 ``cuforge.*`` from one file in the package's ``__pycache__`` (``_bundle.<cache tag>.bin``)
 that holds each module's code, as its ``.pyc`` would, and the size and modification time of
@@ -21,7 +21,8 @@ The same rules as Python's bytecode cache, and stricter:
   rename, and a failed write is ignored, as a failed ``.pyc`` write is.
 
 Modules keep their ``__file__``, their code its file name, so tracebacks, ``inspect`` and
-coverage read the source as before.
+coverage read the source as before. The file stays open for the process (close-on-exec): a
+module is read from it when imported, and some are imported late.
 """
 
 from __future__ import annotations
@@ -38,8 +39,11 @@ from typing import Any
 
 __all__ = ["install"]
 
-_VERSION = 1
+_VERSION = 2
 _PREFIX = __package__ + "."  # the names served: the package's submodules
+_LENGTH = 8  # the file: the index's length (8 bytes, little-endian), the index, then each module's code
+
+Entry = tuple  # (source path, is a package, source mtime_ns, source size, code's offset past the index, its length)
 
 
 def _location(root: str) -> str | None:
@@ -58,38 +62,46 @@ def _header() -> tuple[Any, ...]:
     return (_VERSION, MAGIC_NUMBER, sys.flags.optimize)
 
 
-def _read(path: str) -> dict[str, tuple[str, bool, int, int, bytes]]:
-    """The bundle's entries (name: source path, is a package, mtime_ns, size, code), or none
-    where it is missing, unreadable, not this interpreter's or not trusted."""
+def _open(path: str) -> tuple[int, int, dict[str, Entry]]:
+    """The bundle, open, where its modules' code starts, and its index (name: `Entry`) less the
+    entries that the file does not hold whole; (-1, 0, {}) where it is missing,
+    unreadable, not this interpreter's or not trusted. Only the index is read now: each
+    module's code is read when it is imported, from this descriptor (one read where a .pyc
+    costs an open, a stat, a read and a close, into memory that is reused, where one read of
+    the whole file would fault in fresh pages)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
-        return {}
+        return -1, 0, {}
     try:
         st = os.fstat(fd)
-        if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022:
-            return {}  # (someone else could have written it)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            header, entries = marshal.load(fh)
+        if st.st_uid in (os.geteuid(), 0) and not st.st_mode & 0o022:  # (else someone else could have written it)
+            length = int.from_bytes(os.pread(fd, _LENGTH, 0), "little")
+            if length > st.st_size - _LENGTH:
+                raise ValueError("damaged")
+            header, index = marshal.loads(os.pread(fd, length, _LENGTH))
+            if header == _header() and isinstance(index, dict):
+                base = _LENGTH + length
+                return fd, base, {name: e for name, e in index.items() if base + e[4] + e[5] <= st.st_size}
     except (OSError, EOFError, ValueError, TypeError):
-        return {}
-    finally:
-        os.close(fd)
-    return entries if header == _header() and isinstance(entries, dict) else {}
+        pass
+    os.close(fd)
+    return -1, 0, {}
 
 
 class _BundleFinder:
     """Serves the package's modules whose sources are unchanged since they were bundled."""
 
-    def __init__(self, root: str, path: str, entries: dict[str, tuple[str, bool, int, int, bytes]]) -> None:
-        self.root, self.path, self.entries = root, path, entries
+    def __init__(self, root: str, path: str) -> None:
+        self.root, self.path = root, path
+        self.fd, self.base, self.index = _open(path)  # (the descriptor stays open: modules are imported later too)
         self.served: set[str] = set()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        entry = self.entries.get(name) if name.startswith(_PREFIX) else None
+        entry = self.index.get(name) if name.startswith(_PREFIX) else None
         if entry is None:
             return None
-        source, package, mtime, size, _ = entry
+        source, package, mtime, size = entry[:4]
         try:
             st = os.stat(source)
         except OSError:
@@ -103,22 +115,29 @@ class _BundleFinder:
             spec.submodule_search_locations = [os.path.dirname(source)]
         return spec
 
+    def code(self, name: str) -> bytes:
+        offset, length = self.index[name][4:6]
+        data = os.pread(self.fd, length, self.base + offset)
+        if len(data) != length:
+            raise ImportError(f"{self.path}: {name}'s code is cut short", name=name)
+        return data
+
     def create_module(self, spec: Any) -> None:
         return None  # (the default module)
 
     def exec_module(self, module: Any) -> None:
         name = module.__spec__.name
-        code = marshal.loads(self.entries[name][4])
+        code = marshal.loads(self.code(name))
         self.served.add(name)
         exec(code, module.__dict__)
 
     def get_source(self, name: str) -> str:
         """The module's source (``linecache`` and ``inspect`` ask a loader where a file is gone)."""
-        with open(self.entries[name][0], encoding="utf-8") as fh:
+        with open(self.index[name][0], encoding="utf-8") as fh:
             return fh.read()
 
     def is_package(self, name: str) -> bool:
-        return self.entries[name][1]
+        return self.index[name][1]
 
     def write(self) -> None:
         """At exit: bundle the package's modules this process imported, where some were not served."""
@@ -133,7 +152,7 @@ class _BundleFinder:
 def _write(finder: _BundleFinder) -> None:
     from importlib.machinery import SourceFileLoader
 
-    entries = dict(finder.entries)
+    codes: dict[str, tuple[tuple[Any, ...], bytes | None]] = {name: (e[:4], None) for name, e in finder.index.items()}
     changed = False
     root = os.path.join(finder.root, "")
     for name, module in list(sys.modules.items()):
@@ -143,21 +162,28 @@ def _write(finder: _BundleFinder) -> None:
         if not isinstance(source, str) or not source.endswith(".py") or not source.startswith(root):
             continue
         before = os.stat(source)
-        code = SourceFileLoader(name, source).get_code(name)
+        about = (source, hasattr(module, "__path__"), before.st_mtime_ns, before.st_size)
+        if name in codes and codes[name][0] == about:
+            continue  # (bundled as it is; imported by another finder)
+        code = marshal.dumps(SourceFileLoader(name, source).get_code(name))
         after = os.stat(source)
-        if (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size):
-            continue  # (being edited)
-        entry = (source, hasattr(module, "__path__"), after.st_mtime_ns, after.st_size, marshal.dumps(code))
-        if entries.get(name) != entry:
-            entries[name], changed = entry, True
+        if (before.st_mtime_ns, before.st_size) == (after.st_mtime_ns, after.st_size):  # (else being edited)
+            codes[name], changed = (about, code), True
     if not changed:
         return
+    blobs = {name: code if code is not None else finder.code(name) for name, (_, code) in codes.items()}
+    index: dict[str, Entry] = {}
+    offset = 0
+    for name, (about, _) in codes.items():
+        index[name] = (*about, offset, len(blobs[name]))
+        offset += len(blobs[name])
+    head = marshal.dumps((_header(), index))
     os.makedirs(os.path.dirname(finder.path), exist_ok=True)
     temporary = f"{finder.path}.{os.getpid()}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
         with os.fdopen(fd, "wb") as fh:
-            marshal.dump((_header(), entries), fh)
+            fh.write(len(head).to_bytes(_LENGTH, "little") + head + b"".join(blobs.values()))
         os.replace(temporary, finder.path)
     except BaseException:
         os.unlink(temporary)
@@ -170,7 +196,9 @@ def install(root: str) -> None:
     path = _location(root)
     if path is None or any(isinstance(f, _BundleFinder) for f in sys.meta_path):
         return
-    finder = _BundleFinder(root, path, _read(path))
+    if not hasattr(os, "pread") or not hasattr(os, "geteuid"):  # (Windows: its modules are imported as usual)
+        return
+    finder = _BundleFinder(root, path)
     try:
         at = sys.meta_path.index(PathFinder)
     except ValueError:

@@ -45,7 +45,7 @@ def _bundle(tmp_path) -> list:
 
 
 def test_the_next_process_is_served_from_the_bundle(package, tmp_path):
-    root, env = package
+    _, env = package
     first = _run(env)
     assert first[0] == "-" and first[1] == "True True"  # nothing to serve yet; written at exit
     (bundle,) = _bundle(tmp_path)
@@ -69,21 +69,27 @@ def test_an_edited_module_is_imported_from_its_source_and_bundled_again(package,
     assert "cuforge._declare.rules" in again[0].split() and again[2] == "1"
 
 
-@pytest.mark.parametrize("spoil", ["writable by others", "garbage"])
-def test_a_bundle_that_is_not_trusted_or_not_readable_serves_nothing(package, tmp_path, spoil):
-    root, env = package
+@pytest.mark.parametrize("spoil", ["writable by others", "garbage", "cut short"])
+def test_a_bundle_that_is_not_trusted_or_not_whole_serves_nothing_it_cannot(package, tmp_path, spoil):
+    _, env = package
     _run(env)
     (bundle,) = _bundle(tmp_path)
     if spoil == "garbage":
         bundle.write_bytes(b"not marshal data")
+    elif spoil == "cut short":
+        bundle.write_bytes(bundle.read_bytes()[: bundle.stat().st_size // 2])
     else:
         bundle.chmod(0o666)
     spoiled = _run(env)
-    assert spoiled[0] == "-" and spoiled[1] == "True True"
-    assert _run(env)[0] != "-"  # (rewritten at the spoiled process's exit, as its owner's)
+    assert spoiled[1] == "True True" and spoiled[2] == "0"  # (imported, and runs, all the same)
+    if spoil == "cut short":  # the modules whose code it still holds whole
+        assert 0 < len(spoiled[0].split()) < len(_run(env)[0].split())
+    else:
+        assert spoiled[0] == "-"
+        assert _run(env)[0] != "-"  # (rewritten at the spoiled process's exit, as its owner's)
 
 
 def test_no_bundle_where_python_writes_no_bytecode(package, tmp_path):
-    root, env = package
+    _, env = package
     _run({**env, "PYTHONDONTWRITEBYTECODE": "1"})
     assert _bundle(tmp_path) == []
