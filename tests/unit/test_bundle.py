@@ -1,6 +1,7 @@
 """cuforge's modules served from one file of their compiled code (cuforge/_bundle.py): written
-at a process's exit, served to the next, never where a source changed or the file is not
-trusted, and never written where bytecode is not."""
+at a process's exit, served to the next, never where a source changed, the file is not trusted
+or the package is another copy, and never written where bytecode is not; a served module is
+a source module to the tools that ask (python -m, resources)."""
 
 import os
 import shutil
@@ -12,15 +13,16 @@ import pytest
 import cuforge
 
 # A fresh process: which of the package's modules came from the bundle, that a traceback from
-# one names its source line, and that a kernel still runs.
+# one names its source line, and that an edit shows.
 PROBE = """
-import sys, traceback, numpy as np, cuforge as cf
+import sys, traceback, cuforge as cf
+import cuforge._kernel.autotune  # (not on import cuforge's path: for the descriptor test)
 try:
     cf.CompileOptions(std="c++03")
 except cf.DeclarationError:
     frame = traceback.extract_tb(sys.exc_info()[2])[-1]
 served = sorted(n for n, m in sys.modules.items() if n.startswith("cuforge.")
-                and str(getattr(m, "__cached__", "")).endswith(".bin"))
+                and str(getattr(m, "__cached__", "")).endswith(("_bundle.pyc", ".bin")))
 print(" ".join(served) or "-")
 print(frame.filename == cf.options.__file__, "raise" in frame.line)
 print(getattr(cf._declare.rules, "EDITED", 0))
@@ -42,6 +44,47 @@ def package(tmp_path):
 
 def _bundle(tmp_path) -> list:
     return sorted((tmp_path / "bytecode").rglob("_bundle.*.bin"))
+
+
+def test_where_no_bytecode_prefix_is_set_the_file_is_beside_the_package_and_serves_only_that_copy(package, tmp_path):
+    """``_bundle.pyc`` beside ``_bundle.py`` (pip removes ``NAME.pyc`` with each ``NAME.py``),
+    and a copy of the package, file included, is served from its own sources."""
+    root, env = package
+    del env["PYTHONPYCACHEPREFIX"]
+    _run(env)
+    assert (root / "_bundle.pyc").is_file() and "cuforge.errors" in _run(env)[0].split()
+    copy = tmp_path / "copy" / "cuforge"
+    shutil.copytree(root, copy)
+    with open(copy / "_declare" / "rules.py", "a") as fh:
+        fh.write("\nEDITED = 2\n")
+    moved = _run({**env, "PYTHONPATH": str(tmp_path / "copy")}, PROBE + "print(cf.errors.__file__)\n")
+    assert moved[2] == "2" and moved[3] == str(copy / "errors.py")
+
+
+def test_a_served_module_is_a_source_module_to_python_m_and_resources(package):
+    _, env = package
+    code = "import cuforge.__main__, importlib.resources as r; print(r.files('cuforge._cpu').joinpath('runtime.cpp').is_file())"
+    assert _run(env, code)[0] == "True"
+    again = subprocess.run([sys.executable, "-c", code + "; print(cuforge.__main__.__cached__.endswith('.bin'))"], env=env,
+                           capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    assert again == ["True", "True"]
+    help_text = subprocess.run([sys.executable, "-m", "cuforge", "--help"], env=env, capture_output=True, text=True, check=True)
+    assert "usage" in help_text.stdout.lower()
+
+
+def test_a_descriptor_that_is_another_file_now_serves_nothing_more(package):
+    """A program that closed the file's descriptor, and got the number back for another file,
+    has cuforge's later imports made as usual, never from that file."""
+    _, env = package
+    _run(env)
+    code = (
+        "import os, sys, cuforge\n"
+        "f = [m for m in sys.meta_path if type(m).__name__ == '_BundleFinder'][0]\n"
+        "os.dup2(os.open(os.devnull, os.O_RDONLY), f.fd)\n"
+        "import cuforge._kernel.autotune as a\n"
+        "print(a.__name__, a.__name__ in f.served, 'cuforge.errors' in f.served)\n"
+    )
+    assert _run(env, code)[0] == "cuforge._kernel.autotune False True"
 
 
 def test_the_next_process_is_served_from_the_bundle(package, tmp_path):
