@@ -57,7 +57,9 @@ class ByFunction:
 
     @staticmethod
     def grid(n, block):
-        return (n // block[0] + 1, 2)
+        # (int: n may come as any integer type the check accepts for an int64, np.int8(0) among
+        # them, and NumPy 2 keeps np.int8(0) // 128 an int8, which overflows)
+        return (int(n) // block[0] + 1, 2)
 
 
 @cf.kernel
