@@ -100,10 +100,7 @@ def compile_together(kernels: Sequence[Compilable], arch: str, options: CompileO
                 with lock:  # one compile per key across processes
                     if not _from_disk(units, keys, arch, disk, recheck=True):
                         _compile_with_siblings(units, keys, siblings, arch, flags, disk, guard)
-    results = [f if f is not None else memory.peek(key) for f, key in zip(found, keys)]
-    for u, ck in zip(units, results):
-        u.on_compiled(ck)
-    return results
+    return _results(units, keys, found)
 
 
 Found = tuple[list[CompileUnit], list[str], list[CompiledKernel | None], tuple[str, ...], CompileOptions]
@@ -125,10 +122,16 @@ def cached_together(kernels: Sequence[Compilable], arch: str, *, who: str) -> li
     units, keys, found, _, _ = _look_up(kernels, arch, None, who)
     if any(f is None for f in found) and not _from_disk(units, keys, arch, _disk.current()):
         return None
+    return _results(units, keys, found)
+
+
+def _results(units: list[CompileUnit], keys: list[str], found: list[CompiledKernel | None]) -> list[CompiledKernel]:
+    """Each unit's compiled kernel: found first, else what the memory cache holds for it now
+    (read from disk or compiled since), each unit told of its own."""
     results = [f if f is not None else memory.peek(key) for f, key in zip(found, keys)]
     for u, ck in zip(units, results):
         u.on_compiled(ck)
-    return results  # type: ignore[return-value]  # (all found)
+    return results
 
 
 Compiled = CompiledKernel
