@@ -132,6 +132,16 @@ def test_a_bundle_that_is_not_trusted_or_not_whole_serves_nothing_it_cannot(pack
         assert _run(env)[0] != "-"  # (rewritten at the spoiled process's exit, as its owner's)
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_file_another_user_owns_serves_nothing(package, tmp_path):
+    _, env = package
+    _run(env)
+    (bundle,) = _bundle(tmp_path)
+    os.chown(bundle, 4242, -1)  # (another user's, though writable by no one else)
+    spoiled = _run({**env, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert spoiled[0] == "-" and spoiled[1] == "True True"
+
+
 def test_no_bundle_where_python_writes_no_bytecode(package, tmp_path):
     _, env = package
     _run({**env, "PYTHONDONTWRITEBYTECODE": "1"})
