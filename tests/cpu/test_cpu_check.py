@@ -256,6 +256,71 @@ def test_memory_the_checker_does_not_know_is_warned_of_once_per_kernel():
 
 
 @cf.kernel
+class ThroughAnIntegerOnThePool:
+    """ThroughAnInteger over enough threads that the runtime's workers share its blocks."""
+
+    address: cf.uint64
+    y: cf.Out[cf.float32]
+    body = "int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = reinterpret_cast<const float*>(address)[i];"
+
+
+@cf.kernel
+class ThroughAnIntegerCooperative:
+    """ThroughAnInteger launched cooperatively: each block on a thread of its own, ended by the launch's end."""
+
+    address: cf.uint64
+    y: cf.Out[cf.float32]
+    cooperative = True
+    body = "int i = blockIdx.x * blockDim.x + threadIdx.x; y[i] = reinterpret_cast<const float*>(address)[i];"
+
+
+@pytest.mark.parametrize("kernel, grid", [(ThroughAnIntegerOnThePool, 256), (ThroughAnIntegerCooperative, 4)])
+def test_memory_the_checker_does_not_know_is_counted_on_every_worker(kernel, grid):
+    # (each worker counts its own such accesses, summed at the launch's end: a block's thread may have ended)
+    x = np.arange(grid * 32, dtype=np.float32)
+    y = np.zeros_like(x)
+    with pytest.warns(RuntimeWarning, match=rf"{kernel.label}: its code reached memory that is none of its arrays"):
+        kernel(x.ctypes.data, y, grid=grid, block=32, device="cpu", check=True)
+    np.testing.assert_array_equal(y, x)
+
+
+@cf.kernel
+class BlockSums:
+    """Correct: each block's sum through shared memory, its threads as fibers (a barrier)."""
+
+    x: cf.In[cf.float32]
+    out: cf.Out[cf.float32]
+    n: cf.int64
+    block = 64
+    body = """
+    __shared__ float s[64];
+    long long i = blockIdx.x * 64LL + threadIdx.x;
+    s[threadIdx.x] = i < n ? x[i] : 0.f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float t = 0.f;
+        for (int k = 0; k < 64; ++k) t += s[k];
+        out[blockIdx.x] = t;
+    }
+    """
+
+
+def test_a_threads_parameters_are_not_memory_the_checker_does_not_know(monkeypatch):
+    # Each fiber copies its parameters from the launch's buffer (cuforge's): that copy is not one
+    # of the kernel's accesses. Counted, it was every thread's, on one counter that all the
+    # workers wrote: a 2^20-thread reduction took longer on 16 cores than on 2.
+    from cuforge._launch import check as launch_check
+
+    seen = []
+    monkeypatch.setattr(launch_check, "_warn_unchecked", lambda label, build, check: seen.append(check.unchecked))
+    x = np.arange(64 * 128, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    BlockSums(x, out, x.size, grid=128, device="cpu", check=True)
+    np.testing.assert_array_equal(out, x.reshape(128, 64).sum(axis=1))
+    assert seen == []
+
+
+@cf.kernel
 class LocalsOfEveryKind:
     """Correct code declaring locals every way the checked build's guards meet (locals.py): a
     macro's type, structs with and without padding, a template's member function, a switch and a

@@ -183,7 +183,7 @@ struct Launch {
     unsigned rerun = 0;  // 0, or which rerun of the launch this is (rerun_undefined)
     unsigned long long arena_span = 0;  // the bytes of a block's arena: static and dynamic shared memory, and slack
     std::atomic<bool> unchecked_writes{false};  // some of them wrote (a rerun would write there again)
-    std::atomic<unsigned> unchecked{0};  // the accesses that reached memory it does not know, and the first instructions
+    unsigned unchecked = 0;  // the accesses that reached memory it does not know (its workers' counts), and the first instructions
     std::atomic<void*> unknown[8];
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
     // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
@@ -297,6 +297,10 @@ struct Current {
         uint16_t bar, warp;
         bool shared;
     } waw{};
+    // The accesses of the launch `unknown_serial` that reached memory the checker does not know
+    // (unknown_memory): counted by each worker, not on one counter that every worker's access
+    // would pull from the others' caches, and summed after the blocks (kept past the thread's end).
+    unsigned unknown_serial = 0, unknown_count = 0;
 };
 [[noreturn]] void report_index(Current* c);
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
@@ -842,8 +846,9 @@ __attribute__((noinline)) void observe_local(Current* c, uintptr_t a, unsigned s
 // block's shared memory, or cuforge's own runtime inlined into the kernel. Not checked; counted
 // once per instruction while its site holds, and the first instructions kept: the launch's caller
 // warns of those in the kernel's own source.
-__attribute__((noinline, cold)) void unknown_memory(void* pc) {
-    launch.unchecked.fetch_add(1, std::memory_order_relaxed);
+__attribute__((noinline, cold)) void unknown_memory(Current* c, void* pc) {
+    if (c->unknown_serial != launch.serial) c->unknown_serial = launch.serial, c->unknown_count = 0;
+    ++c->unknown_count;
     for (std::atomic<void*>& slot : launch.unknown) {
         void* held = slot.load(std::memory_order_relaxed);
         if (held == pc) return;
@@ -875,7 +880,7 @@ __attribute__((noinline)) void observe_global(Current* c, uintptr_t a, unsigned 
     if (learns && !known) last.pc = pc, last.epoch = 0, last.mode = UNCHECKED, last.from = from, last.span = to - from;
     if (!known && !r && ((a ^ c->region) & ~uintptr_t(CUFORGE_CPU_REGION - 1)) != 0) {
         if (write && !launch.unchecked_writes.load(std::memory_order_relaxed)) launch.unchecked_writes.store(true);
-        unknown_memory(pc);
+        unknown_memory(c, pc);
     }
     if (known) {
         count_atomic(c, kind);
@@ -1439,6 +1444,10 @@ static void run_blocks(cuforge_cpu_entry entry, cuforge_cpu_launch* L, unsigned 
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.live = 0, K.rerun = 0;
     settle_held_writes(L);
+    std::lock_guard<std::mutex> hold(spare_lock);
+    K.unchecked = 0;  // (this run's)
+    for (Current* c : every)
+        if (c->unknown_serial == K.serial) K.unchecked += c->unknown_count;
 }
 
 // The bytes of the launch's module variables (__device__, __constant__: the library's own, which

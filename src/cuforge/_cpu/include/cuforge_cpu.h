@@ -772,10 +772,12 @@ template <class... A> struct arity<void (*)(A...)> { static constexpr size_t val
 // A parameter read from the launch's buffer by copy: the buffer keeps each parameter at its C
 // offset, but the buffer itself is not aligned to 32 bytes, which a by-value double4_32a needs
 // for the aligned vector load the compiler would use on a dereference.
-template <class T> CF_RUNTIME inline T param(const void* at) {  // (the launch's buffer is cuforge's: not checked)
+// (The launch's buffer is cuforge's: not checked. The builtin, since a checked build's memcpy
+// tells the checker of its bytes, and every thread of a launch with barriers copies its own.)
+template <class T> CF_RUNTIME inline T param(const void* at) {
     if constexpr (std::is_trivially_copyable_v<T>) {
         alignas(T) unsigned char bytes[sizeof(T)];
-        memcpy(bytes, at, sizeof(T));
+        __builtin_memcpy(bytes, at, sizeof(T));
         return *std::launder(reinterpret_cast<T*>(bytes));
     } else {
         return *static_cast<const T*>(at);
