@@ -2483,6 +2483,134 @@ CORRECT_MORE.update({
         lambda a: [(a[1].astype(np.float32), np.float32([a[0][:32].sum(), a[0][32:].sum()])), (np.isnan(a[2]), True)]),
 })  # fmt: skip
 
+
+ASYNC = COOP + "\n#include <cooperative_groups/memcpy_async.h>"
+
+
+@cf.kernel
+class AsyncCopyBarrierNoWait:
+    """NVIDIA Fuser's cp.async staging (PR #3438): the copy into shared memory is followed by a
+    block barrier but no wait; a barrier does not wait for an asynchronous copy."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = ASYNC
+    body = """
+    __shared__ __align__(16) float s[64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::memcpy_async(block, s, x + blockIdx.x * 64, sizeof(float) * 64);
+    block.sync();
+    y[blockIdx.x * 64 + threadIdx.x] = s[63 - threadIdx.x];
+    """
+
+
+@cf.kernel
+class AsyncCopyNewestStage:
+    """Two stages in flight, wait_prior<1> (only the older is complete), and the newer one read."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = ASYNC
+    body = """
+    __shared__ __align__(16) float s[2][64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::memcpy_async(block, s[0], x, sizeof(float) * 64);
+    cg::memcpy_async(block, s[1], x + 64, sizeof(float) * 64);
+    cg::wait_prior<1>(block);
+    y[threadIdx.x] = s[0][threadIdx.x] + s[1][63 - threadIdx.x];
+    cg::wait(block);
+    """
+
+
+@cf.kernel
+class AsyncCopyDoubleBuffered:
+    """Correct: the CUDA guide's double-buffered tiles, the next tile's copy issued before the
+    current one is waited for with wait_prior<1>, the last with wait."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    tiles: cf.int32
+    block = 64
+    preamble = ASYNC
+    body = """
+    __shared__ __align__(16) float s[2][64];
+    cg::thread_block block = cg::this_thread_block();
+    float acc = 0.f;
+    cg::memcpy_async(block, s[0], x, sizeof(float) * 64);
+    for (int k = 0; k < tiles; ++k) {
+        if (k + 1 < tiles) {
+            cg::memcpy_async(block, s[(k + 1) % 2], x + (k + 1) * 64, sizeof(float) * 64);
+            cg::wait_prior<1>(block);
+        } else {
+            cg::wait(block);
+        }
+        acc += s[k % 2][63 - threadIdx.x];
+        block.sync();
+    }
+    y[threadIdx.x] = acc;
+    """
+
+
+@cf.kernel
+class AsyncCopyBackToGlobal:
+    """Correct: a tile staged with memcpy_async and its wait, doubled, and stored back to global
+    memory with memcpy_async and no wait (CUDA copies at once between such memories)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = ASYNC
+    body = """
+    __shared__ __align__(16) float s[64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::memcpy_async(block, s, x + blockIdx.x * 64, sizeof(float) * 64);
+    cg::wait(block);
+    s[threadIdx.x] *= 2.f;
+    block.sync();
+    cg::memcpy_async(block, y + blockIdx.x * 64, s, sizeof(float) * 64);
+    """
+
+
+@cf.kernel
+class AsyncCopyPipelineWait:
+    """Correct: cg::memcpy_async waited for with __pipeline_wait_prior(0) and a barrier, which is
+    what CUDA's cg::wait is made of (one queue of copies for both)."""
+
+    x: cf.In[cf.float32]
+    y: cf.Out[cf.float32]
+    block = 64
+    preamble = ASYNC + "\n#include <cuda_pipeline.h>"
+    body = """
+    __shared__ __align__(16) float s[64];
+    cg::thread_block block = cg::this_thread_block();
+    cg::memcpy_async(block, s, x, sizeof(float) * 64);
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    y[threadIdx.x] = s[63 - threadIdx.x];
+    """
+
+
+BUGGY_MORE.update({
+    "an asynchronous copy followed by a barrier, not its wait": Buggy(
+        AsyncCopyBarrierNoWait, lambda: ((_rand(128), np.zeros(128, np.float32)), {"grid": 2}), cf.UninitializedReadError, 5,
+        r"__shared__ variable 's'"),
+    "the newest of two asynchronous copies read after wait_prior<1>": Buggy(
+        AsyncCopyNewestStage, lambda: ((_rand(128), np.zeros(64, np.float32)), {"grid": 1}), cf.UninitializedReadError, 6,
+        r"__shared__ variable 's'"),
+})  # fmt: skip
+
+CORRECT_MORE.update({
+    "double-buffered asynchronous copies, wait_prior<1> then wait": Correct(
+        AsyncCopyDoubleBuffered, lambda: ((_rand(64 * 5), np.zeros(64, np.float32), 5), {"grid": 1}),
+        lambda a: [(a[1], a[0].reshape(5, 64)[:, ::-1].sum(axis=0, dtype=np.float64))]),
+    "a tile stored back to global memory with memcpy_async, no wait": Correct(
+        AsyncCopyBackToGlobal, lambda: ((_rand(128), np.zeros(128, np.float32)), {"grid": 2}), lambda a: [(a[1], 2 * a[0])]),
+    "memcpy_async waited for with __pipeline_wait_prior and a barrier": Correct(
+        AsyncCopyPipelineWait, lambda: ((_rand(64), np.zeros(64, np.float32)), {"grid": 1}), lambda a: [(a[1], a[0][::-1])]),
+})  # fmt: skip
+
 # What the checker gets wrong today (name -> why): the tests of these cases are strict xfails.
 MISSED: dict[str, str] = {}
 FLAGGED: dict[str, str] = {}

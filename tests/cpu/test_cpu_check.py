@@ -11,6 +11,7 @@ import cuforge as cf
 from cuforge import _config
 
 from .check_corpus import BUGGY, CORRECT, Saxpy, TileCopyEdge
+from .check_corpus_more import AsyncCopyBackToGlobal
 
 
 def check_buggy(case):
@@ -305,18 +306,25 @@ class BlockSums:
     """
 
 
-def test_a_threads_parameters_are_not_memory_the_checker_does_not_know(monkeypatch):
+@pytest.mark.parametrize("kernel", ["BlockSums", "AsyncCopyBackToGlobal"])
+def test_cuforges_own_memory_is_not_memory_the_checker_does_not_know(monkeypatch, kernel):
     # Each fiber copies its parameters from the launch's buffer (cuforge's): that copy is not one
     # of the kernel's accesses. Counted, it was every thread's, on one counter that all the
     # workers wrote: a 2^20-thread reduction took longer on 16 cores than on 2.
     from cuforge._launch import check as launch_check
 
+    # The same for the records of asynchronous copies held until their wait.
     seen = []
     monkeypatch.setattr(launch_check, "_warn_unchecked", lambda label, build, check: seen.append(check.unchecked))
     x = np.arange(64 * 128, dtype=np.float32)
-    out = np.zeros(128, np.float32)
-    BlockSums(x, out, x.size, grid=128, device="cpu", check=True)
-    np.testing.assert_array_equal(out, x.reshape(128, 64).sum(axis=1))
+    if kernel == "BlockSums":
+        out = np.zeros(128, np.float32)
+        BlockSums(x, out, x.size, grid=128, device="cpu", check=True)
+        np.testing.assert_array_equal(out, x.reshape(128, 64).sum(axis=1))
+    else:
+        y = np.zeros_like(x)
+        AsyncCopyBackToGlobal(x, y, grid=128, device="cpu", check=True)
+        np.testing.assert_array_equal(y, 2 * x)
     assert seen == []
 
 

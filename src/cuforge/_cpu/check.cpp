@@ -1445,8 +1445,7 @@ static void run_blocks(cuforge_cpu_entry entry, cuforge_cpu_launch* L, unsigned 
     K.live = 0, K.rerun = 0;
     settle_held_writes(L);
     std::lock_guard<std::mutex> hold(spare_lock);
-    K.unchecked = 0;  // (this run's)
-    for (Current* c : every)
+    for (Current* c : every)  // (the launch's runs together: the first run's instructions are kept in `unknown`)
         if (c->unknown_serial == K.serial) K.unchecked += c->unknown_count;
 }
 

@@ -10,35 +10,63 @@
 #ifndef _CUDA_PIPELINE_PRIMITIVES_H_
 #define _CUDA_PIPELINE_PRIMITIVES_H_
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
 #pragma push_macro("__CUDA_ARCH__")
 #undef __CUDA_ARCH__
 #include <cuda_pipeline_helpers.h>
 #pragma pop_macro("__CUDA_ARCH__")
 
 namespace cuforge_cpu_pipeline {
+// A held copy: a __pipeline_memcpy_async's (a unit of 4, 8 or 16 bytes, the bytes past
+// from_source zeroed), or a thread's share of a cooperative_groups::memcpy_async (`group`: what
+// makes it, with the group's rank and size when it was issued, and its least unit), which CUDA
+// makes a __pipeline_memcpy_async and a commit too: one queue for both, as on a GPU.
 struct Copy {
     void* dst;
     const void* src;
-    unsigned size, from_source;  // (the bytes past from_source are zeroed)
+    size_t size, from_source;
     unsigned long long batch;
+    void (*group)(const Copy&);
+    size_t rank, n, least;
 };
+// A CUDA thread's held copies. Only uninstrumented code (CF_RUNTIME) touches them, and a copy is
+// made from its value: a checked build sees the copies' accesses at the wait, not this bookkeeping.
 struct Pending {
-    unsigned long long range = 0;  // (cuforge_cpu::ranges_run when made: a launch's range of blocks)
-    long long block = -1;
-    unsigned long long open = 0;  // the batch __pipeline_commit closes next
-    std::vector<Copy> copies;
+    unsigned long long range;  // (cuforge_cpu::ranges_run when made: a launch's range of blocks)
+    long long block;
+    unsigned long long open;  // the batch __pipeline_commit closes next
+    Copy* copies;
+    size_t count, capacity;
 };
-// The calling CUDA thread's copies (a worker runs one block at a time; its fibers index these).
+struct Threads {  // a worker's CUDA threads' (its fibers index these), made on first use
+    Pending* p = nullptr;
+    CF_RUNTIME ~Threads() {
+        if (!p) return;
+        for (size_t i = 0; i < CUFORGE_CPU_MAX_THREADS; ++i) free(p[i].copies);
+        free(p);
+    }
+};
+// The calling CUDA thread's copies (a worker runs one block at a time).
 CF_RUNTIME inline Pending& pending() {
-    static thread_local std::vector<Pending> threads(CUFORGE_CPU_MAX_THREADS);
+    static thread_local Threads threads;
+    if (!threads.p) threads.p = static_cast<Pending*>(calloc(CUFORGE_CPU_MAX_THREADS, sizeof(Pending)));
+    if (!threads.p) cuforge_cpu::fail("out of memory for the asynchronous copies' records");
     cuforge_cpu::Worker& w = cuforge_cpu::worker();
-    Pending& p = threads[w.cur];
+    Pending& p = threads.p[w.cur];
     long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
     if (p.range != cuforge_cpu::ranges_run || p.block != block)
-        p.range = cuforge_cpu::ranges_run, p.block = block, p.open = 0, p.copies.clear();
+        p.range = cuforge_cpu::ranges_run, p.block = block, p.open = 0, p.count = 0;
     return p;
+}
+CF_RUNTIME inline void hold(Pending& p, const Copy& c) {
+    if (p.count == p.capacity) {
+        size_t capacity = p.capacity ? 2 * p.capacity : 16;
+        Copy* grown = static_cast<Copy*>(realloc(p.copies, capacity * sizeof(Copy)));
+        if (!grown) cuforge_cpu::fail("out of memory for the asynchronous copies' records");
+        p.copies = grown, p.capacity = capacity;
+    }
+    p.copies[p.count++] = c;
 }
 // The copy itself, in one access of its size where it copies all of it (a checked build checks
 // that both addresses are aligned to it, as cp.async needs), else memcpy and memset; a checked
@@ -49,7 +77,8 @@ template <unsigned N> struct alignas(N) cp_async_copy {
 template <unsigned N> inline void copy_unit(void* dst, const void* src) {
     *static_cast<cp_async_copy<N>*>(dst) = *static_cast<const cp_async_copy<N>*>(src);
 }
-inline void make(const Copy& c) {
+inline void make(Copy c) {  // (by value: its fields are read from this thread's stack)
+    if (c.group) return c.group(c);
     if (c.from_source == c.size && c.size == 16) return copy_unit<16>(c.dst, c.src);
     if (c.from_source == c.size && c.size == 8) return copy_unit<8>(c.dst, c.src);
     if (c.from_source == c.size && c.size == 4) return copy_unit<4>(c.dst, c.src);
@@ -71,7 +100,7 @@ CF_RUNTIME inline void __pipeline_memcpy_async(void* __restrict__ dst_shared, co
                           "must be 4, 8 or 16 and zfill at most the size", CF_BLOCK_ARGS, cuforge_cpu::worker().cur,
                           size_and_align, zfill);
     cuforge_cpu_pipeline::Pending& p = cuforge_cpu_pipeline::pending();
-    p.copies.push_back({dst_shared, src_global, unsigned(size_and_align), unsigned(size_and_align - zfill), p.open});
+    cuforge_cpu_pipeline::hold(p, {dst_shared, src_global, size_and_align, size_and_align - zfill, p.open, nullptr, 0, 0, 0});
 }
 #ifdef CUFORGE_CPU_CHECK
 // (the issue's read of the source, then the bookkeeping, which is cuforge's and not checked)
@@ -86,15 +115,15 @@ inline void issue(void* dst, const void* src, size_t size_and_align, size_t zfil
 }  // namespace cuforge_cpu_pipeline
 #endif
 CF_RUNTIME inline void __pipeline_commit() { ++cuforge_cpu_pipeline::pending().open; }
-inline void __pipeline_wait_prior(size_t prior) {
+// The copies of every batch committed before the `prior` most recent ones are made, in the order
+// they were issued (uninstrumented: each made from its value, see make).
+CF_RUNTIME inline void __pipeline_wait_prior(size_t prior) {
     cuforge_cpu_pipeline::Pending& p = cuforge_cpu_pipeline::pending();
-    std::vector<cuforge_cpu_pipeline::Copy> due;
-    size_t kept = 0;
-    for (const cuforge_cpu_pipeline::Copy& c : p.copies) {  // (the batches before the `prior` most recent committed ones)
-        if (c.batch + prior < p.open) due.push_back(c);
-        else p.copies[kept++] = c;
-    }
-    p.copies.resize(kept);
-    for (const cuforge_cpu_pipeline::Copy& c : due) cuforge_cpu_pipeline::make(c);
+    size_t kept = 0, count = p.count;
+    for (size_t i = 0; i < count; ++i)
+        if (p.copies[i].batch + prior < p.open) cuforge_cpu_pipeline::make(p.copies[i]);
+    for (size_t i = 0; i < count; ++i)
+        if (p.copies[i].batch + prior >= p.open) p.copies[kept++] = p.copies[i];
+    p.count = kept;
 }
 #endif

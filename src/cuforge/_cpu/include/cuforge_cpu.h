@@ -778,7 +778,7 @@ template <class T> CF_RUNTIME inline T param(const void* at) {
     if constexpr (std::is_trivially_copyable_v<T>) {
         alignas(T) unsigned char bytes[sizeof(T)];
         __builtin_memcpy(bytes, at, sizeof(T));
-        return *std::launder(reinterpret_cast<T*>(bytes));
+        return *__builtin_launder(reinterpret_cast<T*>(bytes));  // (std::launder: a call in a checked build)
     } else {
         return *static_cast<const T*>(at);
     }
@@ -1026,17 +1026,18 @@ inline int __syncthreads_count(int p) { return cuforge_cpu::barrier(p, cuforge_c
 inline int __syncthreads_and(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_AND); }
 inline int __syncthreads_or(int p) { return cuforge_cpu::barrier(p, cuforge_cpu::B_OR); }
 // CUDA's address-space predicates: the block's shared memory (its arena), the thread's own (its
-// stack and the worker's region), global memory (the rest); no constant bank here.
-inline unsigned int __isShared(const void* p) {
+// stack and the worker's region), global memory (the rest); no constant bank here. (The runtime's
+// own memory they read is not the kernel's: uninstrumented.)
+CF_RUNTIME inline unsigned int __isShared(const void* p) {
     const cuforge_cpu::Worker& w = cuforge_cpu::worker();
     const char* c = static_cast<const char*>(p);
     return w.L && w.shared && c >= w.shared && c < w.shared + cuforge_cpu::STATIC_SHARED + w.L->shared_mem;
 }
-inline unsigned int __isLocal(const void* p) {
+CF_RUNTIME inline unsigned int __isLocal(const void* p) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p), region = reinterpret_cast<uintptr_t>(&cuforge_cpu::worker());
     return a - region < CUFORGE_CPU_REGION && !__isShared(p);
 }
-inline unsigned int __isGlobal(const void* p) { return !__isShared(p) && !__isLocal(p); }
+CF_RUNTIME inline unsigned int __isGlobal(const void* p) { return !__isShared(p) && !__isLocal(p); }
 inline unsigned int __isConstant(const void*) { return 0; }
 // Each warp function says where it is called (a report of a lane that never reaches it names the line).
 #define CF_AT const char *cf_file = __builtin_FILE(), unsigned cf_line = __builtin_LINE()

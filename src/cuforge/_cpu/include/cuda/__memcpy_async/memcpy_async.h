@@ -1,10 +1,12 @@
 // cuforge CPU backend: cuda::memcpy_async with a cuda::barrier, which libcu++ defines for CUDA
-// compilation only. The group's threads copy the bytes between them at once, each its own units
-// (as cooperative_groups::memcpy_async does here), where a GPU's copy completes with the
-// barrier's phase; the phase completes once every thread has arrived, so after the barrier's
-// wait every byte is there (and a read of the destination before it is another thread's
-// unordered write: the checked mode reports it as a race). The result says the copy is done:
-// async_contract_fulfillment::none, as libcu++'s own synchronous fallback says.
+// compilation only. The group's threads copy the bytes between them at once, each its own units,
+// where a GPU's copy completes with the barrier's phase; the phase completes once every thread
+// has arrived, so after the barrier's wait every byte is there (and a read of the destination
+// before any barrier is another thread's unordered write: the checked mode reports it as a
+// race). Unlike cooperative_groups::memcpy_async here, whose copies are made at their wait, a
+// read after a plain barrier (block.sync()) but before the barrier's wait, which may read stale
+// data on a GPU, is not seen. The result says the copy is done: async_contract_fulfillment::none,
+// as libcu++'s own synchronous fallback says.
 #ifndef CUFORGE_CPU_CUDA_MEMCPY_ASYNC_H
 #define CUFORGE_CPU_CUDA_MEMCPY_ASYNC_H
 
