@@ -2592,10 +2592,45 @@ class AsyncCopyPipelineWait:
     """
 
 
+@cf.kernel
+class HistogramLastBlockNoFence:
+    """Every block adds its elements to a 16-bin histogram with atomics, then the last block (by a
+    ticket) sums the bins with plain reads; no __threadfence() before the ticket, so the other
+    blocks' additions need not be visible (the last-block pattern of the CUDA samples'
+    threadFenceReduction, without its fence)."""
+
+    inp: cf.In[cf.uint32]
+    n: cf.int32
+    histogram: cf.Array[cf.uint32]
+    counter: cf.Array[cf.uint32]
+    total: cf.Out[cf.uint32]
+    block = 64
+    body = """
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        atomicAdd(&histogram[inp[i] >> 28], 1u);
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicInc(&counter[0], gridDim.x - 1) == gridDim.x - 1;
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        unsigned s = 0;
+        for (int b = 0; b < 16; ++b) s += histogram[b];
+        total[0] = s;
+    }
+    """
+
+
+def _histogram_args() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    v = np.random.default_rng(7).integers(0, 2**32, 1000, dtype=np.uint64).astype(np.uint32)
+    return (v, 1000, np.zeros(16, np.uint32), np.zeros(1, np.uint32), np.zeros(1, np.uint32)), {"grid": 4}
+
+
 BUGGY_MORE.update({
     "an asynchronous copy followed by a barrier, not its wait": Buggy(
         AsyncCopyBarrierNoWait, lambda: ((_rand(128), np.zeros(128, np.float32)), {"grid": 2}), cf.UninitializedReadError, 5,
         r"__shared__ variable 's'"),
+    "a histogram every block adds to, summed by the last block without a fence": Buggy(
+        HistogramLastBlockNoFence, _histogram_args, cf.RaceError, 9, r"parameter 'histogram'.* atomically updated"),
     "the newest of two asynchronous copies read after wait_prior<1>": Buggy(
         AsyncCopyNewestStage, lambda: ((_rand(128), np.zeros(64, np.float32)), {"grid": 1}), cf.UninitializedReadError, 6,
         r"__shared__ variable 's'"),

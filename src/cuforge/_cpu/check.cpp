@@ -616,7 +616,7 @@ __attribute__((always_inline)) inline bool no_other_thread(Current* c, Cell& cel
         bool reader_beside = cell.r_bar == bar && ((cell.r - 1) / 32 != t / 32 || cell.r_warp == c->warp_gen[t / 32]);
         return writer_before && reader_beside && (f & INIT);
     }
-    if ((f & R_MANY) || ((f & W_SET) && cell.w != who)) return false;
+    if ((f & R_MANY) || ((f & W_SET) ? cell.w != who : cell.w != 0)) return false;  // (no W_SET: another block's atomic kept)
     if (write) {
         if ((f & R_SET) && cell.r != who) return false;
         cell.w = who, cell.w_bar = uint16_t(*c->bar_gen), cell.w_warp = c->warp_gen[t / 32];
@@ -686,6 +686,11 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
                 after_reads(c, me, r, a, cell, true, pc);
             // The last atomic writer takes the reader's fields (it forgets the reads before it, as a write
             // does); the last plain write stays, for the atomics of other blocks to be checked against.
+            // Where there is none, the writer's fields keep the last atomic writer of another block than
+            // the reader's fields name: a histogram that every block adds to and the last block reads,
+            // whose own atomics would otherwise hide the other blocks'.
+            if ((cell.flags & R_ATOMIC) && !(cell.flags & W_SET) && !same_block(me, cell.r))
+                cell.w = cell.r, cell.w_bar = cell.r_bar, cell.w_warp = cell.r_warp, cell.w_grid = cell.r_grid, cell.w_fence = 0;
             cell.r = me.who, cell.r_bar = me.bar, cell.r_warp = me.warp;
             cell.r_grid = me.shared ? 0 : launch.grid_syncs[me.block];
             cell.flags = uint8_t((cell.flags & (W_SET | W_VOLATILE)) | INIT | R_SET | R_ATOMIC | ((kind & A_CAS) ? R_CAS : 0));
@@ -700,6 +705,11 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, cell.r);
             if (read && !excused && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
                 race(c, me, r, a, write, cell.r, true, false, pc, false, true);
+            uint32_t kept = (cell.flags & W_SET) ? 0 : cell.w;  // (another block's atomic, kept: see above)
+            if (kept && kept != me.who && !((kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, kept)) &&
+                !ordered(c, me, kept, cell.w_bar, cell.w_warp, cell.w_grid, 0, false))
+                race(c, me, r, a, write, kept, true, false, pc, false, true);
+            if (!(cell.flags & W_SET)) cell.w = 0;
             cell.flags = uint8_t(cell.flags & ~(R_SET | R_MANY | R_ATOMIC | R_CAS | R_VOLATILE));  // (it is ordered before this access)
         }
         if (!write) {
