@@ -702,12 +702,14 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
             else race(c, me, r, a, write, cell.w, true, false, pc);
         }
         if (by_atomic) {  // after an atomic: a race unless ordered, volatile, or a read after a CAS
-            bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, cell.r);
-            if (read && !excused && !ordered(c, me, cell.r, cell.r_bar, cell.r_warp, cell.r_grid, 0, false))
+            auto unordered = [&](uint32_t who, uint16_t bar, uint16_t warp, uint8_t grid) {
+                bool excused = (kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, who);
+                return !excused && !ordered(c, me, who, bar, warp, grid, 0, false);
+            };
+            if (read && unordered(cell.r, cell.r_bar, cell.r_warp, cell.r_grid))
                 race(c, me, r, a, write, cell.r, true, false, pc, false, true);
             uint32_t kept = (cell.flags & W_SET) ? 0 : cell.w;  // (another block's atomic, kept: see above)
-            if (kept && kept != me.who && !((kind & VOLATILE) || (!write && (cell.flags & R_CAS)) || after_fence_and_atomic(me, kept)) &&
-                !ordered(c, me, kept, cell.w_bar, cell.w_warp, cell.w_grid, 0, false))
+            if (kept && kept != me.who && unordered(kept, cell.w_bar, cell.w_warp, cell.w_grid))
                 race(c, me, r, a, write, kept, true, false, pc, false, true);
             if (!(cell.flags & W_SET)) cell.w = 0;
             cell.flags = uint8_t(cell.flags & ~(R_SET | R_MANY | R_ATOMIC | R_CAS | R_VOLATILE));  // (it is ordered before this access)

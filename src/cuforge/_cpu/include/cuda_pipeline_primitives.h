@@ -119,11 +119,11 @@ CF_RUNTIME inline void __pipeline_commit() { ++cuforge_cpu_pipeline::pending().o
 // they were issued (uninstrumented: each made from its value, see make).
 CF_RUNTIME inline void __pipeline_wait_prior(size_t prior) {
     cuforge_cpu_pipeline::Pending& p = cuforge_cpu_pipeline::pending();
-    size_t kept = 0, count = p.count;
-    for (size_t i = 0; i < count; ++i)
+    size_t kept = 0;
+    for (size_t i = 0; i < p.count; ++i) {
         if (p.copies[i].batch + prior < p.open) cuforge_cpu_pipeline::make(p.copies[i]);
-    for (size_t i = 0; i < count; ++i)
-        if (p.copies[i].batch + prior >= p.open) p.copies[kept++] = p.copies[i];
+        else p.copies[kept++] = p.copies[i];
+    }
     p.count = kept;
 }
 #endif
