@@ -17,6 +17,7 @@
 // the copies of what the kernel may write are copied back after it. Memory cuforge does not know
 // (the fibers' stacks, the runtime's own, a pointer made from an integer) is not checked.
 #include "cuforge_cpu_abi.h"
+#include "cuforge/check_cell.h"
 
 #include <algorithm>
 #include <atomic>
@@ -112,10 +113,7 @@ enum { CHECKED = 4 };  // cuforge_cpu_launch.status of a report (check.py: CHECK
 enum Kind { OOB = 1, UNINIT = 2, RACE = 3, MISALIGNED = 4 };
 const char* const KIND_NAMES[] = {"", "out-of-bounds", "uninitialized read", "data race", "misaligned access"};
 
-// R_ATOMIC: the reader's fields hold the last atomic writer (R_CAS: by a compare-and-swap), and
-// the writer's the last plain write, which atomics leave in place. W_VOLATILE: that write was volatile.
-// R_VOLATILE: the last reader's read was volatile (a poll, which atomics do not race with).
-enum Flags : uint8_t { INIT = 1, W_SET = 2, W_VOLATILE = 4, R_SET = 8, R_MANY = 16, R_ATOMIC = 32, R_CAS = 64, R_VOLATILE = 128 };
+using namespace cuforge_check;  // (the shadow's cell, its flags and the common case: shared with the indexed build's checks)
 
 // What an access is besides a plain load or store: an atomic (which of its parts), or volatile.
 // Atomics never race with atomics, nor with volatile accesses (both are strong operations in
@@ -125,18 +123,6 @@ enum Flags : uint8_t { INIT = 1, W_SET = 2, W_VOLATILE = 4, R_SET = 8, R_MANY = 
 // A_BLOCK: an atomic of the block's scope (atomicAdd_block and the like, which cpu_atomic.h marks
 // with the consume order): atomic for the threads of its block only.
 enum Access : unsigned { PLAIN = 0, A_READS = 1, A_WRITES = 2, A_CAS = 4, VOLATILE = 8, A_BLOCK = 16 };
-
-// One element's shadow.
-struct Cell {
-    uint32_t gen;         // the block serial (shared memory) or launch serial (the rest) it belongs to
-    uint32_t w, r;        // the last writer and reader: thread (shared) or launch-wide thread serial, plus 1
-    uint16_t w_bar, r_bar;  // their block's barrier generation then
-    uint16_t w_warp, r_warp;  // their warp's __syncwarp generation then (a loop of 256 syncs must not come round to it)
-    uint8_t w_fence, w_grid, r_grid;  // the writer block's fence count, the grid.sync count (cooperative)
-    uint8_t flags;
-};
-
-static_assert(sizeof(Cell) == 24, "a shadow cell is 24 bytes");
 
 enum RegionKind { ARG, VAR, SHARED, DYNAMIC, OTHER };
 struct Region {
@@ -228,25 +214,18 @@ enum { SITES = 256 };
 // once are a race between blocks (reported), or reads, or atomics: a torn update can lose one of
 // two records of a race, and a record torn to no thread (w or r of 0) is taken for no access.
 // A block's shared memory and its shadow are its worker's alone.
-struct Current {
-    unsigned serial = 0;     // the launch it belongs to
+struct Current : View {  // (the head the common case reads: serial, the thread, the block's generations)
     uintptr_t region = 0;    // the worker's memory region (its header and its fibers' stacks)
     sigjmp_buf* jump = nullptr;
     long long block = -1;
-    const volatile unsigned* cur = nullptr;  // the worker's running thread (its w.cur)
     unsigned n = 1;
     char* arena = nullptr;
-    const unsigned* bar_gen = nullptr;
     cuforge_check_shared* table = nullptr;
-    uint32_t gen = 0;  // block serial on this worker
-    uint32_t who0 = 1;  // the block's first thread's launch-wide serial, plus 1
-    uint8_t fences = 0, grid_syncs = 0;  // the block's __threadfence()s and grid.sync()s (launch.fences, launch.grid_syncs)
     // Each thread's fences of this block (the release/acquire rule within a block, released()):
-    // how many, the last one's place in the launch's sequence of fences and atomics and its warp's
+    // how many (View::thread_fences), the last one's place in the launch's sequence of fences and atomics and its warp's
     // __syncwarp generation then; and its last atomic's place. (Cleared at a block's start where
     // the last block fenced; an atomic's place from an earlier block is below any fence's of this one.)
     bool fenced = false;
-    uint8_t thread_fences[CUFORGE_CPU_MAX_THREADS] = {};
     uint16_t fence_warp[CUFORGE_CPU_MAX_THREADS] = {};
     uint32_t fence_seq[CUFORGE_CPU_MAX_THREADS] = {};
     uint32_t atomic_seq[CUFORGE_CPU_MAX_THREADS] = {};
@@ -259,7 +238,6 @@ struct Current {
     bool atomics_since_barrier = false;  // (cuforge_check_sync)
     uintptr_t poll_at[CUFORGE_CPU_MAX_THREADS] = {};
     uint16_t polls[CUFORGE_CPU_MAX_THREADS] = {};
-    uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     unsigned shared_vars = 0;            // the table's declarations with regions below
     uint32_t epoch = 1;                  // counts the changes of `shared` (the sites that learnt a region of it)
     std::vector<Region> shared;          // its __shared__ variables, then dynamic shared memory
@@ -283,8 +261,7 @@ struct Current {
     // same bytes written again is no race (a flag that many threads set to true, as Rodinia's
     // bfs sets its `over`; compute-sanitizer's racecheck does not report it either); other bytes
     // are. `at`, `bytes`: the elements written by both; `old`: their bytes before this store.
-    struct Waw {
-        unsigned serial;  // the launch (0: none held)
+    struct Waw {  // (held: View::held, the launch's serial)
         uintptr_t at;
         unsigned bytes;
         unsigned char old[16];
@@ -305,7 +282,14 @@ struct Current {
 [[noreturn]] void report_index(Current* c);
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
 const size_t REGIONS = size_t(1) << (47 - REGION_SHIFT);  // x86-64's user address space, in regions
-Current* by_region[REGIONS];  // (zero pages, but for the regions of workers that ran checked blocks)
+}  // namespace
+// (zero pages, but for the regions of workers that ran checked blocks; the indexed build's checks read it too)
+extern "C" CUFORGE_CPU_API View* cuforge_check_by_region[REGIONS];
+View* cuforge_check_by_region[REGIONS];
+extern "C" CUFORGE_CPU_API cuforge_check_param cuforge_check_params[CUFORGE_CHECK_PARAMS];
+cuforge_check_param cuforge_check_params[CUFORGE_CHECK_PARAMS];
+namespace {
+View** const by_region = cuforge_check_by_region;
 
 // A thread's state is never freed, since by_region may name it: a thread that ends gives it back.
 std::mutex& spare_lock = *new std::mutex;  // (never destroyed: threads give theirs back as the process ends)
@@ -562,25 +546,25 @@ void hold_waw(Current* c, const Me& me, const Region& r, uintptr_t a, unsigned s
     uintptr_t from = std::max<uintptr_t>(r.base + i * r.granule, a) + origin;
     uintptr_t to = std::min<uintptr_t>(r.base + (i + 1) * r.granule, a + size) + origin;
     Current::Waw& h = c->waw;
-    if (h.serial == launch.serial && h.pc == pc && h.a == a && from >= h.at && to - h.at <= sizeof h.old) {  // (this access's next cell)
+    if (c->held == launch.serial && h.pc == pc && h.a == a && from >= h.at && to - h.at <= sizeof h.old) {  // (this access's next cell)
         memcpy(h.old + (from - h.at), reinterpret_cast<const void*>(from), to - from);
         h.bytes = unsigned(std::max<uintptr_t>(h.at + h.bytes, to) - h.at);
         return;
     }
     if (size > sizeof h.old) race(c, me, r, a, true, other, true, false, pc);
-    h.serial = launch.serial, h.at = from, h.bytes = unsigned(to - from), h.r = r, h.a = a, h.other = other, h.pc = pc;
+    c->held = launch.serial, h.at = from, h.bytes = unsigned(to - from), h.r = r, h.a = a, h.other = other, h.pc = pc;
     h.who = me.who, h.t = me.t, h.block = me.block, h.bar = me.bar, h.warp = me.warp, h.shared = me.shared;
     memcpy(h.old, reinterpret_cast<const void*>(from), h.bytes);
 }
 // The held write's store has run: the race's message where it wrote other bytes (true), else it is let go.
 bool waw_differs(Current* c, char* text, size_t size) {
     Current::Waw& h = c->waw;
-    bool differs = h.serial == launch.serial && memcmp(reinterpret_cast<const void*>(h.at), h.old, h.bytes) != 0;
+    bool differs = c->held == launch.serial && memcmp(reinterpret_cast<const void*>(h.at), h.old, h.bytes) != 0;
     if (differs) {
         Me me{h.who, h.t, h.block, h.bar, h.warp, h.shared};
         race_text(text, size, me, h.r, h.a, true, h.other, true, false, false, false);
     }
-    h.serial = 0;
+    c->held = 0;
     return differs;
 }
 __attribute__((noinline, cold)) void settle_waw(Current* c) {
@@ -594,42 +578,6 @@ __attribute__((noinline, cold)) void settle_waw(Current* c) {
 inline size_t index_of(const Region& r, uintptr_t off) {
     unsigned e = r.granule;
     return (e & (e - 1)) == 0 ? off >> __builtin_ctz(e) : off / e;
-}
-
-// The common cases, decided without the rules: one element that no other thread has touched so
-// far in this launch (or block, for shared memory), no other reader pending, read where it is
-// initialised (`init`: the region's elements start so) or written; or one more reader of shared
-// memory that many read. The rules below decide them the same way.
-// true: done.
-__attribute__((always_inline)) inline bool no_other_thread(Current* c, Cell& cell, bool shared, bool init, bool write) {
-    unsigned t = thread_of(c);
-    uint32_t who = shared ? t + 1 : c->who0 + t;
-    uint32_t gen = shared ? c->gen : c->serial;
-    if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
-    uint8_t f = cell.flags;
-    if (!write && shared && (f & R_MANY) && cell.r != who) {
-        // Shared memory that many threads read in this barrier interval already (a tile's row):
-        // one more read changes nothing, where the rules find the last writer ordered before it
-        // (a barrier between) and the last reader not (none between, nor a __syncwarp in its warp).
-        uint16_t bar = uint16_t(*c->bar_gen);
-        bool writer_before = !(f & W_SET) || cell.w == who || cell.w_bar != bar;
-        bool reader_beside = cell.r_bar == bar && ((cell.r - 1) / 32 != t / 32 || cell.r_warp == c->warp_gen[t / 32]);
-        return writer_before && reader_beside && (f & INIT);
-    }
-    if ((f & R_MANY) || ((f & W_SET) ? cell.w != who : cell.w != 0)) return false;  // (no W_SET: another block's atomic kept)
-    if (write) {
-        if ((f & R_SET) && cell.r != who) return false;
-        cell.w = who, cell.w_bar = uint16_t(*c->bar_gen), cell.w_warp = c->warp_gen[t / 32];
-        cell.w_grid = shared ? 0 : c->grid_syncs;
-        cell.w_fence = shared ? c->thread_fences[t] : c->fences;
-        cell.flags = uint8_t(INIT | W_SET);
-        return true;
-    }
-    if (((f & R_SET) && cell.r != who) || !(init || (f & INIT))) return false;
-    cell.r = who, cell.r_bar = uint16_t(*c->bar_gen), cell.r_warp = c->warp_gen[t / 32];
-    if (!(f & R_SET)) cell.r_grid = shared ? 0 : c->grid_syncs;
-    cell.flags = uint8_t((f | R_SET) & ~(R_ATOMIC | R_CAS | R_VOLATILE));  // (its own atomic before: now a plain reader)
-    return true;
 }
 
 [[noreturn]] void uninitialized(Current* c, const Me& me, const Region& r, size_t cell, void* pc, bool atomic) {
@@ -755,10 +703,19 @@ __attribute__((always_inline)) inline void access(Current* c, const Region& r, u
 // The state of the worker whose stack `sp` is on, while it runs a block of the checked launch.
 inline Current* active_at(uintptr_t sp) {
     size_t i = sp >> REGION_SHIFT;
-    Current* c = i < REGIONS ? by_region[i] : nullptr;
+    Current* c = i < REGIONS ? static_cast<Current*>(by_region[i]) : nullptr;
     return c && c->serial == launch.live ? c : nullptr;
 }
 inline Current* active() { return active_at(stack_pointer()); }
+
+// An array parameter's region as an indexed kernel's inline checks take it (cuforge/check_cell.h):
+// where its cells are powers of two of bytes, and it holds one at least; else none is taken inline.
+cuforge_check_param indexed_param(const Region& r) {
+    size_t bytes = r.end - r.base;
+    unsigned g = r.granule;
+    if (!g || (g & (g - 1)) || bytes < g || r.base % g || (r.shadowed && !r.cells)) return cuforge_check_param{};
+    return cuforge_check_param{r.base, bytes - g, g, unsigned(__builtin_ctz(g)), r.shadowed ? r.cells : nullptr, r.init};
+}
 
 // The region of address a, or null; [*from, *to) the addresses that find the same answer.
 __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t* from, uintptr_t* to) {
@@ -909,7 +866,7 @@ template <bool sited>
 __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
     Current* c = active_at(stack_pointer());
     if (!c) return;
-    if (__builtin_expect(c->waw.serial != 0, 0)) settle_waw(c);  // (its store has run by now)
+    if (__builtin_expect(c->held != 0, 0)) settle_waw(c);  // (its store has run by now)
     uintptr_t arena = reinterpret_cast<uintptr_t>(c->arena);
     Site& s = site_of(c, pc);
     if (a - arena < launch.arena_span) {  // shared memory (only the arena's own bytes)
@@ -1106,8 +1063,8 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         by_region[i] = c;
     }
     c->jump = jump;
-    if (c->waw.serial != 0 && c->waw.serial != launch.serial) c->waw.serial = 0;  // (an earlier launch's)
-    if (c->waw.serial != 0 && block != c->block) settle_waw(c);  // (the last block's: its store has run)
+    if (c->held != 0 && c->held != launch.serial) c->held = 0;  // (an earlier launch's)
+    if (c->held != 0 && block != c->block) settle_waw(c);  // (the last block's: its store has run)
     c->cur = cur;
     c->n = n, c->arena = arena, c->bar_gen = bar_gen, c->table = table;
     if (block != c->block) {
@@ -1313,7 +1270,7 @@ void copy_pieces(cuforge_cpu_launch*, long long first, long long last) {
 void settle_held_writes(cuforge_cpu_launch* L) {
     std::lock_guard<std::mutex> hold(spare_lock);
     for (Current* c : every) {
-        if (c->waw.serial != launch.serial) continue;
+        if (c->held != launch.serial) continue;
         char text[sizeof L->message];
         void* pc = c->waw.pc;
         if (waw_differs(c, text, sizeof text)) record(pc, "%s", text);
@@ -1570,6 +1527,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
     K.L = L, K.C = C;
     K.n = L->block[0] * L->block[1] * L->block[2];
     K.regions.clear();
+    memset(cuforge_check_params, 0, sizeof cuforge_check_params);  // (this launch's arrays fill theirs)
     C->pc = 0, C->library[0] = 0, C->file = nullptr, C->line = 0, C->unchecked = 0;
     memset(C->unknown, 0, sizeof C->unknown);
     K.unchecked = 0, K.unchecked_writes = false;
@@ -1720,6 +1678,15 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         K.regions.push_back(r);
     }
     if (!shadow_reserve()) return -1;
+    for (int i = 0; i < C->narrays; ++i) {  // (once the cells are where they are)
+        const cuforge_check_array& a = C->arrays[i];
+        if (span_of[i] < 0 || a.param < 0 || a.param >= CUFORGE_CHECK_PARAMS) continue;
+        for (const Region& r : K.regions)
+            if (r.kind == ARG && r.base == a.copy) {
+                cuforge_check_params[a.param] = indexed_param(r);
+                break;
+            }
+    }
     std::sort(K.regions.begin(), K.regions.end(), [](const Region& a, const Region& b) { return a.base < b.base; });
     for (size_t i = 0; i < K.regions.size(); ++i) {  // the gaps between objects are split halfway; the outer ones are bounded
         Region& r = K.regions[i];
