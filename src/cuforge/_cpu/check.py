@@ -71,6 +71,20 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     return (*base, "-fsanitize=array-bounds", "-fno-sanitize-link-runtime", "-mllvm", "-tsan-distinguish-volatile=1")
 
 
+def indexed_flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
+    """The flags of a checked kernel's indexed build (``indexed.py``): ``flags``' but for
+    ThreadSanitizer's instrumentation and what serves it (its accesses are checked inline, by
+    ``cuforge/cpu_check.h``), at the unchecked build's optimization: the float-to-integer and shift
+    checks, debug lines, ``memset``, ``memcpy`` and ``memmove`` kept calls, and without the
+    sanitizers' runtimes. (No alignment check: an element of an array is aligned where its array
+    is, which the inline check tests; the alignment check's tests were a fifth of the inline path.)"""
+    base = ("-fsanitize=float-cast-overflow", "-fsanitize=shift-exponent", "-g",
+            "-fno-builtin-memset", "-fno-builtin-memcpy", "-fno-builtin-memmove", "-U_FORTIFY_SOURCE")  # fmt: skip
+    if compiler.kind == "gcc":
+        return (*base, "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")
+    return (*base, "-fno-sanitize-link-runtime")
+
+
 _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
 

@@ -76,14 +76,46 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
     rendered source and the entries (the translation unit is a function of them and of
     cuforge's CPU sources, which enter the key): a warm start translates nothing. ``links``
     (CUDA C++ sources: a class's ``link=``) are translation units of their own in the library.
-    ``checked``: the build a checked launch runs (``check.py``), with flags of its own."""
+    ``checked``: the build a checked launch runs (``check.py``), with flags of its own: where every
+    access of the kernel is an index into an array parameter, its indexed build (``indexed.py``),
+    else (or where that build fails to compile, whose message the instrumented build then gives)
+    the instrumented one."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
+    indexed = False
     if checked:
         from . import check as _check
 
         _check.library()  # its __tsan_* functions are what the checked build calls
+        indexed = not links and _indexed(source)
+        if indexed:
+            from ..errors import CompileError
+
+            try:
+                return _build(label, source, line_sources, headers, options, entries, links, "indexed",
+                              flags + _check.indexed_flags(_toolchain.find_compiler()))  # fmt: skip
+            except CompileError:
+                _indexed_sources[source] = False  # (not tried again)
         flags += _check.flags(_toolchain.find_compiler())
+    return _build(label, source, line_sources, headers, options, entries, links, "checked" if checked else "", flags)
+
+
+def _indexed(source: str) -> bool:
+    """Whether a checked build of ``source`` is its indexed one (remembered per source)."""
+    found = _indexed_sources.get(source)
+    if found is None:
+        from .indexed import rewrite
+
+        found = _indexed_sources[source] = rewrite(source) is not None
+    return found
+
+
+_indexed_sources: dict[str, bool] = {}
+
+
+def _build(label: str, source: str, line_sources: Mapping[str, str], headers: Mapping[str, str], options: CompileOptions,
+           entries: Sequence[tuple[str, int]], links: Sequence[str], checked: str, flags: tuple[str, ...]) -> Program:
+    """``build``'s work, for one build (``checked``: "", "checked" or "indexed") with its flags."""
     dirs = include_dirs(options)
     keyed = "\0".join((source, *(f"{e}\0{n}" for e, n in entries), *(f"link\0{text}" for text in links)))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
@@ -100,7 +132,7 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
 
                 linked = bool(links)
                 return [translation_unit(label, source, line_sources, entries, linked=linked, checked=checked)] + [
-                    translation_unit(f"{label}.link{i}", text, {}, (), linked=True, checked=checked)
+                    translation_unit(f"{label}.link{i}", text, {}, (), linked=True, checked=bool(checked))
                     for i, text in enumerate(links)
                 ]
 

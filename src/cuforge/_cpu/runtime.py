@@ -54,8 +54,8 @@ def sources_digest() -> str:
     modification time, as the compiler's version is (and Python's bytecode by its source's):
     reading and hashing the sources was a millisecond of every process's first CPU launch."""
     files = [os.path.join(root, name) for root, _, names in sorted(os.walk(INCLUDE)) for name in sorted(names)]
-    # (translate.py makes a kernel's translation unit, and locals.py a checked one's guards)
-    files += [os.path.join(HERE, name) for name in ("runtime.cpp", "runtime.map", "translate.py", "locals.py")]
+    # (translate.py makes a kernel's translation unit, locals.py a checked one's guards, indexed.py its inline checks)
+    files += [os.path.join(HERE, name) for name in ("runtime.cpp", "runtime.map", "translate.py", "locals.py", "indexed.py")]
     disk = _disk.current()
     if disk is None:
         return _sources_digest(files)

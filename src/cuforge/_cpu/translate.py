@@ -271,18 +271,23 @@ def _depth(plain: str, at: int) -> int:
 
 
 def translation_unit(label: str, source: str, line_sources: Mapping[str, str], entries: Sequence[tuple[str, int]],
-                     *, linked: bool = False, checked: bool = False) -> str:  # fmt: skip
+                     *, linked: bool = False, checked: bool | str = False) -> str:  # fmt: skip
     """The host C++ of a rendered program: its kernels' ``entries`` (name expression, number of
     parameters) become ``cuforge_entry_<i>``. A unit ``linked`` with others into one library
     never runs its threads as a plain loop, whose built-ins are the unit's own. ``checked``: the
     build of a checked launch (``check.py``), whose threads announce themselves to the checker
     and never run as a plain loop either, and whose local variables declared without an
-    initializer are followed (``locals.py``)."""
+    initializer are followed (``locals.py``); ``checked="indexed"``: a checked build whose indexes
+    into array parameters are checked inline instead (``indexed.py``)."""
     refuse_unsupported(label, source, line_sources)
     plain = _is_plain(source) and not linked and not checked
+    if checked == "indexed":
+        from .indexed import rewrite
+
+        source = rewrite(source) or source  # (None only where build() did not choose it)
     if checked:  # (local variables without an initializer: the checker follows them)
         source = follow_locals(source, masked(source))
-    return _assemble(label, _rewritten(label, source, line_sources, checked), plain, entries, checked=checked)
+    return _assemble(label, _rewritten(label, source, line_sources, bool(checked)), plain, entries, checked=checked)
 
 
 def _rewritten(label: str, source: str, line_sources: Mapping[str, str], checked: bool = False) -> str:
@@ -437,7 +442,7 @@ def program_file(label: str) -> str:
     return re.sub(r'["\\\n]', "_", label) + ".cu"
 
 
-def _assemble(label: str, body: str, plain: bool, entries: Sequence[tuple[str, int]], *, checked: bool = False) -> str:
+def _assemble(label: str, body: str, plain: bool, entries: Sequence[tuple[str, int]], *, checked: bool | str = False) -> str:
     # A kernel is taken by its address among the functions of its name that return void and
     # take its number of parameters: a C library function of the same name (select, time,
     # sync, ...) is another overload at namespace scope, which the address alone would not pick.
@@ -458,6 +463,7 @@ def _assemble(label: str, body: str, plain: bool, entries: Sequence[tuple[str, i
         )
     tail.append("}\n")
     prefix = ("#define CUFORGE_CPU_PLAIN 1\n" if plain else "") + ("#define CUFORGE_CPU_CHECK 1\n" if checked else "")
+    prefix += "#define CUFORGE_CPU_CHECK_INDEXED 1\n" if checked == "indexed" else ""
     prefix += HEADER + ('#include "cuforge/cpu_check.h"\n' if checked else "") + f'#line 1 "{program_file(label)}"\n'
     return prefix + body + "\n".join(tail)
 

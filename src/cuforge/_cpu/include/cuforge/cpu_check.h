@@ -172,4 +172,92 @@ template <class... A, void (*K)(A...)> struct checked<K> {
     }
 };
 
+#ifdef CUFORGE_CPU_CHECK_INDEXED
+// An indexed kernel's build (cuforge/_cpu/indexed.py): not instrumented; each index into an array
+// parameter k of the kernel is a call of check_ld<k> (a read) or check_ref<k> (a place written),
+// which decides inline what the checker's common case decides (the element in bounds, and no other
+// thread's access before: cuforge/check_cell.h's no_other_thread, on the shadow the checker keeps)
+// and calls the checker for the rest, as the instrumented build's access would: the rules, the
+// reports (their line: where this is inlined), a write held.
+}  // namespace cuforge_cpu
+#include "cuforge/check_cell.h"
+extern "C" {
+void __tsan_read1(void*);
+void __tsan_read2(void*);
+void __tsan_read4(void*);
+void __tsan_read8(void*);
+void __tsan_write1(void*);
+void __tsan_write2(void*);
+void __tsan_write4(void*);
+void __tsan_write8(void*);
+}
+namespace cuforge_cpu {
+
+template <int K, class T> __attribute__((always_inline)) inline bool indexed_common(const T* q, bool write) {
+    if constexpr (K >= CUFORGE_CHECK_PARAMS || !(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)) {
+        return false;
+    } else {
+        const cuforge_check_param& p = cuforge_check_params[K];
+        uintptr_t off = reinterpret_cast<uintptr_t>(q) - p.base;
+        if (p.granule != sizeof(T) || off > p.last || (off & (sizeof(T) - 1)) != 0) return false;
+        if (!p.cells) return true;  // (an In argument: bounds only)
+        uintptr_t sp;
+        __asm__("movq %%rsp, %0" : "=r"(sp));
+        cuforge_check::View* c = cuforge_check_by_region[sp >> __builtin_ctzll(CUFORGE_CPU_REGION)];
+        if (!c || c->held) return false;
+        return cuforge_check::no_other_thread(c, p.cells[off >> (p.shift & 63)], false, p.init, write);
+    }
+}
+
+// The checker's own look at the access (its return address: the kernel's line).
+template <class T> __attribute__((always_inline)) inline void indexed_checker(const T* q, bool write) {
+    void* a = const_cast<void*>(static_cast<const void*>(q));
+    if constexpr (sizeof(T) == 1) write ? __tsan_write1(a) : __tsan_read1(a);
+    else if constexpr (sizeof(T) == 2) write ? __tsan_write2(a) : __tsan_read2(a);
+    else if constexpr (sizeof(T) == 4) write ? __tsan_write4(a) : __tsan_read4(a);
+    else if constexpr (sizeof(T) == 8) write ? __tsan_write8(a) : __tsan_read8(a);
+    else static_assert(sizeof(T) == 0, "an indexed build's element is 1, 2, 4 or 8 bytes (indexed.py: its types)");
+}
+
+template <int K, class T, class I> __attribute__((always_inline)) inline T check_ld(const T* p, I i) {
+    const T* q = &p[i];
+    if (!indexed_common<K>(q, false)) indexed_checker(q, false);
+    return *q;
+}
+
+// A place written (p[i] = v, p[i] += v, ++p[i], ...): each operator reads (where the C++ one
+// does) and writes as the built-in one, once each, and gives the value written (or, postfix, the one before).
+template <int K, class T> struct indexed_place {
+    T* q;
+    __attribute__((always_inline)) T get() const {
+        if (!indexed_common<K>(q, false)) indexed_checker(q, false);
+        return *q;
+    }
+    __attribute__((always_inline)) T set(T v) const {
+        if (!indexed_common<K>(q, true)) indexed_checker(q, true);
+        *q = v;
+        return v;
+    }
+    template <class V> __attribute__((always_inline)) T operator=(const V& v) const { return set(static_cast<T>(v)); }
+    __attribute__((always_inline)) T operator=(const indexed_place& o) const { return set(o.get()); }
+    template <class V> __attribute__((always_inline)) T operator+=(const V& v) const { return set(static_cast<T>(get() + v)); }
+    template <class V> __attribute__((always_inline)) T operator-=(const V& v) const { return set(static_cast<T>(get() - v)); }
+    template <class V> __attribute__((always_inline)) T operator*=(const V& v) const { return set(static_cast<T>(get() * v)); }
+    template <class V> __attribute__((always_inline)) T operator/=(const V& v) const { return set(static_cast<T>(get() / v)); }
+    template <class V> __attribute__((always_inline)) T operator%=(const V& v) const { return set(static_cast<T>(get() % v)); }
+    template <class V> __attribute__((always_inline)) T operator&=(const V& v) const { return set(static_cast<T>(get() & v)); }
+    template <class V> __attribute__((always_inline)) T operator|=(const V& v) const { return set(static_cast<T>(get() | v)); }
+    template <class V> __attribute__((always_inline)) T operator^=(const V& v) const { return set(static_cast<T>(get() ^ v)); }
+    template <class V> __attribute__((always_inline)) T operator<<=(const V& v) const { return set(static_cast<T>(get() << v)); }
+    template <class V> __attribute__((always_inline)) T operator>>=(const V& v) const { return set(static_cast<T>(get() >> v)); }
+    __attribute__((always_inline)) T operator++() const { T v = get(); return set(++v); }
+    __attribute__((always_inline)) T operator--() const { T v = get(); return set(--v); }
+    __attribute__((always_inline)) T operator++(int) const { T v = get(), old = v; set(++v); return old; }
+    __attribute__((always_inline)) T operator--(int) const { T v = get(), old = v; set(--v); return old; }
+};
+template <int K, class T, class I> __attribute__((always_inline)) inline indexed_place<K, T> check_ref(T* p, I i) {
+    return {&p[i]};
+}
+#endif
+
 }  // namespace cuforge_cpu
