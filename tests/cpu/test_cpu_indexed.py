@@ -35,6 +35,8 @@ def rendered(body: str) -> str:
         ("if (i < n) y[i] = fmaxf(x[i & 7], 0.f) * static_cast<float>(n);",
          "if (i < n) cuforge_cpu::check_ref<2>(y, i) = fmaxf(cuforge_cpu::check_ld<1>(x, i & 7), 0.f) * "
          "static_cast<float>(n);"),
+        ("const float v = float(x[0]); y[0] = (float)(int)v;",
+         "const float v = float(cuforge_cpu::check_ld<1>(x, 0)); cuforge_cpu::check_ref<2>(y, 0) = (float)(int)v;"),
         ("unsigned int t = threadIdx.x; const float v = x[t] > 0 ? x[t] : -x[t]; y[t] = v;",
          "unsigned int t = threadIdx.x; const float v = cuforge_cpu::check_ld<1>(x, t) > 0 ? "
          "cuforge_cpu::check_ld<1>(x, t) : -cuforge_cpu::check_ld<1>(x, t); cuforge_cpu::check_ref<2>(y, t) = v;"),
@@ -65,6 +67,11 @@ def test_indexes_into_array_parameters_become_checked_accesses_on_their_line(bod
         "auto v = x[0]; y[0] = v;",
         "y[0] = helper(x[0]);",  # a function the source defines may reach memory
         "y[0] = sizeof(x);",
+        "if (i < n) y[i, i] = 2;",  # a comma expression as an index
+        "if (i < n) (y[i])++;",  # a parenthesized place written
+        "float v = 1.f; if (i < n) { float (v); y[i] = v; }",  # a local declared in parentheses, unset
+        "float v = 0; { int const v; y[0] = v; }",
+        "float v = v + 1; y[0] = v;",  # its own initializer reads it
     ],
 )
 def test_a_kernel_that_reaches_memory_another_way_is_built_instrumented(body):

@@ -131,6 +131,7 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
     locals_: set[str] = set()
     edits: list[tuple[int, int, str]] = []
     opens: list[int] = []  # the token index of each open '[' of an access
+    nesting: list[str] = []  # each open '(' and '['
     for i, (kind, text, s, e) in enumerate(tokens):
         prev = tokens[i - 1][1] if i else "{"
         nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
@@ -139,11 +140,9 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
         if kind == "word":
             if prev == "." and tokens[i - 2][1] in _BUILTINS and text in ("x", "y", "z"):
                 continue
-            if text in _TYPES:
-                if nxt in ("*", "&"):
-                    raise _Refused  # (a pointer or a reference)
-                if nxt not in _TYPES and nxt not in _QUALIFIERS and nxt not in (")", "(", ">"):
-                    _declaration(tokens, i + 1, locals_, names | scalars)
+            if text in _TYPES or text == "const":
+                if prev not in _TYPES and prev != "const":  # (a type's first word: it takes the others)
+                    _type(tokens, i, prev, locals_, names | scalars)
                 continue
             if text in names:
                 if nxt != "[":
@@ -157,6 +156,13 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
                 continue
             raise _Refused
         # operators
+        if text in ("(", "["):
+            nesting.append(text)
+        elif text in (")", "]"):
+            if not nesting or nesting.pop() != ("(" if text == ")" else "["):
+                raise _Refused
+        elif text == "," and nesting and nesting[-1] == "[":
+            raise _Refused  # (a comma expression as an index)
         if text == "[":
             if prev not in names:
                 raise _Refused  # (a local array, a lambda, an attribute)
@@ -183,11 +189,30 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
             raise _Refused
         if text == "." and prev not in _BUILTINS:
             raise _Refused
-        if text == ")" and nxt in _ASSIGN:
-            raise _Refused  # (a parenthesized place assigned: a conditional's array element)
+        if (text == ")" and (nxt in _ASSIGN or nxt in ("++", "--"))) or (text in ("++", "--") and nxt == "("):
+            raise _Refused  # (a parenthesized place written: a conditional's array element, (y[i])++)
     if opens:
         raise _Refused
     return edits
+
+
+def _type(tokens: list[tuple[str, str, int, int]], i: int, prev: str, locals_: set[str], taken: set[str]) -> None:
+    """A type's words from token ``i``: a cast (``(float)``, ``static_cast<float>``, ``float(x)``
+    in an expression) or a declaration (``_declaration``); refuses a pointer or a reference, and
+    a type in parentheses at a statement's start (``float (v);`` declares v)."""
+    j = i
+    while j < len(tokens) and (tokens[j][1] in _TYPES or tokens[j][1] in _QUALIFIERS):
+        j += 1
+    after = tokens[j][1] if j < len(tokens) else ""
+    if after in ("*", "&") or not any(tokens[k][1] in _TYPES for k in range(i, j)):
+        raise _Refused
+    if after in (")", ">"):
+        return
+    if after == "(":
+        if prev in (";", "{", "}", ")", "else", "do"):
+            raise _Refused
+        return
+    _declaration(tokens, j, locals_, taken)
 
 
 def _declaration(tokens: list[tuple[str, str, int, int]], i: int, locals_: set[str], taken: set[str]) -> None:
@@ -207,6 +232,8 @@ def _declaration(tokens: list[tuple[str, str, int, int]], i: int, locals_: set[s
             raise _Refused  # (a braced initializer)
         elif text == "," and depth == 0:
             raise _Refused  # (more than one name declared)
+        elif text == tokens[i][1]:
+            raise _Refused  # (its own initializer reads it: unset)
         elif text == ";" and depth == 0:
             break
     locals_.add(tokens[i][1])

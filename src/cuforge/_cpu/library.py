@@ -131,7 +131,14 @@ def _build(label: str, source: str, line_sources: Mapping[str, str], headers: Ma
                 from .translate import translation_unit  # (only a build translates)
 
                 linked = bool(links)
-                return [translation_unit(label, source, line_sources, entries, linked=linked, checked=checked)] + [
+                text = source
+                if checked == "indexed":
+                    from .indexed import rewrite
+
+                    rewritten = rewrite(source)  # (never None: build() chose it by the same rewrite)
+                    assert rewritten is not None, "an indexed build of a source the rewrite refuses would check nothing"
+                    text = rewritten
+                return [translation_unit(label, text, line_sources, entries, linked=linked, checked=checked)] + [
                     translation_unit(f"{label}.link{i}", text, {}, (), linked=True, checked=bool(checked))
                     for i, text in enumerate(links)
                 ]

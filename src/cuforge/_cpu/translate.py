@@ -278,13 +278,9 @@ def translation_unit(label: str, source: str, line_sources: Mapping[str, str], e
     build of a checked launch (``check.py``), whose threads announce themselves to the checker
     and never run as a plain loop either, and whose local variables declared without an
     initializer are followed (``locals.py``); ``checked="indexed"``: a checked build whose indexes
-    into array parameters are checked inline instead (``indexed.py``)."""
+    into array parameters are checked inline instead (``source`` is ``indexed.rewrite``'s)."""
     refuse_unsupported(label, source, line_sources)
     plain = _is_plain(source) and not linked and not checked
-    if checked == "indexed":
-        from .indexed import rewrite
-
-        source = rewrite(source) or source  # (None only where build() did not choose it)
     if checked:  # (local variables without an initializer: the checker follows them)
         source = follow_locals(source, masked(source))
     return _assemble(label, _rewritten(label, source, line_sources, bool(checked)), plain, entries, checked=checked)
