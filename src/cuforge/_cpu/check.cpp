@@ -12,6 +12,12 @@
 // atomically, whether it was ever written) to report uninitialised reads and races. The first
 // report ends the launch (siglongjmp to the block's entry, as cuforge_cpu::fail does).
 //
+// A kernel that reaches memory only by indexing its array parameters has an indexed build instead
+// (cuforge/_cpu/indexed.py): not instrumented, each index checked inline (cuforge/cpu_check.h) by
+// the common case shared with this file (cuforge/check_cell.h), on the tables exported below
+// (cuforge_check_by_region, cuforge_check_params), and handed to the same entry points where the
+// common case does not decide it.
+//
 // Array arguments are copied for the launch into one mapping with unused address space between
 // them, so that an index past an array's end lands in its own gap and not in the next array;
 // the copies of what the kernel may write are copied back after it. Memory cuforge does not know
