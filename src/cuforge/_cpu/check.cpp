@@ -289,10 +289,9 @@ struct Current : View {  // (the head the common case reads: serial, the thread,
 const unsigned REGION_SHIFT = __builtin_ctzll(CUFORGE_CPU_REGION);
 const size_t REGIONS = size_t(1) << (47 - REGION_SHIFT);  // x86-64's user address space, in regions
 }  // namespace
-// (zero pages, but for the regions of workers that ran checked blocks; the indexed build's checks read it too)
-extern "C" CUFORGE_CPU_API View* cuforge_check_by_region[REGIONS];
+// (declared in cuforge/check_cell.h, which the indexed build's checks read them through; zero pages,
+// but for the regions of workers that ran checked blocks)
 View* cuforge_check_by_region[REGIONS];
-extern "C" CUFORGE_CPU_API cuforge_check_param cuforge_check_params[CUFORGE_CHECK_PARAMS];
 cuforge_check_param cuforge_check_params[CUFORGE_CHECK_PARAMS];
 namespace {
 View** const by_region = cuforge_check_by_region;

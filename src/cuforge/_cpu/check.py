@@ -61,14 +61,13 @@ def flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     default: Ubuntu's GCC defines ``_FORTIFY_SOURCE`` when it optimizes); ``fmaxf``, ``fminf``,
     ``fmax`` and ``fmin`` kept calls and wrapped by the link, so that a max or min reduction keeps
     the mark of a shuffle's undefined lane (``check.cpp``)."""
-    base = ("-fsanitize=thread", "-fsanitize=alignment", "-fsanitize=float-cast-overflow", "-fsanitize=shift-exponent", "-g",
-            "-O1", "-fno-builtin-memset", "-fno-builtin-memcpy", "-fno-builtin-memmove", "-U_FORTIFY_SOURCE",
+    base = ("-fsanitize=thread", "-fsanitize=alignment", *_both(compiler), "-O1",
             "-fno-builtin-fmaxf", "-fno-builtin-fminf", "-fno-builtin-fmax", "-fno-builtin-fmin",
             "-Wl,--wrap=fmaxf,--wrap=fminf,--wrap=fmax,--wrap=fmin")
     if compiler.kind == "gcc":
         return (*base, "-fsanitize=bounds", "-fno-tree-sra", "--param", "tsan-instrument-func-entry-exit=0", "--param",
-                "tsan-distinguish-volatile=1", "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")  # fmt: skip
-    return (*base, "-fsanitize=array-bounds", "-fno-sanitize-link-runtime", "-mllvm", "-tsan-distinguish-volatile=1")
+                "tsan-distinguish-volatile=1")  # fmt: skip
+    return (*base, "-fsanitize=array-bounds", "-mllvm", "-tsan-distinguish-volatile=1")
 
 
 def indexed_flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
@@ -78,11 +77,16 @@ def indexed_flags(compiler: _toolchain.Compiler) -> tuple[str, ...]:
     checks, debug lines, ``memset``, ``memcpy`` and ``memmove`` kept calls, and without the
     sanitizers' runtimes. (No alignment check: an element of an array is aligned where its array
     is, which the inline check tests; the alignment check's tests were a fifth of the inline path.)"""
-    base = ("-fsanitize=float-cast-overflow", "-fsanitize=shift-exponent", "-g",
-            "-fno-builtin-memset", "-fno-builtin-memcpy", "-fno-builtin-memmove", "-U_FORTIFY_SOURCE")  # fmt: skip
-    if compiler.kind == "gcc":
-        return (*base, "-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s")
-    return (*base, "-fno-sanitize-link-runtime")
+    return _both(compiler)
+
+
+def _both(compiler: _toolchain.Compiler) -> tuple[str, ...]:
+    """What both checked builds take (``flags``): the float-to-integer and shift checks, debug
+    lines, ``memset``, ``memcpy`` and ``memmove`` kept calls, no sanitizer's runtime linked."""
+    runtimeless = ("-nodefaultlibs", "-lstdc++", "-lm", "-lpthread", "-lc", "-lgcc_s") if compiler.kind == "gcc" else (
+        "-fno-sanitize-link-runtime",)  # fmt: skip
+    return ("-fsanitize=float-cast-overflow", "-fsanitize=shift-exponent", "-g", "-fno-builtin-memset", "-fno-builtin-memcpy",
+            "-fno-builtin-memmove", "-U_FORTIFY_SOURCE", *runtimeless)  # fmt: skip
 
 
 _lock = threading.Lock()

@@ -49,7 +49,6 @@ _TOKEN = re.compile(
     r"|(?P<other>.)"
 )
 _LINE_DIRECTIVE = re.compile(r'^[ \t]*#[ \t]*line[ \t]+\d+[ \t]+"[^"\n]*"[ \t]*$', re.MULTILINE)
-_MASKED_LINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*line[ \t]+\d+[ \t]*$", re.MULTILINE)  # (its file name blanked)
 _FUNCTION = re.compile(r"\A\s*__global__\s+void\s+(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)\s*\{(?P<body>.*)\}\s*\Z",
                        re.DOTALL)  # fmt: skip
 
@@ -63,13 +62,10 @@ def rewrite(source: str) -> str | None:
     access (``cuforge_cpu::check_ld<k>(x, i)``, ``cuforge_cpu::check_ref<k>(y, i) = ...``, where k
     is the parameter's position), every other character where it was; None where the source is
     not one kernel whose memory is reached only so."""
-    plain = masked(source)
-    for m in _COMMENT_OR_STRING.finditer(source):  # (a string or character literal: refused)
-        line_start = source.rfind("\n", 0, m.start()) + 1
-        line_end = source.find("\n", m.end())
-        if m.group()[0] in "\"'" and not _LINE_DIRECTIVE.fullmatch(source[line_start : line_end if line_end >= 0 else None]):
-            return None
-    plain = _MASKED_LINE_DIRECTIVE.sub(lambda m: " " * len(m.group()), plain)
+    unlined = _LINE_DIRECTIVE.sub(lambda m: " " * len(m.group()), source)  # (same length: offsets hold)
+    if any(m.group()[0] in "\"'" for m in _COMMENT_OR_STRING.finditer(unlined)):
+        return None  # (a string or character literal)
+    plain = masked(unlined)
     match = _FUNCTION.match(plain)
     if match is None:
         return None
@@ -130,8 +126,7 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
     names = set(arrays)
     locals_: set[str] = set()
     edits: list[tuple[int, int, str]] = []
-    opens: list[int] = []  # the token index of each open '[' of an access
-    nesting: list[str] = []  # each open '(' and '['
+    nesting: list[tuple[str, int]] = []  # each open '(' and '[' (every '[' an access's), with its token's index
     for i, (kind, text, s, e) in enumerate(tokens):
         prev = tokens[i - 1][1] if i else "{"
         nxt = tokens[i + 1][1] if i + 1 < len(tokens) else ""
@@ -157,21 +152,17 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
             raise _Refused
         # operators
         if text in ("(", "["):
-            nesting.append(text)
-        elif text in (")", "]"):
-            if not nesting or nesting.pop() != ("(" if text == ")" else "["):
-                raise _Refused
-        elif text == "," and nesting and nesting[-1] == "[":
-            raise _Refused  # (a comma expression as an index)
-        if text == "[":
-            if prev not in names:
+            if text == "[" and prev not in names:
                 raise _Refused  # (a local array, a lambda, an attribute)
-            opens.append(i)
+            nesting.append((text, i))
             continue
-        if text == "]":
-            if not opens:
+        if text in (")", "]"):
+            if not nesting or nesting[-1][0] != ("(" if text == ")" else "["):
                 raise _Refused
-            o = opens.pop()
+            o = nesting.pop()[1]
+        elif text == "," and nesting and nesting[-1][0] == "[":
+            raise _Refused  # (a comma expression as an index)
+        if text == "]":
             name_token = tokens[o - 1]
             k = arrays[name_token[1]]
             written = nxt in _ASSIGN or nxt in ("++", "--") or (o >= 2 and tokens[o - 2][1] in ("++", "--"))
@@ -191,7 +182,7 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
             raise _Refused
         if (text == ")" and (nxt in _ASSIGN or nxt in ("++", "--"))) or (text in ("++", "--") and nxt == "("):
             raise _Refused  # (a parenthesized place written: a conditional's array element, (y[i])++)
-    if opens:
+    if nesting:
         raise _Refused
     return edits
 

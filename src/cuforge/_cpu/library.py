@@ -82,40 +82,41 @@ def build(label: str, source: str, *, line_sources: Mapping[str, str], headers: 
     the instrumented one."""
     _runtime.library()  # kernel libraries call into it: loaded first, its symbols global
     flags = flags_of(options)
-    indexed = False
     if checked:
         from . import check as _check
 
         _check.library()  # its __tsan_* functions are what the checked build calls
-        indexed = not links and _indexed(source)
-        if indexed:
+        rewritten = None if links else _rewritten(source)
+        if rewritten is not None:
             from ..errors import CompileError
 
             try:
                 return _build(label, source, line_sources, headers, options, entries, links, "indexed",
-                              flags + _check.indexed_flags(_toolchain.find_compiler()))  # fmt: skip
+                              flags + _check.indexed_flags(_toolchain.find_compiler()), rewritten)  # fmt: skip
             except CompileError:
-                _indexed_sources[source] = False  # (not tried again)
+                _rewrites[source] = None  # (not tried again)
         flags += _check.flags(_toolchain.find_compiler())
-    return _build(label, source, line_sources, headers, options, entries, links, "checked" if checked else "", flags)
+    return _build(label, source, line_sources, headers, options, entries, links, "checked" if checked else "", flags,
+                  source)  # fmt: skip
 
 
-def _indexed(source: str) -> bool:
-    """Whether a checked build of ``source`` is its indexed one (remembered per source)."""
-    found = _indexed_sources.get(source)
-    if found is None:
+def _rewritten(source: str) -> str | None:
+    """``source`` as its indexed build compiles it, or None where it has none (remembered per source)."""
+    if source not in _rewrites:
         from .indexed import rewrite
 
-        found = _indexed_sources[source] = rewrite(source) is not None
-    return found
+        _rewrites[source] = rewrite(source)
+    return _rewrites[source]
 
 
-_indexed_sources: dict[str, bool] = {}
+_rewrites: dict[str, str | None] = {}
 
 
 def _build(label: str, source: str, line_sources: Mapping[str, str], headers: Mapping[str, str], options: CompileOptions,
-           entries: Sequence[tuple[str, int]], links: Sequence[str], checked: str, flags: tuple[str, ...]) -> Program:
-    """``build``'s work, for one build (``checked``: "", "checked" or "indexed") with its flags."""
+           entries: Sequence[tuple[str, int]], links: Sequence[str], checked: str, flags: tuple[str, ...],
+           translated: str) -> Program:  # fmt: skip
+    """``build``'s work, for one build (``checked``: "", "checked" or "indexed") with its flags; the
+    key is ``source``'s, the translation unit ``translated``'s (an indexed build's rewrite)."""
     dirs = include_dirs(options)
     keyed = "\0".join((source, *(f"{e}\0{n}" for e, n in entries), *(f"link\0{text}" for text in links)))
     memo = (keyed, *flags, *dirs, *sorted(f"{k}\0{v}" for k, v in headers.items()))
@@ -131,14 +132,7 @@ def _build(label: str, source: str, line_sources: Mapping[str, str], headers: Ma
                 from .translate import translation_unit  # (only a build translates)
 
                 linked = bool(links)
-                text = source
-                if checked == "indexed":
-                    from .indexed import rewrite
-
-                    rewritten = rewrite(source)  # (never None: build() chose it by the same rewrite)
-                    assert rewritten is not None, "an indexed build of a source the rewrite refuses would check nothing"
-                    text = rewritten
-                return [translation_unit(label, text, line_sources, entries, linked=linked, checked=checked)] + [
+                return [translation_unit(label, translated, line_sources, entries, linked=linked, checked=checked)] + [
                     translation_unit(f"{label}.link{i}", text, {}, (), linked=True, checked=bool(checked))
                     for i, text in enumerate(links)
                 ]
