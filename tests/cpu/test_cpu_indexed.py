@@ -5,12 +5,14 @@ build reports, at the same lines, and computes what an unchecked launch computes
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 import cuforge as cf
 from cuforge._cpu import library
-from cuforge._cpu.indexed import rewrite
+from cuforge._cpu.indexed import THREAD, rewrite
 
 from ..conftest import Saxpy
 
@@ -45,9 +47,13 @@ def rendered(body: str) -> str:
 def test_indexes_into_array_parameters_become_checked_accesses_on_their_line(body, expected):
     out = rewrite(rendered(body))
     assert out is not None
-    lines = out.split("\n")
-    assert lines[:5] == rendered(body).split("\n")[:5]  # (every line where it was)
-    assert lines[6] == expected
+    lines, before = out.split("\n"), rendered(body).split("\n")
+    assert len(lines) == len(before)  # (every line where it was)
+    assert lines[:2] + lines[4:6] == before[:2] + before[4:6]
+    # the kernel inlined into the loop over its threads, which finds the running thread once
+    assert lines[2] == before[2].replace("__global__ ", "__global__ __attribute__((always_inline)) inline ")
+    assert lines[3] == f"{{ const cuforge_cpu::indexed_thread {THREAD};"
+    assert lines[6] == re.sub(r"(check_(?:ld|ref)<\d>)\(", rf"\1({THREAD}, ", expected)
 
 
 @pytest.mark.parametrize(

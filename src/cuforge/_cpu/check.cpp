@@ -9,7 +9,8 @@
 // finds the object the address belongs to (an array argument, a __shared__ variable, dynamic
 // shared memory, a module variable), refuses an access outside it before it happens, and keeps a
 // cell of shadow state per element (who wrote and read it last, in which barrier interval, whether
-// atomically, whether it was ever written) to report uninitialised reads and races. The first
+// atomically, whether it was ever written) to report uninitialised reads and races: in global
+// memory, a word per element until some access needs the cell (cuforge/check_cell.h). The first
 // report ends the launch (siglongjmp to the block's entry, as cuforge_cpu::fail does).
 //
 // A kernel that reaches memory only by indexing its array parameters has an indexed build instead
@@ -142,6 +143,7 @@ struct Region {
     bool shadowed;        // written by the kernel: races and initialisation are tracked
     const char* name;
     Cell* cells;
+    Word* words;  // global memory's: its first level (cuforge/check_cell.h); shared memory's: null
 };
 
 // ---------------------------------------------------------------- one checked launch
@@ -178,9 +180,13 @@ struct Launch {
     unsigned unchecked = 0;  // the accesses that reached memory it does not know (its workers' counts), and the first instructions
     std::atomic<void*> unknown[8];
     // Kept from launch to launch (faulting in and zeroing fresh pages cost more than the kernel):
-    // the copies' mapping, and the shadow, whose cells carry the launch serial they belong to
-    char* shadow = nullptr;
-    size_t shadow_bytes = 0, shadow_used = 0;
+    // the copies' mapping, and the shadow's two pools: of cells, which carry the launch serial they
+    // belong to (a pool of their own: a cell's gen is always one of an earlier launch's, or 0), and
+    // of words (cuforge/check_cell.h), cleared before each run of a launch
+    struct Pool {
+        char* base = nullptr;
+        size_t bytes = 0, used = 0;
+    } shadow, words;
     std::deque<std::string> names;  // (the names of arrays that share a buffer, made per launch)
 };
 Launch launch;
@@ -608,6 +614,11 @@ inline void after_reads(Current* c, const Me& me, const Region& r, uintptr_t a, 
         race(c, me, r, a, true, 0, false, true, pc, atomic, false);
 }
 
+// Element i's full cell, of a region of global memory (out of line: rules' path for shared memory stays short).
+__attribute__((noinline)) Cell& expanded(const Current* c, const Region& r, size_t i) {
+    return expand(r.words[i], r.cells[i], c->serial, c->bar0);
+}
+
 // The race and initialisation rules, for what the common cases (no_other_thread) leave.
 __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, unsigned size, bool write, unsigned kind, void* pc) {
     Me me;
@@ -620,7 +631,7 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
     uint32_t gen = me.shared ? c->gen : launch.serial;
     size_t first = index_of(r, a - r.base), last = index_of(r, a + size - 1 - r.base);
     for (size_t i = first; i <= last; ++i) {
-        Cell& cell = r.cells[i];
+        Cell& cell = r.words ? expanded(c, r, i) : r.cells[i];
         if (cell.gen != gen) cell = Cell{gen, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // another block's, or launch's: untouched
         bool init = r.init || (cell.flags & INIT);
         bool written = (cell.flags & W_SET) && cell.w != me.who;
@@ -690,6 +701,17 @@ __attribute__((noinline)) void rules(Current* c, const Region& r, uintptr_t a, u
     }
 }
 
+// The common cases for element i of a shadowed region: no_other_thread (global memory's first on
+// its word). Global memory's are out of line (global_common): the path of shared memory's accesses,
+// which shares their hook, then saves no more registers than its own need.
+template <bool shared> __attribute__((always_inline)) inline bool common_case(Current* c, const Region& r, size_t i, bool write) {
+    if (shared) return no_other_thread(c, r.cells[i], true, r.init, write);  // (shared memory's: never init)
+    return word_common(c, r.words[i], r.init, write) || no_other_thread(c, expanded(c, r, i), false, r.init, write);
+}
+__attribute__((noinline)) bool global_common(Current* c, const Region& r, size_t i, bool write) {
+    return common_case<false>(c, r, i, write);
+}
+
 // One access to a region: refused outside it, then the common cases, then the rules.
 __attribute__((always_inline)) inline void access(Current* c, const Region& r, uintptr_t a, unsigned size, bool write,
                                                   unsigned kind, void* pc) {
@@ -699,8 +721,7 @@ __attribute__((always_inline)) inline void access(Current* c, const Region& r, u
     if (kind == PLAIN) {
         uintptr_t off = a - r.base;
         size_t i = index_of(r, off);
-        if (index_of(r, off + size - 1) == i && no_other_thread(c, r.cells[i], r.kind == SHARED || r.kind == DYNAMIC, r.init, write))
-            return;
+        if (index_of(r, off + size - 1) == i && (r.words ? global_common(c, r, i, write) : common_case<true>(c, r, i, write))) return;
     }
     rules(c, r, a, size, write, kind, pc);
 }
@@ -718,8 +739,8 @@ inline Current* active() { return active_at(stack_pointer()); }
 cuforge_check_param indexed_param(const Region& r) {
     size_t bytes = r.end - r.base;
     unsigned g = r.granule;
-    if (!g || (g & (g - 1)) || bytes < g || r.base % g || (r.shadowed && !r.cells)) return cuforge_check_param{};
-    return cuforge_check_param{r.base, bytes - g, g, unsigned(__builtin_ctz(g)), r.shadowed ? r.cells : nullptr, r.init};
+    if (!g || (g & (g - 1)) || bytes < g || r.base % g || (r.shadowed && !r.words)) return cuforge_check_param{};
+    return cuforge_check_param{bytes / g, g, r.shadowed ? r.words : nullptr, r.init};
 }
 
 // The region of address a, or null; [*from, *to) the addresses that find the same answer.
@@ -739,11 +760,22 @@ __attribute__((noinline)) const Region* find_global_slow(uintptr_t a, uintptr_t*
 inline Site& site_of(Current* c, void* pc) { return c->sites[(reinterpret_cast<uintptr_t>(pc) >> 1) & (SITES - 1)]; }
 
 // no_other_thread for each cell of a WHOLE site's access at `a` (the rules take the access where one is not).
-__attribute__((always_inline)) inline bool no_other_threads(Current* c, const Site& s, uintptr_t a, bool shared, bool write) {
-    Cell* cell = s.region.cells + ((a - s.from) >> s.shift);
+template <bool shared> __attribute__((always_inline)) inline bool no_other_threads(Current* c, const Site& s, uintptr_t a, bool write) {
+    size_t i = (a - s.from) >> s.shift;
+    if (shared) {
+        Cell* cell = s.region.cells + i;
+        for (unsigned k = 0; k < s.cells; ++k)
+            if (!no_other_thread(c, cell[k], true, s.region.init, write)) return false;  // (shared memory's: never init)
+        return true;
+    }
     for (unsigned k = 0; k < s.cells; ++k)
-        if (!no_other_thread(c, cell[k], shared, s.region.init, write)) return false;  // (shared memory's: never init)
+        if (!common_case<false>(c, s.region, i + k, write)) return false;
     return true;
+}
+
+// A plain access of global memory that a WHOLE site answered (out of line: see common_case).
+__attribute__((noinline)) void observe_whole(Current* c, const Site& s, uintptr_t a, unsigned size, bool write, void* pc) {
+    if (!no_other_threads<false>(c, s, a, write)) rules(c, s.region, a, size, write, PLAIN, pc);
 }
 
 // An atomic's or a volatile access's place in the launch's sequence (the fence rules': kernel memory
@@ -881,7 +913,7 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
             count_atomic(c, kind);
             return access(c, s.region, a - arena, size, write, kind, pc);
         }
-        if (s.mode == WHOLE && (size == 1 || a % size == 0) && no_other_threads(c, s, a, true, write)) return;
+        if (s.mode == WHOLE && (size == 1 || a % size == 0) && no_other_threads<true>(c, s, a, write)) return;
         return rules(c, s.region, a - arena, size, write, kind, pc);
     }
     if (!sited || __builtin_expect(s.pc != pc || s.epoch != 0 || a - s.from >= s.span, 0))
@@ -895,7 +927,7 @@ __attribute__((always_inline)) inline void observe(uintptr_t a, unsigned size, b
         return access(c, s.region, a, size, write, kind, pc);
     }
     if (s.mode == BOUNDS) return;
-    if (s.mode == WHOLE && (size == 1 || a % size == 0) && no_other_threads(c, s, a, false, write)) return;
+    if (s.mode == WHOLE && (size == 1 || a % size == 0)) return observe_whole(c, s, a, size, write, pc);
     return rules(c, s.region, a, size, write, kind, pc);
 }
 
@@ -1080,6 +1112,7 @@ CUFORGE_CPU_API void cuforge_check_thread(sigjmp_buf* jump, long long block, con
         }
         c->block = block;
         c->who0 = uint32_t(block * launch.n + 1);
+        c->bar0 = uint16_t(*bar_gen);
         c->fences = launch.fences[block], c->grid_syncs = launch.grid_syncs[block];
         ++c->gen;
         memset(c->warp_gen, 0, sizeof c->warp_gen);
@@ -1098,7 +1131,7 @@ CUFORGE_CPU_API void cuforge_check_noncoherent(const void* p, unsigned long byte
     if (!r || r->kind == OTHER || !r->shadowed || a < r->base || a + bytes > r->end) return;  // (out of bounds: its load reports it)
     size_t first = index_of(*r, a - r->base), last = index_of(*r, a + bytes - 1 - r->base);
     for (size_t i = first; i <= last; ++i) {
-        const Cell& cell = r->cells[i];
+        Cell cell = peek(r->words[i], r->cells[i], launch.serial, c->bar0);
         if (cell.gen != launch.serial || !(cell.flags & W_SET) || !cell.w) continue;
         char mine[160], theirs[160];
         describe_thread(mine, sizeof mine, c->block, thread_of(c));
@@ -1203,28 +1236,32 @@ const size_t KEEP = size_t(64) << 20;
 // reservation, no memory), and the most the copies of one launch take of it.
 const size_t FAR_SLOT = size_t(256) << 30, FAR_SPACE = size_t(16) << 40;
 
-// `count` cells of the shadow, carved from the kept pool: their offset for now (shadow_reserve
-// makes them pointers once the pool is large enough for the whole launch).
-Cell* shadow_cells(size_t count) {
-    Cell* at = reinterpret_cast<Cell*>(launch.shadow_used);
-    launch.shadow_used += count * sizeof(Cell);
-    return at;
+// The shadow of `count` elements of global memory, carved from the kept pools: the offsets of
+// their cells and words for now (shadow_reserve makes them pointers once the pools are large
+// enough for the whole launch).
+void shadow_carve(Region& r, size_t count) {
+    r.cells = reinterpret_cast<Cell*>(launch.shadow.used), r.words = reinterpret_cast<Word*>(launch.words.used);
+    launch.shadow.used += count * sizeof(Cell), launch.words.used += count * sizeof(Word);
 }
 
-// Grow the pool to what the launch's regions carved (fresh pages are zero: a gen of 0 is no
-// launch's) and turn their offsets into cells. false: out of memory.
+// Grow the pools to what the launch's regions carved (fresh pages are zero: a gen of 0 is no
+// launch's) and turn their offsets into cells and words. false: out of memory.
 bool shadow_reserve() {
     Launch& K = launch;
-    if (K.shadow_used > K.shadow_bytes) {
-        if (K.shadow) munmap(K.shadow, K.shadow_bytes);
-        size_t bytes = (K.shadow_used + 65535) / 65536 * 65536;
-        void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        K.shadow = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
-        K.shadow_bytes = K.shadow ? bytes : 0;
-        if (!K.shadow) return false;
-    }
+    for (Launch::Pool* p : {&K.shadow, &K.words})
+        if (p->used > p->bytes) {
+            if (p->base) munmap(p->base, p->bytes);
+            size_t bytes = (p->used + 65535) / 65536 * 65536;
+            void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            p->base = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
+            p->bytes = p->base ? bytes : 0;
+            if (!p->base) return false;
+        }
     for (Region& r : K.regions)
-        if (r.shadowed) r.cells = reinterpret_cast<Cell*>(K.shadow + reinterpret_cast<uintptr_t>(r.cells));
+        if (r.shadowed) {
+            r.cells = reinterpret_cast<Cell*>(K.shadow.base + reinterpret_cast<uintptr_t>(r.cells));
+            r.words = reinterpret_cast<Word*>(K.words.base + reinterpret_cast<uintptr_t>(r.words));
+        }
     return true;
 }
 
@@ -1243,7 +1280,8 @@ bool mapping_reserve(size_t total) {
 // After a launch: what is past KEEP goes back to the system.
 void release_large() {
     Launch& K = launch;
-    if (K.shadow_bytes > KEEP) munmap(K.shadow, K.shadow_bytes), K.shadow = nullptr, K.shadow_bytes = 0;
+    for (Launch::Pool* p : {&K.shadow, &K.words})
+        if (p->bytes > KEEP) munmap(p->base, p->bytes), *p = Launch::Pool{};
     if (K.mapping_used > KEEP) munmap(K.mapping, K.mapping_bytes), K.mapping = nullptr, K.mapping_bytes = 0, K.resident.clear();
 }
 
@@ -1412,8 +1450,9 @@ static void run_blocks(cuforge_cpu_entry entry, cuforge_cpu_launch* L, unsigned 
     K.serial = K.serial + 1;
     if (K.serial == 0) {  // (after 2^32 launches: the kept cells' serials would come round again)
         K.serial = 1;
-        memset(K.shadow, 0, K.shadow_used);
+        memset(K.shadow.base, 0, K.shadow.used);
     }
+    if (K.words.used) memset(K.words.base, 0, K.words.used);  // (no access yet: cuforge/check_cell.h)
     K.seq = 0, K.rerun = rerun, K.live = K.serial;
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.live = 0, K.rerun = 0;
@@ -1603,7 +1642,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         for (const auto& r : K.resident)
             if (r.first + r.second <= K.mapping_bytes) madvise(K.mapping + r.first, r.second, MADV_DONTNEED);
     K.resident = pages;
-    K.shadow_used = 0;
+    K.shadow.used = K.words.used = 0;
     for (size_t s = 0; s < spans.size(); ++s)
         copies.push_back({K.mapping + at[s], reinterpret_cast<const char*>(spans[s].first), spans[s].second - spans[s].first});
     if (!copy_all(L)) return 0;
@@ -1636,10 +1675,10 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
                     common[s] = 0;
             }
     }
-    std::vector<uintptr_t> span_cells(spans.size(), 0);
+    std::vector<Region> span_shadow(spans.size(), Region{});  // (its cells and words)
     K.names.clear();
     for (size_t s = 0; s < spans.size(); ++s)
-        if (common[s]) span_cells[s] = reinterpret_cast<uintptr_t>(shadow_cells((spans[s].second - spans[s].first) / common[s]));
+        if (common[s]) shadow_carve(span_shadow[s], (spans[s].second - spans[s].first) / common[s]);
     for (int i = 0; i < C->narrays; ++i) {
         cuforge_check_array& a = C->arrays[i];
         if (span_of[i] < 0) {
@@ -1656,7 +1695,9 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
         r.kind = ARG, r.init = a.intent != 1, r.shadowed = a.intent != 0 || common[s], r.name = a.name;
         if (common[s]) {  // (the span's cells, from this array's first; one name for what the span's addresses find)
             r.granule = common[s];
-            r.cells = reinterpret_cast<Cell*>(span_cells[s] + (a.host - spans[s].first) / common[s] * sizeof(Cell));
+            uintptr_t first = (a.host - spans[s].first) / common[s];  // (offsets for now: see shadow_carve)
+            r.cells = reinterpret_cast<Cell*>(reinterpret_cast<uintptr_t>(span_shadow[s].cells) + first * sizeof(Cell));
+            r.words = reinterpret_cast<Word*>(reinterpret_cast<uintptr_t>(span_shadow[s].words) + first * sizeof(Word));
             r.init = span_init[s];
             std::string name = a.name;
             const char* also = ", one buffer with ";
@@ -1665,7 +1706,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
             K.names.push_back(name);
             r.name = K.names.back().c_str();
         } else if (r.shadowed) {
-            r.cells = shadow_cells(a.bytes / r.granule);
+            shadow_carve(r, a.bytes / r.granule);
         }
         K.regions.push_back(r);
     }
@@ -1679,7 +1720,7 @@ CUFORGE_CPU_API int cuforge_check_run(cuforge_cpu_entry entry, cuforge_cpu_launc
             continue;
         }
         r.shadowed = true;
-        r.cells = shadow_cells(v.bytes);
+        shadow_carve(r, v.bytes);
         K.regions.push_back(r);
     }
     if (!shadow_reserve()) return -1;

@@ -49,6 +49,9 @@ _TOKEN = re.compile(
     r"|(?P<other>.)"
 )
 _LINE_DIRECTIVE = re.compile(r'^[ \t]*#[ \t]*line[ \t]+\d+[ \t]+"[^"\n]*"[ \t]*$', re.MULTILINE)
+# The running thread's name in the rewritten kernel (a body that declares it too is refused by the compiler,
+# and built instrumented).
+THREAD = "cuforge_thread"
 _FUNCTION = re.compile(r"\A\s*__global__\s+void\s+(?P<name>[A-Za-z_]\w*)\s*\((?P<params>[^()]*)\)\s*\{(?P<body>.*)\}\s*\Z",
                        re.DOTALL)  # fmt: skip
 
@@ -59,9 +62,10 @@ class _Refused(Exception):
 
 def rewrite(source: str) -> str | None:
     """``source`` (a rendered program) with each index into an array parameter made a checked
-    access (``cuforge_cpu::check_ld<k>(x, i)``, ``cuforge_cpu::check_ref<k>(y, i) = ...``, where k
-    is the parameter's position), every other character where it was; None where the source is
-    not one kernel whose memory is reached only so."""
+    access (``cuforge_cpu::check_ld<k>(cuforge_thread, x, i)``, ``check_ref`` where it is
+    written, k the parameter's position), the kernel made inline and the running thread found at
+    its start, every line where it was; None where the source is not one kernel whose memory is
+    reached only so."""
     unlined = _LINE_DIRECTIVE.sub(lambda m: " " * len(m.group()), source)  # (same length: offsets hold)
     if any(m.group()[0] in "\"'" for m in _COMMENT_OR_STRING.finditer(unlined)):
         return None  # (a string or character literal)
@@ -74,6 +78,12 @@ def rewrite(source: str) -> str | None:
         edits = _edits(plain, match.start("body"), match.end("body"), arrays, scalars)
     except _Refused:
         return None
+    # The kernel inlined into the runtime's loop over its threads (what it finds of the launch there
+    # found once), and the running thread taken once (cpu_check.h's indexed_thread), at its start:
+    # the words added to the lines of its signature and its brace only.
+    void = plain.index("void", match.start())
+    edits.append((void, void, "__attribute__((always_inline)) inline "))
+    edits.append((match.start("body"), match.start("body"), f" const cuforge_cpu::indexed_thread {THREAD};"))
     out, at = [], 0
     for start, end, text in sorted(edits):
         out.append(source[at:start])
@@ -166,7 +176,7 @@ def _edits(plain: str, start: int, end: int, arrays: dict[str, int], scalars: se
             name_token = tokens[o - 1]
             k = arrays[name_token[1]]
             written = nxt in _ASSIGN or nxt in ("++", "--") or (o >= 2 and tokens[o - 2][1] in ("++", "--"))
-            call = f"cuforge_cpu::check_{'ref' if written else 'ld'}<{k}>({name_token[1]}, "
+            call = f"cuforge_cpu::check_{'ref' if written else 'ld'}<{k}>({THREAD}, {name_token[1]}, "
             edits.append((name_token[2], tokens[o][3], call))
             edits.append((s, e, ")"))
             continue

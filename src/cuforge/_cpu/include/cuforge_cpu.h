@@ -184,6 +184,7 @@ struct Worker {
     char* shared;       // this block's arena: static, then dynamic from STATIC_SHARED
     const void* poll_at;  // the address the running thread's last atomics updated, and how many in a row
     unsigned poll_thread, polls;  // (cuforge/cpu_atomic.h: a spin lets the block's other threads run)
+    void* check;  // an indexed checked build's: the checker's state of the block (cuforge/cpu_check.h's indexed_block)
 };
 
 static_assert(sizeof(Worker) <= CUFORGE_CPU_HEADER, "the worker's state must fit its region's header");
@@ -214,7 +215,7 @@ thread_local uint3 plain_thread_idx, plain_block_idx, plain_block_dim, plain_gri
 #define CF_BLOCK_DIM (::cuforge_cpu::worker().block_dim)
 #define CF_GRID_DIM (::cuforge_cpu::worker().grid_dim)
 #endif
-#ifdef CUFORGE_CPU_CHECK
+#if defined(CUFORGE_CPU_CHECK) && !defined(CUFORGE_CPU_CHECK_INDEXED)  // (an indexed build is not instrumented)
 namespace cuforge_cpu {
 // A checked build's built-ins are read in an asm, which the instrumentation does not see: they
 // are cuforge's, not the kernel's memory, and a call to the checker per read was a sixth of a

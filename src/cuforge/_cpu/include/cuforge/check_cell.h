@@ -33,6 +33,7 @@ struct View {
     const unsigned* bar_gen = nullptr;
     uint32_t gen = 0;   // block serial on this worker
     uint32_t who0 = 1;  // the block's first thread's launch-wide serial, plus 1
+    uint16_t bar0 = 0;  // the block's barrier generation (*bar_gen, as cells keep it) at its start
     uint8_t fences = 0, grid_syncs = 0;  // the block's __threadfence()s and grid.sync()s
     uint16_t warp_gen[CUFORGE_CPU_MAX_THREADS / 32] = {};
     uint8_t thread_fences[CUFORGE_CPU_MAX_THREADS] = {};
@@ -75,18 +76,70 @@ __attribute__((always_inline)) inline bool no_other_thread(const View* c, Cell& 
     return true;
 }
 
+// Global memory's shadow is in two levels: a word per element (4 bytes), and a full cell (24) that
+// only an element some access needed it for takes up. An element touched by one thread only, before
+// its block's first barrier, __syncwarp, __threadfence() or grid.sync() (all its generations and counts
+// still 0, its barrier generation the block's first), is its word alone: the thread (launch-wide
+// serial, plus 1) and which of INIT, W_SET, R_SET the full cell's flags would hold; a full cell of
+// these is what the word's fields make, with the block's first barrier generation and zeros
+// (`expand`). A word of 0: no access yet in this run of the launch (check.cpp clears the words
+// before each); of EXPANDED: the full cell holds the element's state. A saxpy's element is touched
+// by one thread, once: the word is all its shadow, a sixth of the cell's bytes, which memory's
+// bandwidth and the cache decide on a CPU of few cores.
+using Word = uint32_t;
+enum : uint32_t { W_INIT = 1, W_WRITTEN = 2, W_READ = 4, WHO_LIMIT = (1u << 29) - 1, EXPANDED = ~0u };
+
+// Whether thread t's accesses now are ones a word holds: no barrier, __syncwarp, fence or grid.sync
+// yet in its block (and a serial a word holds: below WHO_LIMIT, so that no word is EXPANDED's bits).
+__attribute__((always_inline)) inline bool word_holds(const View* c, unsigned t) {
+    return !(uint16_t(uint16_t(*c->bar_gen) ^ c->bar0) | c->warp_gen[t / 32] | c->fences | c->grid_syncs) && c->who0 + t < WHO_LIMIT;
+}
+
+// no_other_thread, on a word where it holds the element's state, for an access of thread `who` (one
+// whose accesses a word holds). true: done; false: the full cell decides (expand).
+__attribute__((always_inline)) inline bool word_update(Word& word, uint32_t who, bool init, bool write) {
+    uint32_t w = word, f = w & 7;
+    if (w == EXPANDED || (w && (w >> 3) != who)) return false;
+    if (!write && !(init || (f & W_INIT))) return false;  // (read before any write: the rules report it)
+    word = who << 3 | (write ? W_INIT | W_WRITTEN : f | W_READ);  // (a write forgets the reads before it)
+    return true;
+}
+__attribute__((always_inline)) inline bool word_common(const View* c, Word& word, bool init, bool write) {
+    unsigned t = *c->cur;
+    return word_holds(c, t) && word_update(word, c->who0 + t, init, write);
+}
+
+// The element's full cell, where its word leaves it: the word's state written into it (or a fresh
+// cell's, of launch `gen`), the word then EXPANDED. `bar0`: the running block's View::bar0, the
+// barrier generation of a thread of its own the word names (another block's is compared with
+// nothing: see check.cpp's ordered). (Two workers expanding one word at once: a race between
+// blocks, both writing the same cell.)
+__attribute__((always_inline)) inline Cell& expand(Word& word, Cell& cell, uint32_t gen, uint16_t bar0) {
+    uint32_t w = word, f = w & 7, who = w >> 3;
+    if (w == EXPANDED) return cell;
+    cell = Cell{gen, (f & W_WRITTEN) ? who : 0, (f & W_READ) ? who : 0, bar0, bar0, 0, 0, 0, 0, 0,
+                uint8_t(((f & W_INIT) ? INIT : 0) | ((f & W_WRITTEN) ? W_SET : 0) | ((f & W_READ) ? R_SET : 0))};
+    __atomic_store_n(&word, EXPANDED, __ATOMIC_RELEASE);
+    return cell;
+}
+
+// The element's state, looked at (not changed): its cell, or the one its word would expand to.
+inline Cell peek(const Word& word, const Cell& cell, uint32_t gen, uint16_t bar0) {
+    Word copy = word;
+    Cell fresh = cell;
+    return copy == EXPANDED ? cell : expand(copy, fresh, gen, bar0);
+}
+
 }  // namespace cuforge_check
 
 extern "C" {
 // An array parameter of the running checked launch, as an indexed kernel's inline checks see it
-// (check.cpp fills them before its blocks run): the region of its copy, the bytes of a cell, and
-// the cells where the kernel writes it (null: an In argument, checked for bounds only).
+// (check.cpp fills them before its blocks run): its cells, the bytes of one, and the words of its
+// shadow where the kernel writes it (null: an In argument, checked for bounds only).
 struct cuforge_check_param {
-    uintptr_t base;   // the region's first byte
-    uintptr_t last;   // the offset of its last cell (bytes less a cell), or UINTPTR_MAX: none taken inline
+    uintptr_t count;   // its cells: an index below it is in bounds (the kernel's pointer is the copy's first byte)
     unsigned granule;  // bytes per cell; 0: none taken inline
-    unsigned shift;    // log 2 of them
-    cuforge_check::Cell* cells;
+    cuforge_check::Word* words;
     bool init;         // its elements start initialised (not an Out argument's)
 };
 enum { CUFORGE_CHECK_PARAMS = 64 };

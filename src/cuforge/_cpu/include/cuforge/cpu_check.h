@@ -163,11 +163,19 @@ template <class T> struct local_guard<T, true> {
 
 // A kernel K run checked: the thread announces itself, then K's (instrumented) body runs.
 // (Inlined into the runtime's loop over the threads: a call per thread less.)
+#ifdef CUFORGE_CPU_CHECK_INDEXED
+inline void indexed_block(Worker& w);  // (below)
+#endif
 template <auto K> struct checked;
 template <class... A, void (*K)(A...)> struct checked<K> {
     __attribute__((no_sanitize_thread, always_inline)) static void run(A... a) {
         Worker& w = worker();
-        if (w.cur == 0) check_announce(w);  // (a call per thread was a third of a checked saxpy's time)
+        if (w.cur == 0) {  // (a call per thread was a third of a checked saxpy's time)
+            check_announce(w);
+#ifdef CUFORGE_CPU_CHECK_INDEXED
+            indexed_block(w);
+#endif
+        }
         K(a...);
     }
 };
@@ -175,8 +183,8 @@ template <class... A, void (*K)(A...)> struct checked<K> {
 #ifdef CUFORGE_CPU_CHECK_INDEXED
 // An indexed kernel's build (cuforge/_cpu/indexed.py): not instrumented; each index into an array
 // parameter k of the kernel is a call of check_ld<k> (a read) or check_ref<k> (a place written),
-// which decides inline what the checker's common case decides (the element in bounds, and no other
-// thread's access before: cuforge/check_cell.h's no_other_thread, on the shadow the checker keeps)
+// which decides inline what the checker's common case decides on an element's word (the element in
+// bounds, and no other thread's access before: cuforge/check_cell.h's word_common, on the shadow the checker keeps)
 // and calls the checker for the rest, as the instrumented build's access would: the rules, the
 // reports (their line: where this is inlined), a write held.
 }  // namespace cuforge_cpu
@@ -193,19 +201,40 @@ void __tsan_write8(void*);
 }
 namespace cuforge_cpu {
 
-template <int K, class T> __attribute__((always_inline)) inline bool indexed_common(const T* q, bool write) {
-    if constexpr (K >= CUFORGE_CHECK_PARAMS || !(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)) {
+// The checker's state of the block that starts on worker w (w.check), where its accesses are ones
+// a word holds (cuforge/check_cell.h's word_holds), else null: an indexed kernel has no barrier,
+// __syncwarp, fence or grid.sync (indexed.py admits none), so what holds at its start holds for
+// its threads' whole run. (Its thread 0 starts it: checked<K>::run.)
+inline void indexed_block(Worker& w) {
+    uintptr_t sp;
+    __asm__("movq %%rsp, %0" : "=r"(sp));
+    cuforge_check::View* c = cuforge_check_by_region[sp >> __builtin_ctzll(CUFORGE_CPU_REGION)];
+    w.check = c && cuforge_check::word_holds(c, 0) && cuforge_check::word_holds(c, w.n - 1) ? c : nullptr;
+}
+
+// The running thread as its inline checks take it, found once, where the kernel starts (indexed.py
+// declares it there).
+struct indexed_thread {
+    cuforge_check::View* c;
+    uint32_t who = 0;  // 0: none decided inline
+    __attribute__((always_inline)) indexed_thread() {
+        Worker& w = worker();
+        c = static_cast<cuforge_check::View*>(w.check);
+        if (c) who = c->who0 + w.cur;
+    }
+};
+
+// Element i of array parameter K (the kernel's pointer: the first byte of the argument's copy,
+// which the checker gave it, and which an indexed kernel cannot change).
+template <int K, class T, class I> __attribute__((always_inline)) inline bool indexed_common(const indexed_thread& th, I i, bool write) {
+    if constexpr (K >= CUFORGE_CHECK_PARAMS) {
         return false;
     } else {
         const cuforge_check_param& p = cuforge_check_params[K];
-        uintptr_t off = reinterpret_cast<uintptr_t>(q) - p.base;
-        if (p.granule != sizeof(T) || off > p.last || (off & (sizeof(T) - 1)) != 0) return false;
-        if (!p.cells) return true;  // (an In argument: bounds only)
-        uintptr_t sp;
-        __asm__("movq %%rsp, %0" : "=r"(sp));
-        cuforge_check::View* c = cuforge_check_by_region[sp >> __builtin_ctzll(CUFORGE_CPU_REGION)];
-        if (!c || c->held) return false;
-        return cuforge_check::no_other_thread(c, p.cells[off >> (p.shift & 63)], false, p.init, write);
+        if (p.granule != sizeof(T) || static_cast<unsigned long long>(i) >= p.count) return false;  // (a negative i too)
+        if (!p.words) return true;  // (an In argument: bounds only)
+        if (!th.who || th.c->held) return false;
+        return cuforge_check::word_update(p.words[static_cast<unsigned long long>(i)], th.who, p.init, write);  // (the rest: the checker's)
     }
 }
 
@@ -219,22 +248,24 @@ template <class T> __attribute__((always_inline)) inline void indexed_checker(co
     else static_assert(sizeof(T) == 0, "an indexed build's element is 1, 2, 4 or 8 bytes (indexed.py: its types)");
 }
 
-template <int K, class T, class I> __attribute__((always_inline)) inline T check_ld(const T* p, I i) {
+template <int K, class T, class I> __attribute__((always_inline)) inline T check_ld(const indexed_thread& th, const T* p, I i) {
     const T* q = &p[i];
-    if (!indexed_common<K>(q, false)) indexed_checker(q, false);
+    if (!indexed_common<K, T>(th, i, false)) indexed_checker(q, false);
     return *q;
 }
 
 // A place written (p[i] = v, p[i] += v, ++p[i], ...): each operator reads (where the C++ one
 // does) and writes as the built-in one, once each, and gives the value written (or, postfix, the one before).
-template <int K, class T> struct indexed_place {
+template <int K, class T, class I> struct indexed_place {
+    const indexed_thread& th;
     T* q;
+    I i;
     __attribute__((always_inline)) T get() const {
-        if (!indexed_common<K>(q, false)) indexed_checker(q, false);
+        if (!indexed_common<K, T>(th, i, false)) indexed_checker(q, false);
         return *q;
     }
     __attribute__((always_inline)) T set(T v) const {
-        if (!indexed_common<K>(q, true)) indexed_checker(q, true);
+        if (!indexed_common<K, T>(th, i, true)) indexed_checker(q, true);
         *q = v;
         return v;
     }
@@ -255,8 +286,8 @@ template <int K, class T> struct indexed_place {
     __attribute__((always_inline)) T operator++(int) const { T v = get(), old = v; set(++v); return old; }
     __attribute__((always_inline)) T operator--(int) const { T v = get(), old = v; set(--v); return old; }
 };
-template <int K, class T, class I> __attribute__((always_inline)) inline indexed_place<K, T> check_ref(T* p, I i) {
-    return {&p[i]};
+template <int K, class T, class I> __attribute__((always_inline)) inline indexed_place<K, T, I> check_ref(const indexed_thread& th, T* p, I i) {
+    return {th, &p[i], i};
 }
 #endif
 
