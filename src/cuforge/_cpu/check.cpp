@@ -1289,9 +1289,13 @@ void release_large() {
 // thread's memcpy of a large launch's arrays was a tenth of a checked saxpy on 16 cores.
 struct Copy {
     char* to;
-    const char* from;
+    const char* from;  // (null: zeros)
     size_t bytes;
 };
+inline void copy_part(const Copy& c, size_t at, size_t bytes) {
+    if (c.from) memcpy(c.to + at, c.from + at, bytes);
+    else memset(c.to + at, 0, bytes);
+}
 std::vector<Copy> copies;
 const size_t PIECE = 256 * 1024;
 
@@ -1300,7 +1304,7 @@ void copy_pieces(cuforge_cpu_launch*, long long first, long long last) {
         size_t at = size_t(p) * PIECE;
         for (const Copy& c : copies) {  // (piece p of the copies laid end to end)
             if (at < c.bytes) {
-                memcpy(c.to + at, c.from + at, std::min(PIECE, c.bytes - at));
+                copy_part(c, at, std::min(PIECE, c.bytes - at));
                 break;
             }
             at -= (c.bytes + PIECE - 1) / PIECE * PIECE;
@@ -1325,7 +1329,7 @@ bool copy_all(cuforge_cpu_launch* L) {
     size_t pieces = 0;
     for (const Copy& c : copies) pieces += (c.bytes + PIECE - 1) / PIECE;
     if (pieces <= 4) {
-        for (const Copy& c : copies) memcpy(c.to, c.from, c.bytes);
+        for (const Copy& c : copies) copy_part(c, 0, c.bytes);
         copies.clear();
         return true;
     }
@@ -1452,7 +1456,8 @@ static void run_blocks(cuforge_cpu_entry entry, cuforge_cpu_launch* L, unsigned 
         K.serial = 1;
         memset(K.shadow.base, 0, K.shadow.used);
     }
-    if (K.words.used) memset(K.words.base, 0, K.words.used);  // (no access yet: cuforge/check_cell.h)
+    if (K.words.used) copies.push_back({K.words.base, nullptr, K.words.used});  // (no access yet: cuforge/check_cell.h)
+    if (!copy_all(L)) return;  // (stopped: L's status says why)
     K.seq = 0, K.rerun = rerun, K.live = K.serial;
     cuforge_cpu_run(entry, L);  // (the blocks at once, on the pool's workers; a cooperative launch's each on a thread)
     K.live = 0, K.rerun = 0;
